@@ -1,0 +1,20 @@
+// The environment variables through which a launcher (cohortrun) hands a worker its place in the
+// job. Named once here so the launcher that writes them and the runtime that reads them agree.
+#pragma once
+
+namespace cohort::env {
+
+inline constexpr const char* kRank = "COHORT_RANK";
+inline constexpr const char* kSize = "COHORT_SIZE";
+inline constexpr const char* kLocalRank = "COHORT_LOCAL_RANK";
+inline constexpr const char* kLocalSize = "COHORT_LOCAL_SIZE";
+inline constexpr const char* kCrossRank = "COHORT_CROSS_RANK";
+inline constexpr const char* kCrossSize = "COHORT_CROSS_SIZE";
+// The address this worker's Gloo device and control socket listen on.
+inline constexpr const char* kHostname = "COHORT_HOSTNAME";
+inline constexpr const char* kRendezvousAddr = "COHORT_RENDEZVOUS_ADDR";
+inline constexpr const char* kRendezvousPort = "COHORT_RENDEZVOUS_PORT";
+// 64 hex characters (32 bytes): the per-job HMAC key. Never passed on a command line.
+inline constexpr const char* kSecret = "COHORT_SECRET";
+
+}  // namespace cohort::env

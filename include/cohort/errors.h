@@ -1,0 +1,46 @@
+// The exceptions Cohort raises. Every error a caller can see derives from cohort::Error.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace cohort {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A bad argument or environment value; nothing was changed.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// Called before init(), after shutdown(), or twice where once is allowed.
+class NotInitialized : public Error {
+ public:
+  using Error::Error;
+};
+
+// The ranks disagreed about a collective (shape, dtype, op, root, ...). Raised on every rank that
+// submitted the tensor; the runtime keeps running.
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The communication layer failed (a peer died, a connection broke, a timeout). The runtime that
+// raised it is no longer usable; elastic::run recovers from it by resetting.
+class InternalError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The runtime shut down before the request could complete.
+class ShutdownError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace cohort
