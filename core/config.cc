@@ -1,0 +1,144 @@
+#include "core/config.h"
+
+#include <cstdlib>
+#include <limits>
+
+#include "cohort/errors.h"
+#include "core/launch_env.h"
+
+namespace cohort {
+namespace {
+
+[[noreturn]] void invalid(const char* name, const std::string& value, const std::string& why) {
+  throw InvalidArgument(std::string(name) + "='" + value + "' is invalid: " + why);
+}
+
+long long parse_integer(const char* name, const std::string& value, long long lo, long long hi) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    invalid(name, value, "expected an integer");
+  }
+  if (used != value.size()) invalid(name, value, "expected an integer");
+  if (v < lo || v > hi) {
+    invalid(name, value, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  return v;
+}
+
+std::chrono::milliseconds parse_seconds(const char* name, const std::string& value) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    invalid(name, value, "expected a number of seconds");
+  }
+  if (used != value.size() || !(v > 0) || v > 1e7) {
+    invalid(name, value, "expected a positive number of seconds");
+  }
+  return std::chrono::milliseconds(static_cast<long long>(v * 1000));
+}
+
+std::string decode_hex(const char* name, const std::string& value) {
+  if (value.size() != 64) invalid(name, "<hidden>", "expected 64 hex characters");
+  std::string out;
+  for (size_t i = 0; i < value.size(); i += 2) {
+    char* end = nullptr;
+    std::string byte = value.substr(i, 2);
+    long v = std::strtol(byte.c_str(), &end, 16);
+    if (*end != '\0') invalid(name, "<hidden>", "expected 64 hex characters");
+    out.push_back(static_cast<char>(v));
+  }
+  return out;
+}
+
+Config::Launcher detect_launcher(const Config::Getenv& getenv) {
+  if (getenv(env::kRank)) return Config::Launcher::kCohortrun;
+  if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")) return Config::Launcher::kMpirun;
+  return Config::Launcher::kNone;
+}
+
+void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
+  auto required = [&](const char* name) {
+    auto v = getenv(name);
+    if (!v) {
+      throw InvalidArgument(std::string(name) + " is not set, but " + env::kRank +
+                            " is: the launcher's environment is incomplete");
+    }
+    return *v;
+  };
+  c.size = static_cast<int>(parse_integer(env::kSize, required(env::kSize), 1, 1 << 20));
+  c.rank = static_cast<int>(parse_integer(env::kRank, required(env::kRank), 0, c.size - 1));
+  if (c.size > 1) {
+    c.rendezvous_addr = required(env::kRendezvousAddr);
+    c.rendezvous_port =
+        static_cast<int>(parse_integer(env::kRendezvousPort, required(env::kRendezvousPort), 1,
+                                       std::numeric_limits<uint16_t>::max()));
+    c.secret = decode_hex(env::kSecret, required(env::kSecret));
+  }
+  if (auto host = getenv(env::kHostname)) c.hostname = *host;
+  auto optional_index = [&](const char* name, int& out) {
+    if (auto v = getenv(name)) out = static_cast<int>(parse_integer(name, *v, 0, c.size));
+  };
+  optional_index(env::kLocalRank, c.local_rank);
+  optional_index(env::kLocalSize, c.local_size);
+  optional_index(env::kCrossRank, c.cross_rank);
+  optional_index(env::kCrossSize, c.cross_size);
+}
+
+}  // namespace
+
+std::string_view to_string(Config::CpuOperations ops) {
+  return ops == Config::CpuOperations::kGloo ? "gloo" : "mpi";
+}
+
+Config Config::from(const Getenv& getenv) {
+  Config c;
+  c.launcher = detect_launcher(getenv);
+  c.cpu_operations =
+      c.launcher == Launcher::kMpirun ? CpuOperations::kMpi : CpuOperations::kGloo;
+  if (auto ops = getenv("COHORT_CPU_OPERATIONS")) {
+    if (*ops == "gloo") {
+      c.cpu_operations = CpuOperations::kGloo;
+    } else if (*ops == "mpi") {
+      c.cpu_operations = CpuOperations::kMpi;
+    } else {
+      invalid("COHORT_CPU_OPERATIONS", *ops, "expected 'gloo' or 'mpi'");
+    }
+  }
+  if (c.cpu_operations == CpuOperations::kMpi && c.launcher != Launcher::kMpirun) {
+    invalid("COHORT_CPU_OPERATIONS", "mpi", "the MPI backend needs a job started by mpirun");
+  }
+  if (c.cpu_operations == CpuOperations::kGloo && c.launcher == Launcher::kMpirun) {
+    invalid("COHORT_CPU_OPERATIONS", "gloo",
+            "under mpirun only the MPI backend is available; start Gloo jobs with cohortrun");
+  }
+  if (c.launcher == Launcher::kCohortrun) read_cohortrun_placement(getenv, c);
+  if (auto v = getenv("COHORT_TIMEOUT_SECONDS")) {
+    c.timeout = parse_seconds("COHORT_TIMEOUT_SECONDS", *v);
+  }
+  if (auto v = getenv("COHORT_SHUTDOWN_TIMEOUT_SECONDS")) {
+    c.shutdown_timeout = parse_seconds("COHORT_SHUTDOWN_TIMEOUT_SECONDS", *v);
+  }
+  if (auto v = getenv("COHORT_LOG_LEVEL")) {
+    try {
+      c.log_level = log::parse_level(*v);
+    } catch (const InvalidArgument& e) {
+      invalid("COHORT_LOG_LEVEL", *v, e.what());
+    }
+  }
+  return c;
+}
+
+Config Config::from_environment() {
+  return from([](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  });
+}
+
+}  // namespace cohort

@@ -1,0 +1,48 @@
+// Every COHORT_* setting, read from the environment in one place, validated once at init().
+// docs/environment.md lists each variable with its default.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/log.h"
+
+namespace cohort {
+
+struct Config {
+  enum class Launcher { kNone, kCohortrun, kMpirun };
+  enum class CpuOperations { kGloo, kMpi };
+
+  Launcher launcher = Launcher::kNone;
+  CpuOperations cpu_operations = CpuOperations::kGloo;
+
+  // From cohortrun (absent for mpirun, whose ranks come from MPI itself).
+  int rank = 0;
+  int size = 1;
+  std::string hostname = "127.0.0.1";
+  std::string rendezvous_addr;
+  int rendezvous_port = 0;
+  std::string secret;  // raw bytes, decoded from COHORT_SECRET's hex
+  // The launcher's view of hosts (COHORT_LOCAL_*, COHORT_CROSS_*); -1 where not given.
+  int local_rank = -1;
+  int local_size = -1;
+  int cross_rank = -1;
+  int cross_size = -1;
+
+  // COHORT_TIMEOUT_SECONDS: bounds rendezvous, connection set-up and every wait on a peer.
+  std::chrono::milliseconds timeout{30'000};
+  // COHORT_SHUTDOWN_TIMEOUT_SECONDS: how long shutdown() waits for the other ranks to shut down.
+  std::chrono::milliseconds shutdown_timeout{60'000};
+  log::Level log_level = log::Level::kWarning;
+
+  using Getenv = std::function<std::optional<std::string>(const char* name)>;
+  // Throws InvalidArgument naming the variable for any invalid value.
+  static Config from(const Getenv& getenv);
+  static Config from_environment();
+};
+
+std::string_view to_string(Config::CpuOperations ops);
+
+}  // namespace cohort

@@ -1,0 +1,77 @@
+// The coordination engine's own message channel: a TCP star between rank 0 and every other rank,
+// used for requests and responses (the data itself moves over Gloo or MPI).
+//
+// Why not negotiate over the backend like Horovod: a blocking Open MPI call spins a core, and a
+// Gloo wait cannot be woken by a local submission. Here the background thread sleeps in poll() on
+// its sockets and an eventfd, so an idle runtime costs nothing, a new request is sent the moment
+// it is submitted, and a peer that dies is seen at once as a closed socket.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/fd.h"
+
+namespace cohort {
+
+struct ControlMessage {
+  int peer;
+  std::vector<std::byte> payload;
+};
+
+class ControlChannel {
+ public:
+  // A world of one: no peers, only wake().
+  static ControlChannel alone();
+  // Rank 0, step 1: listen on `host` (an ephemeral port). address() is what workers connect to.
+  static ControlChannel listen(const std::string& host, int size, std::string token);
+  std::string address() const;
+  // Rank 0, step 2: accept one authenticated connection from every other rank.
+  void accept_workers(std::chrono::milliseconds timeout);
+
+  // Any other rank: connect to rank 0 at `address` and introduce ourselves.
+  static ControlChannel connect(int rank, int size, const std::string& address,
+                                const std::string& token, std::chrono::milliseconds timeout);
+
+  ControlChannel() = default;  // not connected: send() fails, wake() does nothing
+  ControlChannel(ControlChannel&&) noexcept = default;
+  ControlChannel& operator=(ControlChannel&&) noexcept = default;
+  ~ControlChannel() = default;
+
+  // Queues a message for `peer` and writes as much as the socket takes without blocking; the
+  // rest is written by later wait() calls.
+  void send(int peer, std::vector<std::byte> payload);
+  // Sleeps until messages arrive, wake() is called, or `timeout` passes; returns the messages
+  // (possibly none). Throws InternalError when a peer's connection breaks.
+  std::vector<ControlMessage> wait(std::chrono::milliseconds timeout);
+  // Writes all queued messages, waiting at most `timeout`; throws InternalError if it cannot.
+  void flush(std::chrono::milliseconds timeout);
+  // Thread-safe: makes the current or next wait() return.
+  void wake();
+
+ private:
+  struct Peer {
+    int rank = -1;
+    Fd fd;
+    std::vector<std::byte> in;   // bytes received, not yet a whole frame
+    std::vector<std::byte> out;  // bytes queued, not yet written
+    std::string broken;          // why the connection ended, once it has
+  };
+
+  Peer& peer(int rank);
+  void write_some(Peer& p);
+  void read_some(Peer& p, std::vector<ControlMessage>& messages);
+  void clear_wake();
+  void throw_if_broken() const;
+
+  int size_ = 0;
+  std::string token_;
+  Fd listener_;
+  std::string address_;
+  Fd wake_fd_;
+  std::vector<Peer> peers_;
+};
+
+}  // namespace cohort

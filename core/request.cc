@@ -1,0 +1,106 @@
+#include "core/request.h"
+
+#include "cohort/errors.h"
+#include "core/wire.h"
+
+namespace cohort {
+namespace {
+
+template <typename Enum>
+Enum checked_enum(uint8_t raw, int count, const char* what) {
+  if (raw >= count) {
+    throw InternalError(std::string("malformed control message: bad ") + what + " " +
+                        std::to_string(raw));
+  }
+  return static_cast<Enum>(raw);
+}
+
+void write_request(wire::Writer& w, const Request& r) {
+  w.str(r.name);
+  w.u8(static_cast<uint8_t>(r.type));
+  w.u8(static_cast<uint8_t>(r.dtype));
+  w.u8(static_cast<uint8_t>(r.reduce_op));
+  w.i32(r.root);
+  w.f64(r.prescale);
+  w.f64(r.postscale);
+  w.i64s(r.shape);
+}
+
+Request read_request(wire::Reader& rd) {
+  Request r;
+  r.name = rd.str();
+  r.type = checked_enum<OpType>(rd.u8(), 4, "op type");
+  r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
+  r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
+  r.root = rd.i32();
+  r.prescale = rd.f64();
+  r.postscale = rd.f64();
+  r.shape = rd.i64s();
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(OpType type) {
+  switch (type) {
+    case OpType::kAllreduce: return "allreduce";
+    case OpType::kBroadcast: return "broadcast";
+    case OpType::kAllgather: return "allgather";
+    case OpType::kBarrier: return "barrier";
+  }
+  return "unknown";
+}
+
+std::vector<std::byte> encode(const RequestList& list) {
+  wire::Writer w;
+  w.u8(list.shutdown ? 1 : 0);
+  w.u32(static_cast<uint32_t>(list.requests.size()));
+  for (const auto& r : list.requests) write_request(w, r);
+  return std::move(w.bytes());
+}
+
+RequestList decode_request_list(std::span<const std::byte> bytes) {
+  wire::Reader rd(bytes);
+  RequestList list;
+  list.shutdown = rd.u8() != 0;
+  uint32_t n = rd.u32();
+  for (uint32_t i = 0; i < n; ++i) list.requests.push_back(read_request(rd));
+  rd.expect_done();
+  return list;
+}
+
+std::vector<std::byte> encode(const ResponseList& list) {
+  wire::Writer w;
+  w.u8(list.shutdown ? 1 : 0);
+  w.u32(static_cast<uint32_t>(list.responses.size()));
+  for (const auto& r : list.responses) {
+    w.u8(static_cast<uint8_t>(r.kind));
+    w.u8(static_cast<uint8_t>(r.type));
+    w.u32(static_cast<uint32_t>(r.names.size()));
+    for (const auto& name : r.names) w.str(name);
+    w.str(r.error);
+    w.i64s(r.first_dims);
+  }
+  return std::move(w.bytes());
+}
+
+ResponseList decode_response_list(std::span<const std::byte> bytes) {
+  wire::Reader rd(bytes);
+  ResponseList list;
+  list.shutdown = rd.u8() != 0;
+  uint32_t n = rd.u32();
+  for (uint32_t i = 0; i < n; ++i) {
+    Response r;
+    r.kind = checked_enum<Response::Kind>(rd.u8(), 2, "response kind");
+    r.type = checked_enum<OpType>(rd.u8(), 4, "op type");
+    uint32_t names = rd.u32();
+    for (uint32_t j = 0; j < names; ++j) r.names.push_back(rd.str());
+    r.error = rd.str();
+    r.first_dims = rd.i64s();
+    list.responses.push_back(std::move(r));
+  }
+  rd.expect_done();
+  return list;
+}
+
+}  // namespace cohort

@@ -1,0 +1,269 @@
+#include "core/runtime.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+
+#include "cohort/errors.h"
+#include "core/backend_factory.h"
+#include "core/handle_state.h"
+#include "core/log.h"
+#include "ops/reduce.h"
+
+namespace cohort {
+namespace {
+
+using std::chrono::milliseconds;
+
+// How long the background thread sleeps when nothing happens; it only bounds how late an abort
+// is noticed, since every event (submission, message, shutdown) wakes it at once.
+constexpr milliseconds kIdleWake{1000};
+// Control rendezvous fields are exchanged as fixed-size blocks over the backend.
+constexpr size_t kAddressBlock = 256;
+
+std::string random_token() {
+  std::random_device device;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += std::to_string(device());
+  return token;
+}
+
+std::string local_host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Broadcasts a short string from rank 0 through the backend.
+std::string broadcast_string(ops::Backend& backend, std::string value) {
+  if (value.size() >= kAddressBlock) throw InternalError("control address too long: " + value);
+  std::vector<char> block(kAddressBlock, '\0');
+  std::memcpy(block.data(), value.data(), value.size());
+  backend.broadcast(block.data(), block.size(), 0);
+  return block.data();
+}
+
+}  // namespace
+
+Runtime::Runtime(const Config& config)
+    : config_(config), queue_([this] { control_.wake(); }) {
+  backend_ = make_backend(config_);
+  compute_topology();
+  connect_control_channel();
+  if (topology_.rank == 0) negotiator_.emplace(topology_.size);
+  thread_ = std::thread([this] { background_loop(); });
+  log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_->name());
+}
+
+Runtime::~Runtime() {
+  try {
+    shutdown();
+  } catch (const std::exception& e) {
+    log::error("shutdown failed: ", e.what());
+  }
+}
+
+void Runtime::compute_topology() {
+  int rank = backend_->rank();
+  int size = backend_->size();
+  if (config_.launcher == Config::Launcher::kCohortrun && config_.local_rank >= 0) {
+    // cohortrun knows which slots share a host, including hosts that are one machine in tests.
+    topology_ = {rank, size, config_.local_rank, config_.local_size, config_.cross_rank,
+                 config_.cross_size};
+    return;
+  }
+  std::vector<char> mine(kAddressBlock, '\0');
+  std::string host = local_host_name();
+  std::memcpy(mine.data(), host.data(), std::min(host.size(), kAddressBlock - 1));
+  std::vector<char> all(kAddressBlock * size);
+  std::vector<size_t> counts(size, kAddressBlock);
+  backend_->allgatherv(mine.data(), all.data(), counts);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + r * kAddressBlock);
+  topology_ = Topology::from_hosts(rank, hosts);
+}
+
+void Runtime::connect_control_channel() {
+  if (topology_.size == 1) {
+    control_ = ControlChannel::alone();
+    return;
+  }
+  if (topology_.rank == 0) {
+    std::string token = random_token();
+    control_ = ControlChannel::listen(config_.hostname, topology_.size, token);
+    broadcast_string(*backend_, control_.address() + " " + token);
+    control_.accept_workers(config_.timeout);
+    return;
+  }
+  std::string published = broadcast_string(*backend_, "");
+  auto space = published.find(' ');
+  control_ = ControlChannel::connect(topology_.rank, topology_.size, published.substr(0, space),
+                                     published.substr(space + 1), config_.timeout);
+}
+
+Handle Runtime::submit(Request request, Tensor input, Tensor output) {
+  if (shutdown_requested_) throw ShutdownError("cohort has been shut down on this rank");
+  auto state = std::make_shared<detail::HandleState>(request.name);
+  queue_.add({std::move(request), std::move(input), std::move(output), state});
+  return Handle(state);
+}
+
+void Runtime::shutdown() {
+  if (!thread_.joinable()) return;
+  shutdown_requested_ = true;
+  control_.wake();
+  {
+    std::unique_lock lock(finished_mutex_);
+    if (!finished_cv_.wait_for(lock, config_.shutdown_timeout, [&] { return finished_; })) {
+      log::warning("shutdown: the other ranks did not all shut down within ",
+                   config_.shutdown_timeout.count() / 1000.0,
+                   " s (COHORT_SHUTDOWN_TIMEOUT_SECONDS); leaving without them");
+      abort_ = true;
+      control_.wake();
+    }
+  }
+  thread_.join();
+  queue_.close(std::make_exception_ptr(ShutdownError("cohort has been shut down on this rank")));
+}
+
+void Runtime::finish(std::exception_ptr error) {
+  if (error) queue_.close(error);
+  {
+    std::lock_guard lock(finished_mutex_);
+    finished_ = true;
+  }
+  finished_cv_.notify_all();
+}
+
+void Runtime::background_loop() {
+  try {
+    bool done = false;
+    while (!done && !abort_) {
+      auto messages = control_.wait(kIdleWake);
+      if (topology_.rank == 0) {
+        coordinator_step(std::move(messages));
+      } else {
+        worker_step(std::move(messages));
+      }
+      std::lock_guard lock(finished_mutex_);
+      done = finished_;
+    }
+    finish(nullptr);
+  } catch (const InternalError& e) {
+    log::error("rank ", topology_.rank, ": ", e.what());
+    finish(std::current_exception());
+  } catch (const std::exception& e) {
+    log::error("rank ", topology_.rank, ": background thread failed: ", e.what());
+    finish(std::make_exception_ptr(InternalError(e.what())));
+  }
+}
+
+void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
+  Negotiator& negotiator = *negotiator_;
+  for (auto& request : queue_.take_new_requests()) negotiator.add(0, std::move(request));
+  if (shutdown_requested_ && !shutdown_announced_) {
+    negotiator.mark_shut_down(0);
+    shutdown_announced_ = true;
+  }
+  for (auto& message : messages) {
+    RequestList list = decode_request_list(message.payload);
+    for (auto& request : list.requests) negotiator.add(message.peer, std::move(request));
+    if (list.shutdown) negotiator.mark_shut_down(message.peer);
+  }
+  ResponseList out{negotiator.take_ready(), negotiator.all_shut_down()};
+  if (out.responses.empty() && !out.shutdown) return;
+  auto bytes = encode(out);
+  for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
+  execute(out);
+  if (out.shutdown) control_.flush(config_.timeout);
+}
+
+void Runtime::worker_step(std::vector<ControlMessage> messages) {
+  RequestList list{queue_.take_new_requests()};
+  if (shutdown_requested_ && !shutdown_announced_) {
+    list.shutdown = true;
+    shutdown_announced_ = true;
+  }
+  if (!list.requests.empty() || list.shutdown) control_.send(0, encode(list));
+  for (auto& message : messages) {
+    ResponseList responses = decode_response_list(message.payload);
+    execute(responses);
+    if (responses.shutdown) break;
+  }
+}
+
+void Runtime::execute(const ResponseList& list) {
+  for (const auto& response : list.responses) execute(response);
+  if (list.shutdown) {
+    std::lock_guard lock(finished_mutex_);
+    finished_ = true;
+  }
+}
+
+void Runtime::execute(const Response& response) {
+  for (const auto& name : response.names) {
+    TensorEntry entry = queue_.take(name);
+    if (response.kind == Response::Kind::kError) {
+      // Also sent for names this rank never submitted (another rank left): nothing to fail here.
+      if (entry.handle) entry.handle->complete(std::make_exception_ptr(MismatchError(response.error)));
+      continue;
+    }
+    if (!entry.handle) {
+      throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
+    }
+    try {
+      run_collective(response, entry);
+      entry.handle->complete();
+    } catch (const InternalError&) {
+      entry.handle->complete(std::current_exception());
+      throw;
+    } catch (const Error&) {
+      entry.handle->complete(std::current_exception());
+    }
+  }
+}
+
+void Runtime::run_collective(const Response& response, TensorEntry& entry) {
+  const Request& req = entry.request;
+  Tensor& out = entry.output;
+  switch (response.type) {
+    case OpType::kAllreduce: {
+      if (entry.input.data != out.data && out.num_bytes() > 0) {
+        std::memcpy(out.data, entry.input.data, out.num_bytes());
+      }
+      auto count = static_cast<size_t>(out.num_elements());
+      if (req.prescale != 1.0) ops::scale(out.data, count, req.dtype, req.prescale);
+      bool average = req.reduce_op == ReduceOp::kAverage;
+      backend_->allreduce(out.data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op);
+      double post = req.postscale / (average ? topology_.size : 1);
+      if (post != 1.0) ops::scale(out.data, count, req.dtype, post);
+      return;
+    }
+    case OpType::kBroadcast:
+      backend_->broadcast(out.data, out.num_bytes(), req.root);
+      return;
+    case OpType::kAllgather: {
+      int64_t row = num_elements(Shape(req.shape.begin() + 1, req.shape.end()));
+      size_t row_bytes = static_cast<size_t>(row) * element_size(req.dtype);
+      std::vector<size_t> counts;
+      int64_t first = 0;
+      for (int64_t d : response.first_dims) {
+        counts.push_back(static_cast<size_t>(d) * row_bytes);
+        first += d;
+      }
+      OwnedTensor& result = entry.handle->output;
+      result.dtype = req.dtype;
+      result.shape = req.shape;
+      result.shape[0] = first;
+      result.bytes.resize(static_cast<size_t>(first) * row_bytes);
+      backend_->allgatherv(entry.input.data, result.bytes.data(), counts);
+      return;
+    }
+    case OpType::kBarrier:
+      backend_->barrier();
+      return;
+  }
+}
+
+}  // namespace cohort

@@ -1,0 +1,69 @@
+// The one object that holds all of a process's Cohort state: the data-plane backend, the control
+// channel, the queue of submitted tensors and the background thread that negotiates and runs
+// them. Destroying it and building a new one is how the process leaves and rejoins a job.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "cohort/handle.h"
+#include "core/config.h"
+#include "core/control_channel.h"
+#include "core/negotiator.h"
+#include "core/tensor_queue.h"
+#include "core/topology.h"
+#include "ops/backend.h"
+
+namespace cohort {
+
+class Runtime {
+ public:
+  // Joins the job that `config` describes; returns once every rank is connected.
+  explicit Runtime(const Config& config);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const Topology& topology() const { return topology_; }
+  std::string_view backend_name() const { return backend_->name(); }
+
+  // Queues a validated entry for negotiation; the handle completes when every rank has run it.
+  Handle submit(Request request, Tensor input, Tensor output);
+
+  // Waits (bounded by the shutdown timeout) until every rank has shut down, then stops.
+  void shutdown();
+
+ private:
+  void connect_control_channel();
+  void compute_topology();
+
+  void background_loop();
+  void coordinator_step(std::vector<ControlMessage> messages);
+  void worker_step(std::vector<ControlMessage> messages);
+  void execute(const ResponseList& list);
+  void execute(const Response& response);
+  void run_collective(const Response& response, TensorEntry& entry);
+  void finish(std::exception_ptr error);
+
+  const Config config_;
+  std::unique_ptr<ops::Backend> backend_;
+  Topology topology_;
+  ControlChannel control_;
+  TensorQueue queue_;
+  std::optional<Negotiator> negotiator_;  // rank 0 only
+
+  std::atomic<bool> shutdown_requested_{false};
+  std::atomic<bool> abort_{false};
+  bool shutdown_announced_ = false;  // background thread only
+
+  std::mutex finished_mutex_;
+  std::condition_variable finished_cv_;
+  bool finished_ = false;
+  std::thread thread_;
+};
+
+}  // namespace cohort

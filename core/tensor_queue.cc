@@ -1,0 +1,50 @@
+#include "core/tensor_queue.h"
+
+#include <utility>
+
+#include "cohort/errors.h"
+
+namespace cohort {
+
+void TensorQueue::add(TensorEntry entry) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) std::rethrow_exception(closed_);
+    const std::string& name = entry.request.name;
+    if (in_flight_.contains(name)) {
+      throw InvalidArgument("a collective named '" + name +
+                            "' is already in flight on this rank; wait for it before reusing "
+                            "the name");
+    }
+    new_requests_.push_back(entry.request);
+    in_flight_.emplace(name, std::move(entry));
+  }
+  wake_();
+}
+
+std::vector<Request> TensorQueue::take_new_requests() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(new_requests_, {});
+}
+
+TensorEntry TensorQueue::take(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  auto it = in_flight_.find(name);
+  if (it == in_flight_.end()) return {};
+  TensorEntry entry = std::move(it->second);
+  in_flight_.erase(it);
+  return entry;
+}
+
+void TensorQueue::close(std::exception_ptr error) {
+  std::unordered_map<std::string, TensorEntry> failed;
+  {
+    std::lock_guard lock(mutex_);
+    if (!closed_) closed_ = error;
+    failed.swap(in_flight_);
+    new_requests_.clear();
+  }
+  for (auto& [name, entry] : failed) entry.handle->complete(error);
+}
+
+}  // namespace cohort

@@ -1,0 +1,51 @@
+// The hand-over point between user threads and the background thread: user threads add named
+// entries from any thread; the background thread takes the new requests to negotiate and, once a
+// response names them, the entries to execute.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cohort/types.h"
+#include "core/handle_state.h"
+#include "core/request.h"
+
+namespace cohort {
+
+struct TensorEntry {
+  Request request;
+  Tensor input;
+  Tensor output;
+  std::shared_ptr<detail::HandleState> handle;
+};
+
+class TensorQueue {
+ public:
+  // `wake` is called (outside the lock) after each add, to rouse the background thread.
+  explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
+
+  // Throws InvalidArgument if the name is already in flight, or the stored error once the queue
+  // was closed; in both cases nothing is added.
+  void add(TensorEntry entry);
+
+  std::vector<Request> take_new_requests();
+  // Removes and returns the entry for `name`; nullptr-handle entry if this rank never submitted it.
+  TensorEntry take(const std::string& name);
+
+  // Fails every entry with `error` and makes later add() calls throw it.
+  void close(std::exception_ptr error);
+
+ private:
+  std::function<void()> wake_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, TensorEntry> in_flight_;
+  std::vector<Request> new_requests_;
+  std::exception_ptr closed_;
+};
+
+}  // namespace cohort

@@ -1,0 +1,36 @@
+// The handle of an asynchronous collective: wait for it, poll it, and read its output.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "cohort/types.h"
+
+namespace cohort {
+
+namespace detail {
+struct HandleState;
+}
+
+class Handle {
+ public:
+  Handle() = default;
+  explicit Handle(std::shared_ptr<detail::HandleState> state);
+
+  const std::string& name() const;
+  // True once the collective has completed or failed; never blocks.
+  bool poll() const;
+  // Blocks until completion; rethrows the collective's error (MismatchError, InternalError, ...).
+  void wait() const;
+  // Like wait(), but gives up after `timeout`; returns false if the collective is still running.
+  bool wait_for(std::chrono::milliseconds timeout) const;
+  // The runtime-owned result of an allgather; valid after a successful wait().
+  const OwnedTensor& output() const;
+
+ private:
+  std::shared_ptr<detail::HandleState> state_;
+};
+
+}  // namespace cohort

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Cohort needs to build, test and run. Safe to run repeatedly.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libgloo-dev libopenmpi-dev openmpi-bin
+  libcereal-dev catch2 libcli11-dev libssl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "cohort/errors.h"
+#include "core/config.h"
+
+using cohort::Config;
+
+namespace {
+
+Config parse(std::map<std::string, std::string> vars) {
+  return Config::from([&](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+std::map<std::string, std::string> cohortrun_env() {
+  return {{"COHORT_RANK", "1"},
+          {"COHORT_SIZE", "4"},
+          {"COHORT_RENDEZVOUS_ADDR", "127.0.0.1"},
+          {"COHORT_RENDEZVOUS_PORT", "4000"},
+          {"COHORT_SECRET", std::string(64, 'a')}};
+}
+
+void expect_rejected(std::map<std::string, std::string> vars, const std::string& fragment) {
+  REQUIRE_THROWS_AS(parse(vars), cohort::InvalidArgument);
+  REQUIRE_THROWS_WITH(parse(vars), Catch::Matchers::Contains(fragment));
+}
+
+}  // namespace
+
+TEST_CASE("no launcher means a world of one with defaults") {
+  Config c = parse({});
+  CHECK(c.launcher == Config::Launcher::kNone);
+  CHECK(c.size == 1);
+  CHECK(c.rank == 0);
+  CHECK(c.timeout == std::chrono::seconds(30));
+  CHECK(c.cpu_operations == Config::CpuOperations::kGloo);
+}
+
+TEST_CASE("cohortrun's environment is read") {
+  auto vars = cohortrun_env();
+  vars["COHORT_LOCAL_RANK"] = "1";
+  vars["COHORT_TIMEOUT_SECONDS"] = "2.5";
+  Config c = parse(vars);
+  CHECK(c.launcher == Config::Launcher::kCohortrun);
+  CHECK(c.rank == 1);
+  CHECK(c.size == 4);
+  CHECK(c.rendezvous_port == 4000);
+  CHECK(c.secret.size() == 32);
+  CHECK(c.local_rank == 1);
+  CHECK(c.timeout == std::chrono::milliseconds(2500));
+}
+
+TEST_CASE("mpirun's environment selects MPI") {
+  Config c = parse({{"OMPI_COMM_WORLD_SIZE", "2"}});
+  CHECK(c.launcher == Config::Launcher::kMpirun);
+  CHECK(c.cpu_operations == Config::CpuOperations::kMpi);
+}
+
+TEST_CASE("invalid values name the variable") {
+  auto bad = cohortrun_env();
+  bad["COHORT_RANK"] = "4";
+  expect_rejected(bad, "COHORT_RANK='4' is invalid");
+  bad = cohortrun_env();
+  bad["COHORT_SIZE"] = "two";
+  expect_rejected(bad, "COHORT_SIZE='two'");
+  bad = cohortrun_env();
+  bad["COHORT_SECRET"] = "xyz";
+  expect_rejected(bad, "COHORT_SECRET");
+  bad = cohortrun_env();
+  bad.erase("COHORT_RENDEZVOUS_PORT");
+  expect_rejected(bad, "COHORT_RENDEZVOUS_PORT is not set");
+  expect_rejected({{"COHORT_TIMEOUT_SECONDS", "-1"}}, "COHORT_TIMEOUT_SECONDS='-1'");
+  expect_rejected({{"COHORT_TIMEOUT_SECONDS", "5s"}}, "COHORT_TIMEOUT_SECONDS='5s'");
+  expect_rejected({{"COHORT_LOG_LEVEL", "loud"}}, "COHORT_LOG_LEVEL='loud'");
+  expect_rejected({{"COHORT_CPU_OPERATIONS", "nccl"}}, "COHORT_CPU_OPERATIONS='nccl'");
+  expect_rejected({{"COHORT_CPU_OPERATIONS", "mpi"}}, "needs a job started by mpirun");
+}

@@ -1,0 +1,108 @@
+#include <catch2/catch.hpp>
+
+#include "cohort/errors.h"
+#include "core/negotiator.h"
+
+using namespace cohort;
+
+namespace {
+Request allreduce(std::string name, Shape shape = {4}) {
+  return Request{.name = std::move(name), .shape = std::move(shape)};
+}
+std::vector<std::string> names(const std::vector<Response>& responses) {
+  std::vector<std::string> out;
+  for (const auto& r : responses) out.push_back(r.names.at(0));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("a name is ready once every rank submitted it, in any order") {
+  Negotiator n(2);
+  n.add(0, allreduce("a"));
+  n.add(0, allreduce("b"));
+  n.add(0, allreduce("c"));
+  n.add(1, allreduce("c"));
+  n.add(1, allreduce("a"));
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"c", "a"});
+  CHECK(n.take_ready().empty());
+  n.add(1, allreduce("b"));
+  auto ready = n.take_ready();
+  CHECK(names(ready) == std::vector<std::string>{"b"});
+  CHECK(ready[0].kind == Response::Kind::kExecute);
+  CHECK(n.pending() == 0);
+}
+
+TEST_CASE("mismatches name the tensor, the ranks and the values") {
+  Negotiator n(3);
+  n.add(0, allreduce("w", {4, 3}));
+  n.add(1, allreduce("w", {4, 3}));
+  n.add(2, allreduce("w", {4, 2}));
+  auto ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error ==
+        "allreduce 'w': mismatched shapes: rank 0 [4, 3], rank 1 [4, 3], rank 2 [4, 2]");
+
+  Request bf = allreduce("d");
+  bf.dtype = DataType::kBFloat16;
+  n.add(0, allreduce("d"));
+  n.add(1, bf);
+  n.add(2, allreduce("d"));
+  CHECK_THAT(n.take_ready().at(0).error, Catch::Matchers::Contains("rank 1 bfloat16"));
+
+  Request b0{.name = "bc", .type = OpType::kBroadcast, .root = 0, .shape = {1}};
+  Request b1 = b0;
+  b1.root = 1;
+  n.add(0, b0);
+  n.add(1, b1);
+  n.add(2, b0);
+  CHECK(n.take_ready().at(0).error ==
+        "broadcast 'bc': mismatched root ranks: rank 0 0, rank 1 1, rank 2 0");
+}
+
+TEST_CASE("different operations and reduce ops under one name are mismatches") {
+  Negotiator n(2);
+  Request a = allreduce("x");
+  Request g{.name = "x", .type = OpType::kAllgather, .shape = {4}};
+  n.add(0, a);
+  n.add(1, g);
+  CHECK_THAT(n.take_ready().at(0).error, Catch::Matchers::Contains("mismatched operations"));
+  Request mx = allreduce("y");
+  mx.reduce_op = ReduceOp::kMax;
+  n.add(0, allreduce("y"));
+  n.add(1, mx);
+  CHECK_THAT(n.take_ready().at(0).error,
+             Catch::Matchers::Contains("mismatched reduce ops: rank 0 sum, rank 1 max"));
+}
+
+TEST_CASE("allgather allows different first dimensions but not different rows") {
+  Negotiator n(2);
+  n.add(0, Request{.name = "g", .type = OpType::kAllgather, .shape = {2, 3}});
+  n.add(1, Request{.name = "g", .type = OpType::kAllgather, .shape = {5, 3}});
+  auto ready = n.take_ready();
+  REQUIRE(ready.at(0).kind == Response::Kind::kExecute);
+  CHECK(ready[0].first_dims == std::vector<int64_t>{2, 5});
+  n.add(0, Request{.name = "h", .type = OpType::kAllgather, .shape = {2, 3}});
+  n.add(1, Request{.name = "h", .type = OpType::kAllgather, .shape = {2, 4}});
+  CHECK_THAT(n.take_ready().at(0).error,
+             Catch::Matchers::Contains("shapes after the first dimension"));
+}
+
+TEST_CASE("names a shut-down rank never submitted fail instead of waiting forever") {
+  Negotiator n(2);
+  n.add(0, allreduce("late"));
+  n.mark_shut_down(1);
+  CHECK_FALSE(n.all_shut_down());
+  auto ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK_THAT(ready[0].error, Catch::Matchers::Contains("rank 1 has shut down"));
+  n.mark_shut_down(0);
+  CHECK(n.all_shut_down());
+}
+
+TEST_CASE("a duplicate submission from one rank is a protocol error") {
+  Negotiator n(2);
+  n.add(1, allreduce("a"));
+  CHECK_THROWS_AS(n.add(1, allreduce("a")), InternalError);
+}

@@ -1,0 +1,37 @@
+#include <catch2/catch.hpp>
+
+#include "cohort/errors.h"
+#include "core/tensor_queue.h"
+
+using namespace cohort;
+
+namespace {
+TensorEntry entry(std::string name) {
+  return {Request{.name = name}, {}, {}, std::make_shared<detail::HandleState>(name)};
+}
+}  // namespace
+
+TEST_CASE("a name can be in flight only once") {
+  int wakes = 0;
+  TensorQueue q([&] { ++wakes; });
+  q.add(entry("a"));
+  CHECK_THROWS_WITH(q.add(entry("a")), Catch::Matchers::Contains("already in flight"));
+  CHECK(wakes == 1);
+  CHECK(q.take_new_requests().size() == 1);
+  CHECK(q.take_new_requests().empty());
+  TensorEntry a = q.take("a");
+  REQUIRE(a.handle);
+  CHECK_FALSE(q.take("a").handle);
+  q.add(entry("a"));  // free again once taken
+}
+
+TEST_CASE("closing fails pending entries and later submissions") {
+  TensorQueue q([] {});
+  auto e = entry("x");
+  auto handle = e.handle;
+  q.add(std::move(e));
+  q.close(std::make_exception_ptr(InternalError("peer died")));
+  CHECK(handle->done);
+  CHECK_THROWS_AS(std::rethrow_exception(handle->error), InternalError);
+  CHECK_THROWS_WITH(q.add(entry("y")), "peer died");
+}
