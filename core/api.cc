@@ -1,6 +1,6 @@
 // The public free functions: validate arguments locally, then hand them to the one Runtime.
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <memory>
 #include <mutex>
 
@@ -101,13 +101,27 @@ bool is_initialized() {
   return g_runtime != nullptr;
 }
 
-int rank() { return runtime()->topology().rank; }
-int size() { return runtime()->topology().size; }
-int local_rank() { return runtime()->topology().local_rank; }
-int local_size() { return runtime()->topology().local_size; }
-int cross_rank() { return runtime()->topology().cross_rank; }
-int cross_size() { return runtime()->topology().cross_size; }
-std::string_view backend_name() { return runtime()->backend_name(); }
+int rank() {
+  return runtime()->topology().rank;
+}
+int size() {
+  return runtime()->topology().size;
+}
+int local_rank() {
+  return runtime()->topology().local_rank;
+}
+int local_size() {
+  return runtime()->topology().local_size;
+}
+int cross_rank() {
+  return runtime()->topology().cross_rank;
+}
+int cross_size() {
+  return runtime()->topology().cross_size;
+}
+std::string_view backend_name() {
+  return runtime()->backend_name();
+}
 
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
@@ -164,6 +178,8 @@ Handle barrier_async(std::string name) {
   return runtime()->submit(std::move(r), {}, {});
 }
 
-void barrier(std::string name) { barrier_async(std::move(name)).wait(); }
+void barrier(std::string name) {
+  barrier_async(std::move(name)).wait();
+}
 
 }  // namespace cohort

@@ -98,8 +98,7 @@ std::string_view to_string(Config::CpuOperations ops) {
 Config Config::from(const Getenv& getenv) {
   Config c;
   c.launcher = detect_launcher(getenv);
-  c.cpu_operations =
-      c.launcher == Launcher::kMpirun ? CpuOperations::kMpi : CpuOperations::kGloo;
+  c.cpu_operations = c.launcher == Launcher::kMpirun ? CpuOperations::kMpi : CpuOperations::kGloo;
   if (auto ops = getenv("COHORT_CPU_OPERATIONS")) {
     if (*ops == "gloo") {
       c.cpu_operations = CpuOperations::kGloo;

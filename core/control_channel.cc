@@ -25,7 +25,9 @@ using std::chrono::milliseconds;
 // Control frames are request and response lists; nothing legitimate comes near this.
 constexpr uint32_t kMaxFrame = 64u << 20;
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 sockaddr_in resolve(const std::string& host, int port) {
   addrinfo hints{};
@@ -41,7 +43,9 @@ sockaddr_in resolve(const std::string& host, int port) {
   return addr;
 }
 
-void set_nonblocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void set_nonblocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 void set_nodelay(int fd) {
   int one = 1;
@@ -78,10 +82,10 @@ void read_exact(int fd, void* data, size_t n, Clock::time_point deadline, const 
 }
 
 std::vector<std::byte> frame(const std::vector<std::byte>& payload) {
-  std::vector<std::byte> out(sizeof(uint32_t) + payload.size());
   uint32_t len = static_cast<uint32_t>(payload.size());
-  std::memcpy(out.data(), &len, sizeof len);
-  std::memcpy(out.data() + sizeof len, payload.data(), payload.size());
+  const auto* len_bytes = reinterpret_cast<const std::byte*>(&len);
+  std::vector<std::byte> out(len_bytes, len_bytes + sizeof len);
+  out.insert(out.end(), payload.begin(), payload.end());
   return out;
 }
 
@@ -128,7 +132,9 @@ ControlChannel ControlChannel::listen(const std::string& host, int size, std::st
   return ch;
 }
 
-std::string ControlChannel::address() const { return address_; }
+std::string ControlChannel::address() const {
+  return address_;
+}
 
 void ControlChannel::accept_workers(milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
@@ -230,9 +236,9 @@ void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     if (n <= 0) {
       // Deliver what arrived before the close first; the next wait() reports the break.
-      p.broken = "control connection to rank " + std::to_string(p.rank) +
-                 (n == 0 ? " was closed by the peer (did it exit or crash?)"
-                         : " broke: " + errno_text());
+      p.broken =
+          "control connection to rank " + std::to_string(p.rank) +
+          (n == 0 ? " was closed by the peer (did it exit or crash?)" : " broke: " + errno_text());
       p.fd.reset();
       break;
     }
@@ -290,6 +296,11 @@ std::vector<ControlMessage> ControlChannel::wait(milliseconds timeout) {
   }
   if (messages.empty()) throw_if_broken();
   return messages;
+}
+
+void ControlChannel::close_peers() {
+  listener_.reset();
+  for (auto& p : peers_) p.fd.reset();
 }
 
 void ControlChannel::flush(milliseconds timeout) {

@@ -50,6 +50,9 @@ class ControlChannel {
   void flush(std::chrono::milliseconds timeout);
   // Thread-safe: makes the current or next wait() return.
   void wake();
+  // Closes every peer connection at once, so peers learn of a failure without waiting out a
+  // timeout. wake() keeps working.
+  void close_peers();
 
  private:
   struct Peer {

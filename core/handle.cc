@@ -15,7 +15,9 @@ const detail::HandleState& checked(const std::shared_ptr<detail::HandleState>& s
 
 Handle::Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
-const std::string& Handle::name() const { return checked(state_).name; }
+const std::string& Handle::name() const {
+  return checked(state_).name;
+}
 
 bool Handle::poll() const {
   checked(state_);

@@ -19,11 +19,16 @@ std::string g_prefix;
 
 const char* level_name(Level lvl) {
   switch (lvl) {
-    case Level::kTrace: return "TRACE";
-    case Level::kDebug: return "DEBUG";
-    case Level::kInfo: return "INFO";
-    case Level::kWarning: return "WARNING";
-    case Level::kError: return "ERROR";
+    case Level::kTrace:
+      return "TRACE";
+    case Level::kDebug:
+      return "DEBUG";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kWarning:
+      return "WARNING";
+    case Level::kError:
+      return "ERROR";
   }
   return "?";
 }
@@ -40,8 +45,12 @@ Level parse_level(std::string_view text) {
                         "' is not one of trace, debug, info, warning, error");
 }
 
-void set_level(Level lvl) { g_level = lvl; }
-Level level() { return g_level; }
+void set_level(Level lvl) {
+  g_level = lvl;
+}
+Level level() {
+  return g_level;
+}
 
 void set_prefix(std::string prefix) {
   std::lock_guard lock(g_prefix_mutex);

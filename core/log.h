@@ -26,12 +26,20 @@ void at(Level lvl, const Args&... args) {
   write(lvl, out.str());
 }
 template <typename... Args>
-void debug(const Args&... args) { at(Level::kDebug, args...); }
+void debug(const Args&... args) {
+  at(Level::kDebug, args...);
+}
 template <typename... Args>
-void info(const Args&... args) { at(Level::kInfo, args...); }
+void info(const Args&... args) {
+  at(Level::kInfo, args...);
+}
 template <typename... Args>
-void warning(const Args&... args) { at(Level::kWarning, args...); }
+void warning(const Args&... args) {
+  at(Level::kWarning, args...);
+}
 template <typename... Args>
-void error(const Args&... args) { at(Level::kError, args...); }
+void error(const Args&... args) {
+  at(Level::kError, args...);
+}
 
 }  // namespace cohort::log

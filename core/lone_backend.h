@@ -14,7 +14,7 @@ class LoneBackend final : public ops::Backend {
   std::string_view name() const override { return "none"; }
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  void allreduce(void*, size_t, DataType, ReduceOp) override {}
+  void allreduce(void*, size_t, DataType, ReduceOp, const ops::BufferBinding&) override {}
   void broadcast(void*, size_t, int) override {}
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
     if (input != output && counts[0] > 0) std::memcpy(output, input, counts[0]);

@@ -57,8 +57,7 @@ std::optional<std::string> find_mismatch(const std::string& name,
   }
   if (type == OpType::kAllgather) {
     checks.push_back([&] {
-      return differing(by_rank, "ranks (number of dimensions)",
-                       [](R r) { return r.shape.size(); });
+      return differing(by_rank, "ranks (number of dimensions)", [](R r) { return r.shape.size(); });
     });
     checks.push_back([&] {
       return differing(by_rank, "shapes after the first dimension",
@@ -88,7 +87,9 @@ void Negotiator::add(int rank, Request request) {
   if (++entry.count == size_) ready_order_.push_back(std::move(name));
 }
 
-void Negotiator::mark_shut_down(int rank) { shut_down_[rank] = true; }
+void Negotiator::mark_shut_down(int rank) {
+  shut_down_[rank] = true;
+}
 
 bool Negotiator::all_shut_down() const {
   return std::all_of(shut_down_.begin(), shut_down_.end(), [](bool b) { return b; });
@@ -134,6 +135,8 @@ Response Negotiator::construct(const std::string& name, const Entry& entry) cons
   if (response.type == OpType::kAllgather) {
     for (const auto& r : entry.by_rank) response.first_dims.push_back(r->shape.at(0));
   }
+  response.rebind = std::any_of(entry.by_rank.begin(), entry.by_rank.end(),
+                                [](const auto& r) { return r->buffer_changed; });
   return response;
 }
 

@@ -24,6 +24,7 @@ void write_request(wire::Writer& w, const Request& r) {
   w.f64(r.prescale);
   w.f64(r.postscale);
   w.i64s(r.shape);
+  w.u8(r.buffer_changed ? 1 : 0);
 }
 
 Request read_request(wire::Reader& rd) {
@@ -36,6 +37,7 @@ Request read_request(wire::Reader& rd) {
   r.prescale = rd.f64();
   r.postscale = rd.f64();
   r.shape = rd.i64s();
+  r.buffer_changed = rd.u8() != 0;
   return r;
 }
 
@@ -43,10 +45,14 @@ Request read_request(wire::Reader& rd) {
 
 std::string_view to_string(OpType type) {
   switch (type) {
-    case OpType::kAllreduce: return "allreduce";
-    case OpType::kBroadcast: return "broadcast";
-    case OpType::kAllgather: return "allgather";
-    case OpType::kBarrier: return "barrier";
+    case OpType::kAllreduce:
+      return "allreduce";
+    case OpType::kBroadcast:
+      return "broadcast";
+    case OpType::kAllgather:
+      return "allgather";
+    case OpType::kBarrier:
+      return "barrier";
   }
   return "unknown";
 }
@@ -80,6 +86,7 @@ std::vector<std::byte> encode(const ResponseList& list) {
     for (const auto& name : r.names) w.str(name);
     w.str(r.error);
     w.i64s(r.first_dims);
+    w.u8(r.rebind ? 1 : 0);
   }
   return std::move(w.bytes());
 }
@@ -97,6 +104,7 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
     for (uint32_t j = 0; j < names; ++j) r.names.push_back(rd.str());
     r.error = rd.str();
     r.first_dims = rd.i64s();
+    r.rebind = rd.u8() != 0;
     list.responses.push_back(std::move(r));
   }
   rd.expect_done();

@@ -24,6 +24,8 @@ struct Request {
   double prescale = 1.0;
   double postscale = 1.0;
   Shape shape;
+  // This rank's memory differs from the last submission of this name (see ops::BufferBinding).
+  bool buffer_changed = true;
 
   friend bool operator==(const Request&, const Request&) = default;
 };
@@ -41,6 +43,8 @@ struct Response {
   std::string error;
   // For allgather: every rank's first dimension, in rank order.
   std::vector<int64_t> first_dims;
+  // Some rank's memory changed since the name last ran.
+  bool rebind = true;
 };
 
 struct ResponseList {

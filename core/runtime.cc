@@ -46,9 +46,9 @@ std::string broadcast_string(ops::Backend& backend, std::string value) {
 
 }  // namespace
 
-Runtime::Runtime(const Config& config)
-    : config_(config), queue_([this] { control_.wake(); }) {
+Runtime::Runtime(const Config& config) : config_(config), queue_([this] { control_.wake(); }) {
   backend_ = make_backend(config_);
+  backend_name_ = backend_->name();
   compute_topology();
   connect_control_channel();
   if (topology_.rank == 0) negotiator_.emplace(topology_.size);
@@ -69,8 +69,8 @@ void Runtime::compute_topology() {
   int size = backend_->size();
   if (config_.launcher == Config::Launcher::kCohortrun && config_.local_rank >= 0) {
     // cohortrun knows which slots share a host, including hosts that are one machine in tests.
-    topology_ = {rank, size, config_.local_rank, config_.local_size, config_.cross_rank,
-                 config_.cross_size};
+    topology_ = {
+        rank, size, config_.local_rank, config_.local_size, config_.cross_rank, config_.cross_size};
     return;
   }
   std::vector<char> mine(kAddressBlock, '\0');
@@ -152,10 +152,23 @@ void Runtime::background_loop() {
     finish(nullptr);
   } catch (const InternalError& e) {
     log::error("rank ", topology_.rank, ": ", e.what());
+    tear_down_connections();
     finish(std::current_exception());
   } catch (const std::exception& e) {
     log::error("rank ", topology_.rank, ": background thread failed: ", e.what());
+    tear_down_connections();
     finish(std::make_exception_ptr(InternalError(e.what())));
+  }
+}
+
+void Runtime::tear_down_connections() {
+  // Closing at once turns this rank's failure into an immediate error on its peers (a closed
+  // socket), rather than a data-plane timeout on each of them.
+  control_.close_peers();
+  try {
+    backend_.reset();
+  } catch (const std::exception& e) {
+    log::warning("closing the backend after a failure: ", e.what());
   }
 }
 
@@ -206,7 +219,8 @@ void Runtime::execute(const Response& response) {
     TensorEntry entry = queue_.take(name);
     if (response.kind == Response::Kind::kError) {
       // Also sent for names this rank never submitted (another rank left): nothing to fail here.
-      if (entry.handle) entry.handle->complete(std::make_exception_ptr(MismatchError(response.error)));
+      if (entry.handle)
+        entry.handle->complete(std::make_exception_ptr(MismatchError(response.error)));
       continue;
     }
     if (!entry.handle) {
@@ -235,7 +249,8 @@ void Runtime::run_collective(const Response& response, TensorEntry& entry) {
       auto count = static_cast<size_t>(out.num_elements());
       if (req.prescale != 1.0) ops::scale(out.data, count, req.dtype, req.prescale);
       bool average = req.reduce_op == ReduceOp::kAverage;
-      backend_->allreduce(out.data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op);
+      backend_->allreduce(out.data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op,
+                          {req.name, response.rebind});
       double post = req.postscale / (average ? topology_.size : 1);
       if (post != 1.0) ops::scale(out.data, count, req.dtype, post);
       return;

@@ -29,7 +29,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const Topology& topology() const { return topology_; }
-  std::string_view backend_name() const { return backend_->name(); }
+  std::string_view backend_name() const { return backend_name_; }
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
@@ -48,9 +48,11 @@ class Runtime {
   void execute(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
   void finish(std::exception_ptr error);
+  void tear_down_connections();
 
   const Config config_;
-  std::unique_ptr<ops::Backend> backend_;
+  std::unique_ptr<ops::Backend> backend_;  // background thread only, once it runs
+  std::string backend_name_;
   Topology topology_;
   ControlChannel control_;
   TensorQueue queue_;

@@ -16,6 +16,9 @@ void TensorQueue::add(TensorEntry entry) {
                             "' is already in flight on this rank; wait for it before reusing "
                             "the name");
     }
+    void*& last = last_output_[name];
+    entry.request.buffer_changed = last != entry.output.data;
+    last = entry.output.data;
     new_requests_.push_back(entry.request);
     in_flight_.emplace(name, std::move(entry));
   }

@@ -29,8 +29,8 @@ class TensorQueue {
   // `wake` is called (outside the lock) after each add, to rouse the background thread.
   explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
 
-  // Throws InvalidArgument if the name is already in flight, or the stored error once the queue
-  // was closed; in both cases nothing is added.
+  // Sets the request's buffer_changed flag. Throws InvalidArgument if the name is already in
+  // flight, or the stored error once the queue was closed; in both cases nothing is added.
   void add(TensorEntry entry);
 
   std::vector<Request> take_new_requests();
@@ -44,6 +44,8 @@ class TensorQueue {
   std::function<void()> wake_;
   std::mutex mutex_;
   std::unordered_map<std::string, TensorEntry> in_flight_;
+  // The output memory each name used last time, to tell the backend when it changes.
+  std::unordered_map<std::string, void*> last_output_;
   std::vector<Request> new_requests_;
   std::exception_ptr closed_;
 };

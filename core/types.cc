@@ -8,39 +8,57 @@ size_t element_size(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8:
     case DataType::kInt8:
-    case DataType::kBool: return 1;
+    case DataType::kBool:
+      return 1;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return 2;
+    case DataType::kBFloat16:
+      return 2;
     case DataType::kInt32:
-    case DataType::kFloat32: return 4;
+    case DataType::kFloat32:
+      return 4;
     case DataType::kInt64:
-    case DataType::kFloat64: return 8;
+    case DataType::kFloat64:
+      return 8;
   }
   throw InvalidArgument("unknown data type " + std::to_string(static_cast<int>(dtype)));
 }
 
 std::string_view to_string(DataType dtype) {
   switch (dtype) {
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt8: return "int8";
-    case DataType::kInt32: return "int32";
-    case DataType::kInt64: return "int64";
-    case DataType::kFloat16: return "float16";
-    case DataType::kBFloat16: return "bfloat16";
-    case DataType::kFloat32: return "float32";
-    case DataType::kFloat64: return "float64";
-    case DataType::kBool: return "bool";
+    case DataType::kUInt8:
+      return "uint8";
+    case DataType::kInt8:
+      return "int8";
+    case DataType::kInt32:
+      return "int32";
+    case DataType::kInt64:
+      return "int64";
+    case DataType::kFloat16:
+      return "float16";
+    case DataType::kBFloat16:
+      return "bfloat16";
+    case DataType::kFloat32:
+      return "float32";
+    case DataType::kFloat64:
+      return "float64";
+    case DataType::kBool:
+      return "bool";
   }
   return "unknown";
 }
 
 std::string_view to_string(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kAverage: return "average";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kProduct: return "product";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kAverage:
+      return "average";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kProduct:
+      return "product";
   }
   return "unknown";
 }
@@ -65,9 +83,8 @@ void Tensor::check_holds(size_t elements) const {
     if (d < 0) throw InvalidArgument("shape " + to_string(shape) + " has a negative dimension");
   }
   if (static_cast<size_t>(num_elements()) != elements) {
-    throw InvalidArgument("shape " + to_string(shape) + " holds " +
-                          std::to_string(num_elements()) + " elements but the buffer has " +
-                          std::to_string(elements));
+    throw InvalidArgument("shape " + to_string(shape) + " holds " + std::to_string(num_elements()) +
+                          " elements but the buffer has " + std::to_string(elements));
   }
 }
 

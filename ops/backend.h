@@ -13,6 +13,14 @@
 
 namespace cohort::ops {
 
+// Identifies one logical buffer use the same way on every rank (e.g. a tensor name), so a backend
+// can keep state bound to the buffer, such as Gloo's pre-built algorithms. `rebind` is true when
+// any rank's memory for it changed since the last call: every rank then rebuilds together.
+struct BufferBinding {
+  std::string key;
+  bool rebind = true;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -23,7 +31,8 @@ class Backend {
 
   // In place over `count` elements. `op` is kSum, kMin, kMax or kProduct (the engine turns kAverage
   // into kSum followed by a scale). Every rank passes the same count, dtype and op.
-  virtual void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op) = 0;
+  virtual void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
+                         const BufferBinding& binding) = 0;
 
   // Copies `bytes` bytes from `root`'s buffer into every other rank's buffer.
   virtual void broadcast(void* buffer, size_t bytes, int root) = 0;

@@ -42,7 +42,8 @@ struct AllreduceOptions {
 };
 
 // Reduces `input` across ranks into `output` (which may be `input`); shapes and dtypes must match.
-Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options = {});
+Handle allreduce_async(std::string name, Tensor input, Tensor output,
+                       AllreduceOptions options = {});
 void allreduce(std::string name, Tensor input, Tensor output, AllreduceOptions options = {});
 inline Handle allreduce_async(std::string name, Tensor inout, AllreduceOptions options = {}) {
   return allreduce_async(std::move(name), inout, inout, options);

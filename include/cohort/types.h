@@ -41,15 +41,42 @@ struct bfloat16 {
 
 template <typename T>
 constexpr DataType data_type_of();
-template <> constexpr DataType data_type_of<uint8_t>() { return DataType::kUInt8; }
-template <> constexpr DataType data_type_of<int8_t>() { return DataType::kInt8; }
-template <> constexpr DataType data_type_of<int32_t>() { return DataType::kInt32; }
-template <> constexpr DataType data_type_of<int64_t>() { return DataType::kInt64; }
-template <> constexpr DataType data_type_of<float16>() { return DataType::kFloat16; }
-template <> constexpr DataType data_type_of<bfloat16>() { return DataType::kBFloat16; }
-template <> constexpr DataType data_type_of<float>() { return DataType::kFloat32; }
-template <> constexpr DataType data_type_of<double>() { return DataType::kFloat64; }
-template <> constexpr DataType data_type_of<bool>() { return DataType::kBool; }
+template <>
+constexpr DataType data_type_of<uint8_t>() {
+  return DataType::kUInt8;
+}
+template <>
+constexpr DataType data_type_of<int8_t>() {
+  return DataType::kInt8;
+}
+template <>
+constexpr DataType data_type_of<int32_t>() {
+  return DataType::kInt32;
+}
+template <>
+constexpr DataType data_type_of<int64_t>() {
+  return DataType::kInt64;
+}
+template <>
+constexpr DataType data_type_of<float16>() {
+  return DataType::kFloat16;
+}
+template <>
+constexpr DataType data_type_of<bfloat16>() {
+  return DataType::kBFloat16;
+}
+template <>
+constexpr DataType data_type_of<float>() {
+  return DataType::kFloat32;
+}
+template <>
+constexpr DataType data_type_of<double>() {
+  return DataType::kFloat64;
+}
+template <>
+constexpr DataType data_type_of<bool>() {
+  return DataType::kBool;
+}
 
 using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& shape);
@@ -69,7 +96,8 @@ struct Tensor {
   template <typename T>
   static Tensor of(std::span<T> values) {
     return {const_cast<std::remove_const_t<T>*>(values.data()),
-            data_type_of<std::remove_const_t<T>>(), {static_cast<int64_t>(values.size())}};
+            data_type_of<std::remove_const_t<T>>(),
+            {static_cast<int64_t>(values.size())}};
   }
   template <typename T>
   static Tensor of(std::vector<T>& values) {

@@ -68,37 +68,64 @@ struct Buffer {
   void set(size_t i, double v) {
     void* p = bytes.data() + i * element_size(dtype);
     switch (dtype) {
-      case DataType::kUInt8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
-      case DataType::kInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
-      case DataType::kInt32: *static_cast<int32_t*>(p) = static_cast<int32_t>(v); break;
-      case DataType::kInt64: *static_cast<int64_t*>(p) = static_cast<int64_t>(v); break;
-      case DataType::kFloat16: *static_cast<uint16_t*>(p) = to_fp16(v); break;
-      case DataType::kBFloat16: *static_cast<uint16_t*>(p) = to_bf16(v); break;
-      case DataType::kFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
-      case DataType::kFloat64: *static_cast<double*>(p) = v; break;
-      case DataType::kBool: *static_cast<uint8_t*>(p) = v != 0; break;
+      case DataType::kUInt8:
+        *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v);
+        break;
+      case DataType::kInt8:
+        *static_cast<int8_t*>(p) = static_cast<int8_t>(v);
+        break;
+      case DataType::kInt32:
+        *static_cast<int32_t*>(p) = static_cast<int32_t>(v);
+        break;
+      case DataType::kInt64:
+        *static_cast<int64_t*>(p) = static_cast<int64_t>(v);
+        break;
+      case DataType::kFloat16:
+        *static_cast<uint16_t*>(p) = to_fp16(v);
+        break;
+      case DataType::kBFloat16:
+        *static_cast<uint16_t*>(p) = to_bf16(v);
+        break;
+      case DataType::kFloat32:
+        *static_cast<float*>(p) = static_cast<float>(v);
+        break;
+      case DataType::kFloat64:
+        *static_cast<double*>(p) = v;
+        break;
+      case DataType::kBool:
+        *static_cast<uint8_t*>(p) = v != 0;
+        break;
     }
   }
   double get(size_t i) const {
     const void* p = bytes.data() + i * element_size(dtype);
     switch (dtype) {
-      case DataType::kUInt8: return *static_cast<const uint8_t*>(p);
-      case DataType::kInt8: return *static_cast<const int8_t*>(p);
-      case DataType::kInt32: return *static_cast<const int32_t*>(p);
-      case DataType::kInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
-      case DataType::kFloat16: return from_fp16(*static_cast<const uint16_t*>(p));
-      case DataType::kBFloat16: return from_bf16(*static_cast<const uint16_t*>(p));
-      case DataType::kFloat32: return *static_cast<const float*>(p);
-      case DataType::kFloat64: return *static_cast<const double*>(p);
-      case DataType::kBool: return *static_cast<const uint8_t*>(p);
+      case DataType::kUInt8:
+        return *static_cast<const uint8_t*>(p);
+      case DataType::kInt8:
+        return *static_cast<const int8_t*>(p);
+      case DataType::kInt32:
+        return *static_cast<const int32_t*>(p);
+      case DataType::kInt64:
+        return static_cast<double>(*static_cast<const int64_t*>(p));
+      case DataType::kFloat16:
+        return from_fp16(*static_cast<const uint16_t*>(p));
+      case DataType::kBFloat16:
+        return from_bf16(*static_cast<const uint16_t*>(p));
+      case DataType::kFloat32:
+        return *static_cast<const float*>(p);
+      case DataType::kFloat64:
+        return *static_cast<const double*>(p);
+      case DataType::kBool:
+        return *static_cast<const uint8_t*>(p);
     }
     return 0;
   }
 };
 
-const DataType kAllTypes[] = {DataType::kUInt8,    DataType::kInt8,    DataType::kInt32,
-                              DataType::kInt64,    DataType::kFloat16, DataType::kBFloat16,
-                              DataType::kFloat32,  DataType::kFloat64, DataType::kBool};
+const DataType kAllTypes[] = {DataType::kUInt8,   DataType::kInt8,    DataType::kInt32,
+                              DataType::kInt64,   DataType::kFloat16, DataType::kBFloat16,
+                              DataType::kFloat32, DataType::kFloat64, DataType::kBool};
 const ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
                             ReduceOp::kProduct};
 
@@ -121,10 +148,18 @@ double reduce_expected(DataType t, ReduceOp op, int size, size_t i, double scale
     double v = contribution(t, op, r, i) * scale;
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage: acc = t == DataType::kBool ? (acc || v) : acc + v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
-      case ReduceOp::kProduct: acc = t == DataType::kBool ? (acc && v) : acc * v; break;
+      case ReduceOp::kAverage:
+        acc = t == DataType::kBool ? (acc || v) : acc + v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
+      case ReduceOp::kProduct:
+        acc = t == DataType::kBool ? (acc && v) : acc * v;
+        break;
     }
   }
   if (op == ReduceOp::kAverage) acc /= size;
@@ -145,8 +180,8 @@ void check_allreduce(DataType t, ReduceOp op, size_t n, double prescale, double 
   if (t == DataType::kBool && (op == ReduceOp::kAverage || prescale != 1 || postscale != 1)) return;
   Buffer in(t, n), out(t, n);
   for (size_t i = 0; i < n; ++i) in.set(i, contribution(t, op, cohort::rank(), i));
-  std::string name = label("allreduce", t, op) + " n=" + std::to_string(n) + " pre=" +
-                     std::to_string(prescale);
+  std::string name =
+      label("allreduce", t, op) + " n=" + std::to_string(n) + " pre=" + std::to_string(prescale);
   allreduce(name, in.tensor(), out.tensor(), {op, prescale, postscale});
   for (size_t i = 0; i < n; ++i) {
     double want = reduce_expected(t, op, cohort::size(), i, prescale) * postscale;
@@ -218,7 +253,8 @@ void check_out_of_order() {
   std::vector<Handle> handles;
   for (size_t k = 0; k < names.size(); ++k) {
     size_t i = (k + static_cast<size_t>(cohort::rank())) % names.size();
-    handles.push_back(allreduce_async("order/" + names[i], Tensor::of(data[i]), Tensor::of(data[i])));
+    handles.push_back(
+        allreduce_async("order/" + names[i], Tensor::of(data[i]), Tensor::of(data[i])));
   }
   for (auto& h : handles) h.wait();
   for (auto& d : data) check(d[0] == static_cast<float>(cohort::size()), "out-of-order result");
@@ -262,21 +298,37 @@ void check_errors() {
   allreduce("after mismatch", Tensor::of(ok));
   check(ok[0] == static_cast<float>(cohort::size()), "runtime usable after a mismatch");
 
-  std::vector<float> a(4), b(4);
-  Handle first = allreduce_async("twice", Tensor::of(a));
-  expect_error<InvalidArgument>([&] { allreduce_async("twice", Tensor::of(b)); },
-                                "already in flight", "duplicate in-flight name");
-  first.wait();
-  std::vector<uint8_t> flags(3);
+  // A name in flight twice. Rank r's own "dup/r" cannot complete before the barrier, because the
+  // other ranks submit it only after the barrier: so the second submission is surely in flight.
+  int me = cohort::rank();
+  std::vector<std::vector<float>> dup(cohort::size(), std::vector<float>(4, 1.0f));
+  std::vector<Handle> dup_handles{
+      allreduce_async("dup/" + std::to_string(me), Tensor::of(dup[me]))};
+  std::vector<float> b(4);
   expect_error<InvalidArgument>(
-      [&] { allreduce("bool avg", Tensor::of(flags), Tensor::of(flags), {ReduceOp::kAverage}); },
+      [&] { allreduce_async("dup/" + std::to_string(me), Tensor::of(b)); }, "already in flight",
+      "duplicate in-flight name");
+  barrier("dup barrier");
+  for (int q = 0; q < cohort::size(); ++q) {
+    if (q != me)
+      dup_handles.push_back(allreduce_async("dup/" + std::to_string(q), Tensor::of(dup[q])));
+  }
+  for (auto& h : dup_handles) h.wait();
+  check(dup[0][0] == static_cast<float>(cohort::size()), "duplicate-name allreduces completed");
+
+  bool flags[3] = {true, false, true};
+  expect_error<InvalidArgument>(
+      [&] {
+        allreduce("bool avg", Tensor::of(std::span<bool>(flags)),
+                  Tensor::of(std::span<bool>(flags)), {ReduceOp::kAverage});
+      },
       "bool", "bool average");
+  std::vector<float> a(4);
   expect_error<InvalidArgument>([&] { broadcast("bad root", Tensor::of(a), cohort::size()); },
                                 "root rank", "broadcast root out of range");
   std::vector<double> other(4);
-  expect_error<InvalidArgument>(
-      [&] { allreduce("dtype", Tensor::of(a), Tensor::of(other)); }, "input is float32",
-      "input/output dtype mismatch");
+  expect_error<InvalidArgument>([&] { allreduce("dtype", Tensor::of(a), Tensor::of(other)); },
+                                "input is float32", "input/output dtype mismatch");
 }
 
 }  // namespace

@@ -1,0 +1,40 @@
+// Hosts and slots: parsing -H and hostfiles, and placing ranks on slots.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cohort::discovery {
+
+struct HostSlots {
+  std::string host;
+  int slots = 1;
+  bool operator==(const HostSlots&) const = default;
+};
+
+// Where one rank runs, and its place among ranks on the same host (local) and among ranks with
+// the same local rank (cross).
+struct SlotAssignment {
+  int rank = 0;
+  int size = 1;
+  std::string host;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+};
+
+// "host:slots,host,..." (slots default 1). Throws InvalidArgument naming the bad entry.
+std::vector<HostSlots> parse_host_list(std::string_view text);
+// Lines "host slots=N" (or just "host"); '#' starts a comment. Errors name the line number.
+std::vector<HostSlots> parse_hostfile_text(std::string_view text, const std::string& origin);
+std::vector<HostSlots> read_hostfile(const std::string& path);
+
+// Fills hosts in order, slot by slot, with `np` ranks. Throws if there are fewer slots than np.
+std::vector<SlotAssignment> assign_slots(const std::vector<HostSlots>& hosts, int np);
+
+// localhost, 127.0.0.1 (any 127.x) or this machine's host name.
+bool is_local_host(const std::string& host);
+
+}  // namespace cohort::discovery

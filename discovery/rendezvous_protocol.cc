@@ -1,0 +1,94 @@
+#include "discovery/rendezvous_protocol.h"
+
+#include "core/wire.h"
+#include "discovery/hmac.h"
+
+namespace cohort::discovery {
+namespace {
+
+std::string to_string(std::vector<std::byte>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+std::string seal(std::string_view secret, std::string body) {
+  return body + hmac_sha256(secret, body);
+}
+
+// Checks the MAC and returns the body.
+std::string_view unseal(std::string_view secret, std::string_view sealed, const char* what) {
+  if (sealed.size() < kMacSize) throw RendezvousRejected(std::string(what) + " without a MAC");
+  std::string_view body = sealed.substr(0, sealed.size() - kMacSize);
+  if (!constant_time_equal(hmac_sha256(secret, body), sealed.substr(body.size()))) {
+    throw RendezvousRejected(std::string(what) +
+                             " with a wrong MAC (not signed with the job secret)");
+  }
+  return body;
+}
+
+template <typename F>
+auto parse(std::string_view body, const char* what, F&& read) {
+  try {
+    wire::Reader rd(std::span(reinterpret_cast<const std::byte*>(body.data()), body.size()));
+    auto out = read(rd);
+    rd.expect_done();
+    return out;
+  } catch (const InternalError& e) {
+    throw RendezvousRejected(std::string("malformed ") + what + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+int64_t unix_millis() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string seal_request(std::string_view secret, const RendezvousRequest& r) {
+  wire::Writer w;
+  w.u8(static_cast<uint8_t>(r.op));
+  w.str(r.nonce);
+  w.i64(r.timestamp_ms);
+  w.str(r.key);
+  w.str(r.value);
+  w.i64(r.timeout_ms);
+  return seal(secret, to_string(w.bytes()));
+}
+
+RendezvousRequest open_request(std::string_view secret, std::string_view sealed) {
+  std::string_view body = unseal(secret, sealed, "request");
+  return parse(body, "request", [](wire::Reader& rd) {
+    RendezvousRequest r;
+    uint8_t op = rd.u8();
+    if (op != 1 && op != 2) throw InternalError("unknown operation " + std::to_string(op));
+    r.op = static_cast<RendezvousOp>(op);
+    r.nonce = rd.str();
+    if (r.nonce.size() != kNonceSize) throw InternalError("bad nonce size");
+    r.timestamp_ms = rd.i64();
+    r.key = rd.str();
+    r.value = rd.str();
+    r.timeout_ms = rd.i64();
+    return r;
+  });
+}
+
+std::string seal_response(std::string_view secret, const RendezvousResponse& r) {
+  wire::Writer w;
+  w.str(r.nonce);
+  w.u8(r.ok ? 1 : 0);
+  w.str(r.value);
+  return seal(secret, to_string(w.bytes()));
+}
+
+RendezvousResponse open_response(std::string_view secret, std::string_view sealed) {
+  std::string_view body = unseal(secret, sealed, "response");
+  return parse(body, "response", [](wire::Reader& rd) {
+    RendezvousResponse r;
+    r.nonce = rd.str();
+    r.ok = rd.u8() != 0;
+    r.value = rd.str();
+    return r;
+  });
+}
+
+}  // namespace cohort::discovery

@@ -1,0 +1,54 @@
+// The rendezvous wire protocol between cohortrun's server and the workers.
+//
+// A frame is a 4-byte length followed by a body and its HMAC-SHA256 under the per-job secret.
+// Request bodies carry a random nonce and a timestamp: the server rejects a request whose MAC is
+// wrong, whose timestamp is outside the replay window, or whose nonce it has already seen.
+// Response bodies repeat the request's nonce, so a client rejects forged or replayed responses.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cohort/errors.h"
+
+namespace cohort::discovery {
+
+// A request that fails authentication or parsing. Nothing was changed.
+class RendezvousRejected : public Error {
+ public:
+  using Error::Error;
+};
+
+inline constexpr uint32_t kMaxRendezvousFrame = 1u << 20;
+inline constexpr size_t kNonceSize = 16;
+inline constexpr std::chrono::seconds kReplayWindow{60};
+
+enum class RendezvousOp : uint8_t { kSet = 1, kGet = 2 };
+
+struct RendezvousRequest {
+  RendezvousOp op = RendezvousOp::kGet;
+  std::string nonce;
+  int64_t timestamp_ms = 0;  // milliseconds since the Unix epoch
+  std::string key;
+  std::string value;       // for kSet
+  int64_t timeout_ms = 0;  // for kGet: how long the server may wait for the key
+};
+
+struct RendezvousResponse {
+  std::string nonce;  // the request's
+  bool ok = false;
+  std::string value;  // the value for kGet, or the error text when !ok
+};
+
+int64_t unix_millis();
+
+// Body + MAC, without the length prefix.
+std::string seal_request(std::string_view secret, const RendezvousRequest& request);
+std::string seal_response(std::string_view secret, const RendezvousResponse& response);
+// Throw RendezvousRejected if the MAC is wrong or the body is malformed.
+RendezvousRequest open_request(std::string_view secret, std::string_view sealed);
+RendezvousResponse open_response(std::string_view secret, std::string_view sealed);
+
+}  // namespace cohort::discovery

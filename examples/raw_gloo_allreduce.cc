@@ -1,0 +1,88 @@
+#include <gloo/allreduce.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "core/config.h"
+#include "discovery/rendezvous_client.h"
+#include "raw_allreduce.h"
+
+namespace cohort::bench {
+namespace {
+
+using Context = std::shared_ptr<gloo::Context>;
+
+// Legacy algorithms bind to their buffer: build once per (buffer, count) and reuse, as a user
+// calling Gloo directly would. The benchmark calls every algorithm in the same order on all ranks.
+template <typename Algorithm>
+class LegacyAllreduce final : public RawAllreduce {
+ public:
+  LegacyAllreduce(Context context, std::string name) : context_(std::move(context)), name_(name) {}
+  std::string name() const override { return name_; }
+  void run(float* buffer, size_t count) override {
+    if (!algorithm_ || buffer != buffer_ || count != count_) {
+      algorithm_.reset();
+      algorithm_ = std::make_unique<Algorithm>(context_, std::vector<float*>{buffer},
+                                               static_cast<int>(count));
+      buffer_ = buffer;
+      count_ = count;
+    }
+    algorithm_->run();
+  }
+
+ private:
+  Context context_;
+  std::string name_;
+  std::unique_ptr<Algorithm> algorithm_;
+  float* buffer_ = nullptr;
+  size_t count_ = 0;
+};
+
+class NewApiRing final : public RawAllreduce {
+ public:
+  explicit NewApiRing(Context context) : context_(std::move(context)) {}
+  std::string name() const override { return "gloo::allreduce (ring)"; }
+  void run(float* buffer, size_t count) override {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(buffer, count);
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setTag(tag_++);
+    gloo::allreduce(opts);
+  }
+
+ private:
+  Context context_;
+  uint32_t tag_ = 0;
+};
+
+Context connect() {
+  Config c = Config::from_environment();
+  discovery::RendezvousClient client(c.rendezvous_addr, c.rendezvous_port, c.secret, c.timeout);
+  discovery::RendezvousStore store(client, c.timeout);
+  gloo::rendezvous::PrefixStore prefixed("bench-raw-gloo", store);
+  gloo::transport::tcp::attr attr;
+  attr.hostname = c.hostname;
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  auto context = std::make_shared<gloo::rendezvous::Context>(c.rank, c.size);
+  context->setTimeout(c.timeout);
+  context->connectFullMesh(prefixed, device);
+  return context;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<RawAllreduce>> make_raw_gloo_allreduces() {
+  Context context = connect();
+  std::vector<std::unique_ptr<RawAllreduce>> out;
+  out.push_back(std::make_unique<LegacyAllreduce<gloo::AllreduceHalvingDoubling<float>>>(
+      context, "gloo halving-doubling"));
+  out.push_back(std::make_unique<LegacyAllreduce<gloo::AllreduceRingChunked<float>>>(
+      context, "gloo ring-chunked"));
+  out.push_back(std::make_unique<NewApiRing>(context));
+  return out;
+}
+
+}  // namespace cohort::bench

@@ -1,0 +1,27 @@
+#include "ops/gloo_algorithm_cache.h"
+
+namespace cohort::ops {
+
+gloo::Algorithm& GlooAlgorithmCache::get(
+    const Key& key, bool rebuild, size_t bytes,
+    const std::function<std::unique_ptr<gloo::Algorithm>()>& make) {
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->key != key) continue;
+    if (!rebuild) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return *entries_.front().algorithm;
+    }
+    bytes_ -= it->bytes;
+    entries_.erase(it);
+    break;
+  }
+  while (!entries_.empty() && (entries_.size() >= kMaxEntries || bytes_ + bytes > kMaxBytes)) {
+    bytes_ -= entries_.back().bytes;
+    entries_.pop_back();
+  }
+  entries_.push_front({key, bytes, make()});
+  bytes_ += bytes;
+  return *entries_.front().algorithm;
+}
+
+}  // namespace cohort::ops
