@@ -305,13 +305,20 @@ void ControlChannel::close_peers() {
 
 void ControlChannel::flush(milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
+  std::exception_ptr first_error;
   for (auto& p : peers_) {
-    while (p.fd.valid() && !p.out.empty()) {
-      poll_one(p.fd.get(), POLLOUT, deadline,
-               "sending control messages to rank " + std::to_string(p.rank));
-      write_some(p);
+    try {
+      while (p.fd.valid() && !p.out.empty()) {
+        poll_one(p.fd.get(), POLLOUT, deadline,
+                 "sending control messages to rank " + std::to_string(p.rank));
+        write_some(p);
+      }
+    } catch (const InternalError&) {
+      // Keep flushing to the others; one broken peer must not silence the rest.
+      if (!first_error) first_error = std::current_exception();
     }
   }
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace cohort

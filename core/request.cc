@@ -78,6 +78,7 @@ RequestList decode_request_list(std::span<const std::byte> bytes) {
 std::vector<std::byte> encode(const ResponseList& list) {
   wire::Writer w;
   w.u8(list.shutdown ? 1 : 0);
+  w.str(list.abort_reason);
   w.u32(static_cast<uint32_t>(list.responses.size()));
   for (const auto& r : list.responses) {
     w.u8(static_cast<uint8_t>(r.kind));
@@ -95,6 +96,7 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
   wire::Reader rd(bytes);
   ResponseList list;
   list.shutdown = rd.u8() != 0;
+  list.abort_reason = rd.str();
   uint32_t n = rd.u32();
   for (uint32_t i = 0; i < n; ++i) {
     Response r;

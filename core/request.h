@@ -50,6 +50,8 @@ struct Response {
 struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;  // every rank has asked to shut down: stop after these responses
+  // Non-empty when rank 0 has failed: why. Receivers fail with this reason.
+  std::string abort_reason;
 };
 
 std::vector<std::byte> encode(const RequestList& list);

@@ -151,13 +151,32 @@ void Runtime::background_loop() {
     }
     finish(nullptr);
   } catch (const InternalError& e) {
-    log::error("rank ", topology_.rank, ": ", e.what());
-    tear_down_connections();
-    finish(std::current_exception());
+    fail(e.what());
   } catch (const std::exception& e) {
-    log::error("rank ", topology_.rank, ": background thread failed: ", e.what());
-    tear_down_connections();
-    finish(std::make_exception_ptr(InternalError(e.what())));
+    fail(std::string("background thread failed: ") + e.what());
+  }
+}
+
+void Runtime::fail(const std::string& reason) {
+  log::error(reason);
+  if (topology_.rank == 0) announce_abort(reason);
+  tear_down_connections();
+  finish(std::make_exception_ptr(InternalError(reason)));
+}
+
+void Runtime::announce_abort(const std::string& reason) {
+  // Best effort: a peer that is gone or slow learns from the closed connection instead.
+  ResponseList notice{.abort_reason = "rank 0 aborted the job: " + reason};
+  auto bytes = encode(notice);
+  for (int peer = 1; peer < topology_.size; ++peer) {
+    try {
+      control_.send(peer, bytes);
+    } catch (const InternalError&) {
+    }
+  }
+  try {
+    control_.flush(std::chrono::milliseconds(100));
+  } catch (const InternalError&) {
   }
 }
 
@@ -188,8 +207,9 @@ void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
   if (out.responses.empty() && !out.shutdown) return;
   auto bytes = encode(out);
   for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
+  // Every rank needs the whole list before it can join the collectives in it.
+  control_.flush(config_.timeout);
   execute(out);
-  if (out.shutdown) control_.flush(config_.timeout);
 }
 
 void Runtime::worker_step(std::vector<ControlMessage> messages) {
@@ -201,6 +221,7 @@ void Runtime::worker_step(std::vector<ControlMessage> messages) {
   if (!list.requests.empty() || list.shutdown) control_.send(0, encode(list));
   for (auto& message : messages) {
     ResponseList responses = decode_response_list(message.payload);
+    if (!responses.abort_reason.empty()) throw InternalError(responses.abort_reason);
     execute(responses);
     if (responses.shutdown) break;
   }
@@ -208,10 +229,12 @@ void Runtime::worker_step(std::vector<ControlMessage> messages) {
 
 void Runtime::execute(const ResponseList& list) {
   for (const auto& response : list.responses) execute(response);
-  if (list.shutdown) {
-    std::lock_guard lock(finished_mutex_);
-    finished_ = true;
-  }
+  if (!list.shutdown) return;
+  // A rank that closed its connections while a peer still sends the tail of the last collective
+  // would fail that peer: leave only once every rank is done.
+  backend_->barrier();
+  std::lock_guard lock(finished_mutex_);
+  finished_ = true;
 }
 
 void Runtime::execute(const Response& response) {

@@ -48,6 +48,9 @@ class Runtime {
   void execute(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
   void finish(std::exception_ptr error);
+  // Fails everything pending and later with InternalError(reason) and closes all connections.
+  void fail(const std::string& reason);
+  void announce_abort(const std::string& reason);
   void tear_down_connections();
 
   const Config config_;

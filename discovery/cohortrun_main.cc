@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
-  app.add_option("command", o.command, "the worker program and its arguments")->required();
+  std::string program;
+  app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();
   try {
     std::vector<std::string> args = normalized_args(argc, argv);
@@ -118,8 +119,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  for (const auto& extra : app.remaining()) o.command.push_back(extra);
-  if (!o.command.empty() && o.command.front() == "--") o.command.erase(o.command.begin());
+  o.command.push_back(program);
+  std::vector<std::string> rest = app.remaining();
+  // CLI11 hands back the "--" that separated cohortrun's options from the program.
+  bool separated = std::find(argv + 1, argv + argc, std::string("--")) <
+                   std::find(argv + 1, argv + argc, program);
+  if (separated && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  o.command.insert(o.command.end(), rest.begin(), rest.end());
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {

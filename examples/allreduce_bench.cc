@@ -74,6 +74,7 @@ Row measure(size_t bytes, const Options& o, std::vector<std::unique_ptr<RawAllre
         time_per_op([&] { cohort::allreduce("bench.allreduce", Tensor::of(buffer)); }, sync,
                     slowest, o.batch_seconds, min_ops));
     for (auto& raw : raws) {
+      if (bytes < raw->min_bytes()) continue;
       row.raw[raw->name()].push_back(time_per_op([&] { raw->run(buffer.data(), count); }, sync,
                                                  slowest, o.batch_seconds, min_ops));
     }

@@ -16,6 +16,9 @@ class RawAllreduce {
   virtual std::string name() const = 0;
   // In-place float32 sum over `count` elements.
   virtual void run(float* buffer, size_t count) = 0;
+  // Sizes below this are skipped (where the algorithm is far from competitive and disturbs the
+  // measurements that follow it).
+  virtual size_t min_bytes() const { return 0; }
 };
 
 // Connects a separate Gloo context through cohortrun's rendezvous and returns Gloo's allreduce

@@ -44,6 +44,9 @@ class NewApiRing final : public RawAllreduce {
  public:
   explicit NewApiRing(Context context) : context_(std::move(context)) {}
   std::string name() const override { return "gloo::allreduce (ring)"; }
+  // Below 4 MiB this ring takes 1-4 ms per operation on a 2-core machine and leaves Gloo's
+  // device thread spinning, which slows whatever runs next (shared/research/environment.md §3).
+  size_t min_bytes() const override { return 4u << 20; }
   void run(float* buffer, size_t count) override {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(buffer, count);
