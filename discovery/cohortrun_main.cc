@@ -3,17 +3,15 @@
 //   cohortrun -H host1:2,host2:2 ./train --epochs 3
 //   cohortrun --hostfile hosts.txt -np 8 -- ./train
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
 #include <iostream>
 #include <set>
 
 #include "cohort/errors.h"
-#include "core/launch_env.h"
 #include "core/log.h"
-#include "discovery/hmac.h"
-#include "discovery/hosts.h"
-#include "discovery/rendezvous_server.h"
-#include "discovery/supervisor.h"
-#include "discovery/worker_launcher.h"
+#include "discovery/host_manager.h"
+#include "discovery/static_job.h"
 
 namespace {
 
@@ -21,71 +19,57 @@ using namespace cohort;
 using namespace cohort::discovery;
 
 struct Options {
-  int np = 0;
+  std::string np;
   std::string hosts;
   std::string hostfile;
   double term_grace_seconds = 5;
+  double start_timeout_seconds = 120;
   bool verbose = false;
   std::vector<std::string> command;
 };
 
-std::vector<HostSlots> job_hosts(const Options& o) {
-  if (!o.hosts.empty()) return parse_host_list(o.hosts);
-  if (!o.hostfile.empty()) return read_hostfile(o.hostfile);
-  return {{"localhost", std::max(o.np, 1)}};
+// 0 when not given: every slot.
+int parse_np(const std::string& text) {
+  if (text.empty()) return 0;
+  int np = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), np);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    throw InvalidArgument("-np: '" + text + "' is not a whole number");
+  }
+  if (np < 1) throw InvalidArgument("-np must be at least 1, got " + text);
+  return np;
 }
 
-std::vector<std::string> worker_env(const SlotAssignment& slot, int port,
-                                    const std::string& secret) {
-  auto var = [](const char* name, const auto& value) {
-    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(value)>>) {
-      return std::string(name) + "=" + std::to_string(value);
-    } else {
-      return std::string(name) + "=" + std::string(value);
-    }
-  };
-  return {var(env::kRank, slot.rank),
-          var(env::kSize, slot.size),
-          var(env::kLocalRank, slot.local_rank),
-          var(env::kLocalSize, slot.local_size),
-          var(env::kCrossRank, slot.cross_rank),
-          var(env::kCrossSize, slot.cross_size),
-          var(env::kHostname, "127.0.0.1"),
-          var(env::kRendezvousAddr, "127.0.0.1"),
-          var(env::kRendezvousPort, port),
-          var(env::kSecret, to_hex(secret))};
+HostManager job_hosts(const Options& o) {
+  if (!o.hosts.empty()) return HostManager(parse_host_list(o.hosts));
+  if (!o.hostfile.empty()) return HostManager(read_hostfile(o.hostfile));
+  if (o.np.empty()) throw InvalidArgument("give -np N, or hosts with -H or --hostfile");
+  return HostManager({{"localhost", parse_np(o.np)}});
 }
 
-int run_job(const Options& o) {
-  std::vector<HostSlots> hosts = job_hosts(o);
-  int np = o.np > 0 ? o.np : 0;
-  if (np == 0) {
-    for (const auto& h : hosts) np += h.slots;
-  }
-  std::vector<SlotAssignment> slots = assign_slots(hosts, np);
-  std::vector<std::unique_ptr<WorkerLauncher>> launchers;
-  for (const auto& slot : slots) launchers.push_back(launcher_for(slot.host));
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
 
-  Fd signals = block_job_signals();
-  std::string secret = random_bytes(kSecretSize);
-  RendezvousServer server("127.0.0.1", secret);
-  log::info("rendezvous server on 127.0.0.1:", server.port(), "; starting ", np, " workers");
-  Supervisor supervisor(std::move(signals),
-                        std::chrono::milliseconds(static_cast<long>(o.term_grace_seconds * 1000)));
-  for (size_t i = 0; i < slots.size(); ++i) {
-    supervisor.add(
-        launchers[i]->launch(slots[i], o.command, worker_env(slots[i], server.port(), secret)));
-  }
-  int code = supervisor.run();
-  server.stop();
-  return code;
+int run(const Options& o) {
+  return run_static_job(job_hosts(o), {.np = parse_np(o.np),
+                                       .command = o.command,
+                                       .term_grace = millis(o.term_grace_seconds),
+                                       .start_timeout = millis(o.start_timeout_seconds)});
 }
 
 // CLI11 accepts only one-character short options, but "-np" is what mpirun and horovodrun users
 // type: spell it "--np" before parsing, up to the worker command (whose own arguments stay as is).
 std::vector<std::string> normalized_args(int argc, char** argv) {
-  const std::set<std::string> takes_value = {"-n", "-np",     "--np",       "--num-proc",
-                                             "-H", "--hosts", "--hostfile", "--term-grace-seconds"};
+  const std::set<std::string> takes_value = {"-n",
+                                             "-np",
+                                             "--np",
+                                             "--num-proc",
+                                             "-H",
+                                             "--hosts",
+                                             "--hostfile",
+                                             "--term-grace-seconds",
+                                             "--start-timeout"};
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--" || args[i].empty() || args[i][0] != '-') break;
@@ -96,40 +80,52 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
   return args;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app("cohortrun: start and supervise a Cohort job");
-  app.add_option("-n,--np,--num-proc", o.np, "number of workers (default: all slots)")
-      ->check(CLI::PositiveNumber);
+void add_options(CLI::App& app, Options& o, std::string& program) {
+  app.add_option("-n,--np,--num-proc", o.np, "number of workers (default: every slot)");
   auto* hosts = app.add_option("-H,--hosts", o.hosts, "hosts and slots: host:slots,host:slots");
   app.add_option("--hostfile", o.hostfile, "file of 'host slots=N' lines")->excludes(hosts);
   app.add_option("--term-grace-seconds", o.term_grace_seconds,
                  "after SIGTERM, how long workers get before SIGKILL")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--start-timeout", o.start_timeout_seconds,
+                 "seconds: the longest any rendezvous wait may last on the server")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
-  std::string program;
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();
+}
+
+// The worker command: the program, then everything after it untouched, except the "--" that
+// CLI11 hands back when it separated cohortrun's options from the program.
+std::vector<std::string> worker_command(const std::string& program, std::vector<std::string> rest,
+                                        int argc, char** argv) {
+  bool separated = std::find(argv + 1, argv + argc, std::string("--")) <
+                   std::find(argv + 1, argv + argc, program);
+  if (separated && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
+  rest.insert(rest.begin(), program);
+  return rest;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::string program;
+  CLI::App app("cohortrun: start and supervise a Cohort job");
+  add_options(app, o, program);
   try {
     std::vector<std::string> args = normalized_args(argc, argv);
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  o.command.push_back(program);
-  std::vector<std::string> rest = app.remaining();
-  // CLI11 hands back the "--" that separated cohortrun's options from the program.
-  bool separated = std::find(argv + 1, argv + argc, std::string("--")) <
-                   std::find(argv + 1, argv + argc, program);
-  if (separated && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
-  o.command.insert(o.command.end(), rest.begin(), rest.end());
+  o.command = worker_command(program, app.remaining(), argc, argv);
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {
-    return run_job(o);
+    return run(o);
   } catch (const std::exception& e) {
     std::cerr << "cohortrun: " << e.what() << std::endl;
     return 2;

@@ -15,7 +15,9 @@
 namespace cohort::discovery {
 namespace {
 
+// poll()'s timeout; time_point::max() means no deadline (-1) rather than an overflow.
 int millis_until(Clock::time_point deadline) {
+  if (deadline == Clock::time_point::max()) return -1;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return left.count() < 0 ? 0 : static_cast<int>(std::min<long long>(left.count(), 1 << 30));
 }
@@ -50,20 +52,35 @@ bool wait_readable(int fd, Clock::time_point deadline) {
   return wait_for(fd, POLLIN, deadline);
 }
 
+namespace {
+// One non-blocking connect attempt bounded by `deadline`; returns 0 or the errno that failed it.
+int try_connect(int fd, const sockaddr_in& addr, Clock::time_point deadline) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  if (!wait_for(fd, POLLOUT, deadline)) return ETIMEDOUT;
+  int error = 0;
+  socklen_t len = sizeof error;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+  return error;
+}
+}  // namespace
+
 Fd connect_tcp(const std::string& host, int port, Clock::time_point deadline) {
   sockaddr_in addr = resolve(host, port);
   for (;;) {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    int error = try_connect(fd.get(), addr, deadline);
+    if (error == 0) {
       int one = 1;
       setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       return fd;
     }
-    if (errno != ECONNREFUSED || Clock::now() >= deadline) {
+    // A refused connection may be a server still starting: retry briefly until the deadline.
+    if (error != ECONNREFUSED || Clock::now() >= deadline) {
       throw Error("cannot connect to " + host + ":" + std::to_string(port) + ": " +
-                  std::strerror(errno));
+                  std::strerror(error));
     }
-    ::poll(nullptr, 0, 10);
+    ::poll(nullptr, 0, 20);
   }
 }
 
@@ -83,7 +100,7 @@ Fd listen_tcp(const std::string& host, int& port) {
 }
 
 void write_frame(int fd, std::string_view payload, Clock::time_point deadline) {
-  uint32_t len = static_cast<uint32_t>(payload.size());
+  uint32_t len = htonl(static_cast<uint32_t>(payload.size()));
   std::string out(reinterpret_cast<const char*>(&len), sizeof len);
   out += payload;
   size_t done = 0;
@@ -97,28 +114,35 @@ void write_frame(int fd, std::string_view payload, Clock::time_point deadline) {
 }
 
 namespace {
-void read_exact(int fd, char* data, size_t n, Clock::time_point deadline) {
-  while (n > 0) {
-    if (!wait_for(fd, POLLIN, deadline)) throw Error("timed out reading a rendezvous frame");
-    ssize_t got = ::recv(fd, data, n, MSG_DONTWAIT);
+// Returns how many bytes arrived before a clean end of stream (n when all did).
+size_t read_exact(int fd, char* data, size_t n, Clock::time_point deadline) {
+  size_t done = 0;
+  while (done < n) {
+    if (!wait_for(fd, POLLIN, deadline)) throw FrameError("timed out reading a rendezvous frame");
+    ssize_t got = ::recv(fd, data + done, n - done, MSG_DONTWAIT);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got == 0) throw Error("connection closed");
+    if (got == 0) return done;
     if (got < 0) throw Error(std::string("reading a rendezvous frame: ") + std::strerror(errno));
-    data += got;
-    n -= static_cast<size_t>(got);
+    done += static_cast<size_t>(got);
   }
+  return done;
 }
 }  // namespace
 
 std::string read_frame(int fd, size_t max_size, Clock::time_point deadline) {
   uint32_t len = 0;
-  read_exact(fd, reinterpret_cast<char*>(&len), sizeof len, deadline);
+  size_t got = read_exact(fd, reinterpret_cast<char*>(&len), sizeof len, deadline);
+  if (got == 0) throw ConnectionClosed("connection closed");
+  if (got < sizeof len) throw FrameError("connection closed inside a frame's length");
+  len = ntohl(len);
   if (len > max_size) {
-    throw Error("rendezvous frame of " + std::to_string(len) + " bytes exceeds the limit of " +
-                std::to_string(max_size));
+    throw FrameError("frame of " + std::to_string(len) + " bytes exceeds the limit of " +
+                     std::to_string(max_size));
   }
   std::string payload(len, '\0');
-  read_exact(fd, payload.data(), len, deadline);
+  if (read_exact(fd, payload.data(), len, deadline) < len) {
+    throw FrameError("connection closed inside a frame of " + std::to_string(len) + " bytes");
+  }
   return payload;
 }
 

@@ -1,5 +1,6 @@
 #include "discovery/hosts.h"
 
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -125,7 +126,10 @@ std::vector<SlotAssignment> assign_slots(const std::vector<HostSlots>& hosts, in
 }
 
 bool is_local_host(const std::string& host) {
-  if (host == "localhost" || host.rfind("127.", 0) == 0) return true;
+  if (host == "localhost") return true;
+  in_addr addr{};
+  // Any IPv4 loopback address (127.0.0.0/8), written as an address, not a name.
+  if (inet_pton(AF_INET, host.c_str(), &addr) == 1) return (ntohl(addr.s_addr) >> 24) == 127;
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   return host == name;

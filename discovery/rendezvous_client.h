@@ -1,5 +1,10 @@
 // A worker's connection to cohortrun's rendezvous server, and a gloo::rendezvous::Store on top
 // of it so Gloo can build its connections through the authenticated server.
+//
+//   RendezvousClient client(addr, port, secret_bytes, 30s);   // from COHORT_RENDEZVOUS_*/SECRET
+//   RendezvousStore store(client, 30s);
+//   gloo::rendezvous::PrefixStore prefixed("global", store);
+//   context->connectFullMesh(prefixed, device);
 #pragma once
 
 #include <gloo/rendezvous/store.h>
@@ -13,27 +18,38 @@
 
 namespace cohort::discovery {
 
+// Thread-safe: requests from several threads take turns on the one connection.
 class RendezvousClient {
  public:
-  // `timeout` bounds connecting and each request's I/O.
+  // `secret` is the raw 32-byte key (COHORT_SECRET decoded from hex). `timeout` bounds connecting
+  // and each request's I/O. `scope` namespaces every key (elastic mode: one scope per round).
+  // Connects lazily, on the first request; a failed request drops the connection and the next
+  // one reconnects.
   RendezvousClient(std::string host, int port, std::string secret,
-                   std::chrono::milliseconds timeout);
+                   std::chrono::milliseconds timeout, std::string scope = "");
 
+  // Throw cohort::Error naming the server on failure; get throws RendezvousTimeout when `key`
+  // is not set within `wait` (the server waits, the client does not poll).
   void set(const std::string& key, const std::string& value);
-  // Waits on the server until `key` is set; throws cohort::Error after `wait`.
   std::string get(const std::string& key, std::chrono::milliseconds wait);
+
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
 
  private:
   RendezvousResponse call(RendezvousRequest request, std::chrono::milliseconds extra_wait);
+  RendezvousResponse exchange(const RendezvousRequest& request, std::chrono::milliseconds wait);
 
   std::string host_;
   int port_;
   std::string secret_;
   std::chrono::milliseconds timeout_;
+  std::string scope_;
   std::mutex mutex_;  // one request at a time on the connection
   Fd fd_;
 };
 
+// gloo's Store interface over a RendezvousClient, which must outlive it. get() and wait() wait
+// at most `timeout` (wait(keys, timeout) uses its own) and then throw RendezvousTimeout.
 class RendezvousStore : public gloo::rendezvous::Store {
  public:
   RendezvousStore(RendezvousClient& client, std::chrono::milliseconds timeout)

@@ -46,46 +46,62 @@ int64_t unix_millis() {
 
 std::string seal_request(std::string_view secret, const RendezvousRequest& r) {
   wire::Writer w;
+  w.u8(kProtocolVersion);
   w.u8(static_cast<uint8_t>(r.op));
   w.str(r.nonce);
   w.i64(r.timestamp_ms);
+  w.str(r.scope);
   w.str(r.key);
   w.str(r.value);
   w.i64(r.timeout_ms);
   return seal(secret, to_string(w.bytes()));
 }
 
+namespace {
+RendezvousRequest read_request(wire::Reader& rd) {
+  RendezvousRequest r;
+  if (uint8_t v = rd.u8(); v != kProtocolVersion) {
+    throw InternalError("protocol version " + std::to_string(v) + ", expected " +
+                        std::to_string(kProtocolVersion));
+  }
+  uint8_t op = rd.u8();
+  if (op != 1 && op != 2) throw InternalError("unknown operation " + std::to_string(op));
+  r.op = static_cast<RendezvousOp>(op);
+  r.nonce = rd.str();
+  if (r.nonce.size() != kNonceSize) throw InternalError("bad nonce size");
+  r.timestamp_ms = rd.i64();
+  r.scope = rd.str();
+  r.key = rd.str();
+  if (r.key.size() > kMaxKeySize || r.scope.size() > kMaxKeySize) {
+    throw InternalError("key or scope longer than " + std::to_string(kMaxKeySize) + " bytes");
+  }
+  r.value = rd.str();
+  r.timeout_ms = rd.i64();
+  return r;
+}
+}  // namespace
+
 RendezvousRequest open_request(std::string_view secret, std::string_view sealed) {
-  std::string_view body = unseal(secret, sealed, "request");
-  return parse(body, "request", [](wire::Reader& rd) {
-    RendezvousRequest r;
-    uint8_t op = rd.u8();
-    if (op != 1 && op != 2) throw InternalError("unknown operation " + std::to_string(op));
-    r.op = static_cast<RendezvousOp>(op);
-    r.nonce = rd.str();
-    if (r.nonce.size() != kNonceSize) throw InternalError("bad nonce size");
-    r.timestamp_ms = rd.i64();
-    r.key = rd.str();
-    r.value = rd.str();
-    r.timeout_ms = rd.i64();
-    return r;
-  });
+  return parse(unseal(secret, sealed, "request"), "request", read_request);
 }
 
 std::string seal_response(std::string_view secret, const RendezvousResponse& r) {
   wire::Writer w;
+  w.u8(kProtocolVersion);
   w.str(r.nonce);
-  w.u8(r.ok ? 1 : 0);
+  w.u8(static_cast<uint8_t>(r.status));
   w.str(r.value);
   return seal(secret, to_string(w.bytes()));
 }
 
 RendezvousResponse open_response(std::string_view secret, std::string_view sealed) {
-  std::string_view body = unseal(secret, sealed, "response");
-  return parse(body, "response", [](wire::Reader& rd) {
+  return parse(unseal(secret, sealed, "response"), "response", [](wire::Reader& rd) {
     RendezvousResponse r;
+    if (rd.u8() != kProtocolVersion) throw InternalError("unknown protocol version");
     r.nonce = rd.str();
-    r.ok = rd.u8() != 0;
+    uint8_t status = rd.u8();
+    if (status > 2) throw InternalError("unknown status " + std::to_string(status));
+    r.status = static_cast<RendezvousStatus>(status);
     r.value = rd.str();
     return r;
   });

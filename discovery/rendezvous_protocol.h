@@ -1,9 +1,11 @@
 // The rendezvous wire protocol between cohortrun's server and the workers.
 //
-// A frame is a 4-byte length followed by a body and its HMAC-SHA256 under the per-job secret.
-// Request bodies carry a random nonce and a timestamp: the server rejects a request whose MAC is
-// wrong, whose timestamp is outside the replay window, or whose nonce it has already seen.
-// Response bodies repeat the request's nonce, so a client rejects forged or replayed responses.
+// A frame (see frame_io.h) holds a body followed by its HMAC-SHA256 under the per-job secret.
+// Request bodies carry a protocol version, a random nonce and a timestamp: the server rejects a
+// request whose MAC is wrong, whose timestamp is outside the replay window, or whose nonce it has
+// already seen. Response bodies repeat the request's nonce, so a client rejects forged or
+// replayed responses. Keys live in scopes (the static job uses ""; elastic mode will use one
+// scope per round, which the launcher can clear as a whole).
 #pragma once
 
 #include <chrono>
@@ -15,22 +17,32 @@
 
 namespace cohort::discovery {
 
-// A request that fails authentication or parsing. Nothing was changed.
+// A request or response that fails authentication or parsing. Nothing was changed.
 class RendezvousRejected : public Error {
  public:
   using Error::Error;
 };
 
+// A GET whose key was not set before its deadline.
+class RendezvousTimeout : public Error {
+ public:
+  using Error::Error;
+};
+
+inline constexpr uint8_t kProtocolVersion = 1;
 inline constexpr uint32_t kMaxRendezvousFrame = 1u << 20;
+inline constexpr size_t kMaxKeySize = 1024;
 inline constexpr size_t kNonceSize = 16;
 inline constexpr std::chrono::seconds kReplayWindow{60};
 
 enum class RendezvousOp : uint8_t { kSet = 1, kGet = 2 };
+enum class RendezvousStatus : uint8_t { kOk = 0, kTimeout = 1, kStopping = 2 };
 
 struct RendezvousRequest {
   RendezvousOp op = RendezvousOp::kGet;
   std::string nonce;
   int64_t timestamp_ms = 0;  // milliseconds since the Unix epoch
+  std::string scope;
   std::string key;
   std::string value;       // for kSet
   int64_t timeout_ms = 0;  // for kGet: how long the server may wait for the key
@@ -38,8 +50,8 @@ struct RendezvousRequest {
 
 struct RendezvousResponse {
   std::string nonce;  // the request's
-  bool ok = false;
-  std::string value;  // the value for kGet, or the error text when !ok
+  RendezvousStatus status = RendezvousStatus::kOk;
+  std::string value;  // the value for kGet, or the error text when not kOk
 };
 
 int64_t unix_millis();

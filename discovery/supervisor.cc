@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -25,6 +26,11 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+// What the user must see whatever the log level, in the same form as cohortrun's other errors.
+void report(const std::string& message) {
+  write_all(STDERR_FILENO, "cohortrun: " + message + "\n");
+}
+
 }  // namespace
 
 std::string describe_exit(int status) {
@@ -39,6 +45,9 @@ std::string describe_exit(int status) {
 }
 
 Fd block_job_signals() {
+  // A closed stdout (cohortrun | head) must not kill cohortrun and orphan the workers; the
+  // workers get the default disposition back when they are spawned.
+  ::signal(SIGPIPE, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&set, sig);
@@ -66,37 +75,59 @@ bool Supervisor::all_exited() const {
 
 int Supervisor::run() {
   reap();  // a worker may have exited before we started watching
-  for (;;) {
-    bool streams_open = false;
+  while (!all_exited() || open_streams() > 0) {
+    std::vector<size_t> which;  // fds[i + 1] belongs to streams_[which[i]]
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}};
-    for (auto& s : streams_) {
-      if (s.fd.valid()) {
-        fds.push_back({s.fd.get(), POLLIN, 0});
-        streams_open = true;
-      }
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (!streams_[i].fd.valid()) continue;
+      fds.push_back({streams_[i].fd.get(), POLLIN, 0});
+      which.push_back(i);
     }
-    if (all_exited() && !streams_open) return exit_code_;
-    int timeout = -1;
-    if (stopping_ && !all_exited()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          kill_deadline_ - std::chrono::steady_clock::now());
-      timeout = static_cast<int>(std::max<long long>(left.count(), 0));
-    }
-    int rc = ::poll(fds.data(), fds.size(), timeout);
+    int rc = ::poll(fds.data(), fds.size(), poll_timeout());
     if (rc < 0 && errno != EINTR) throw Error(std::string("poll: ") + std::strerror(errno));
-    if (rc == 0 && stopping_) {
-      log::warning("workers still running ", term_grace_.count() / 1000.0,
-                   " s after SIGTERM; sending SIGKILL");
-      stop_all(SIGKILL);
-      kill_deadline_ = std::chrono::steady_clock::time_point::max();
-      continue;
-    }
+    if (rc == 0) on_deadline();
+    if (rc <= 0) continue;
     if (fds[0].revents & POLLIN) on_signal();
-    size_t i = 1;
-    for (auto& s : streams_) {
-      if (!s.fd.valid()) continue;
-      if (fds[i++].revents & (POLLIN | POLLHUP | POLLERR)) forward(s);
+    for (size_t i = 0; i < which.size(); ++i) {
+      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) forward(streams_[which[i]]);
     }
+  }
+  return exit_code_;
+}
+
+size_t Supervisor::open_streams() const {
+  return static_cast<size_t>(std::count_if(streams_.begin(), streams_.end(),
+                                           [](const Stream& s) { return s.fd.valid(); }));
+}
+
+int Supervisor::poll_timeout() const {
+  std::optional<Clock::time_point> deadline;
+  if (all_exited()) {
+    deadline = drain_deadline_;
+  } else if (stopping_ && !killed_) {
+    deadline = kill_deadline_;
+  }
+  if (!deadline) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+}
+
+void Supervisor::on_deadline() {
+  if (!all_exited()) {
+    report("workers still running " + std::to_string(term_grace_.count()) +
+           " ms after being asked to stop; sending SIGKILL");
+    stop_all(SIGKILL);
+    killed_ = true;
+    return;
+  }
+  // Every worker is gone but something it started still holds its output open: stop waiting.
+  for (auto& s : streams_) {
+    if (!s.fd.valid()) continue;
+    log::warning("rank ", s.rank,
+                 " exited but its output is still open (a child it left "
+                 "running?); no longer forwarding it");
+    flush_partial(s);
+    s.fd.reset();
   }
 }
 
@@ -105,11 +136,11 @@ void Supervisor::on_signal() {
   while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
     int sig = static_cast<int>(info.ssi_signo);
     if (sig == SIGCHLD) continue;  // reaped below
-    log::error("received SIG", sigabbrev_np(sig), "; stopping the workers");
+    report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
     if (exit_code_ == 0) exit_code_ = 128 + sig;
     if (!stopping_) {
       stopping_ = true;
-      kill_deadline_ = std::chrono::steady_clock::now() + term_grace_;
+      kill_deadline_ = Clock::now() + term_grace_;
     }
     stop_all(sig);
   }
@@ -124,6 +155,7 @@ void Supervisor::reap() {
       if (w.info.pid == pid) on_exit(w, status);
     }
   }
+  if (all_exited() && !drain_deadline_) drain_deadline_ = Clock::now() + kDrainTime;
 }
 
 void Supervisor::on_exit(Worker& worker, int status) {
@@ -137,10 +169,19 @@ void Supervisor::on_exit(Worker& worker, int status) {
     log::info(how);
     return;
   }
-  log::error(how, "; stopping the other workers");
+  report(how + "; stopping the other workers");
   exit_code_ = 1;
   stopping_ = true;
-  kill_deadline_ = std::chrono::steady_clock::now() + term_grace_;
+  kill_deadline_ = Clock::now() + term_grace_;
+  stop_all(SIGTERM);
+}
+
+void Supervisor::abort(const std::string& why) {
+  report(why + (workers_.empty() ? "" : "; stopping the workers already started"));
+  exit_code_ = 2;
+  if (stopping_) return;
+  stopping_ = true;
+  kill_deadline_ = Clock::now() + term_grace_;
   stop_all(SIGTERM);
 }
 
@@ -150,18 +191,24 @@ void Supervisor::stop_all(int sig) {
   }
 }
 
+void Supervisor::flush_partial(Stream& s) {
+  if (s.partial.empty()) return;
+  write_all(s.is_stderr ? STDERR_FILENO : STDOUT_FILENO,
+            "[" + std::to_string(s.rank) + "] " + s.partial + "\n");
+  s.partial.clear();
+}
+
 void Supervisor::forward(Stream& s) {
   char buf[65536];
   ssize_t n = ::read(s.fd.get(), buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
-  std::string prefix = "[" + std::to_string(s.rank) + "] ";
-  int out = s.is_stderr ? STDERR_FILENO : STDOUT_FILENO;
   if (n <= 0) {  // the worker closed its end: flush a last line without newline
-    if (!s.partial.empty()) write_all(out, prefix + s.partial + "\n");
-    s.partial.clear();
+    flush_partial(s);
     s.fd.reset();
     return;
   }
+  std::string prefix = "[" + std::to_string(s.rank) + "] ";
+  int out = s.is_stderr ? STDERR_FILENO : STDOUT_FILENO;
   s.partial.append(buf, static_cast<size_t>(n));
   std::string lines;
   size_t start = 0, nl;

@@ -24,6 +24,8 @@ class Supervisor {
   Supervisor(Fd signals, std::chrono::milliseconds term_grace);
 
   void add(LaunchedWorker worker);
+  // The job cannot go on (e.g. a worker failed to start): say why and stop the workers added.
+  void abort(const std::string& why);
   // Runs until every worker has exited and its output is drained. Returns cohortrun's exit
   // status: 0 if every worker exited 0, otherwise non-zero, after saying which rank failed how.
   int run();
@@ -40,11 +42,20 @@ class Supervisor {
     std::optional<int> status;  // waitpid status once exited
   };
 
+  using Clock = std::chrono::steady_clock;
+  // After the last worker exits, how long output still held open by its children is forwarded.
+  static constexpr std::chrono::seconds kDrainTime{2};
+
+  size_t open_streams() const;
+  // Milliseconds until the next deadline (SIGKILL, or the end of draining), -1 for none.
+  int poll_timeout() const;
+  void on_deadline();
   void on_signal();
   void reap();
   void on_exit(Worker& worker, int status);
   void stop_all(int signal);
   void forward(Stream& stream);
+  void flush_partial(Stream& stream);
   bool all_exited() const;
 
   Fd signals_;
@@ -52,7 +63,9 @@ class Supervisor {
   std::vector<Worker> workers_;
   std::vector<Stream> streams_;
   bool stopping_ = false;
-  std::chrono::steady_clock::time_point kill_deadline_;
+  bool killed_ = false;  // SIGKILL sent
+  Clock::time_point kill_deadline_;
+  std::optional<Clock::time_point> drain_deadline_;
   int exit_code_ = 0;
 };
 

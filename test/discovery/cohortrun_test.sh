@@ -1,67 +1,145 @@
 #!/usr/bin/env bash
 # cohortrun end to end with real worker processes: placement, output prefixes, the secret's
-# route, failure reports, stopping the others, and precise errors for bad arguments.
+# route, rendezvous through the launcher, failure reports, stopping the others, signal
+# forwarding, and precise errors for bad arguments. Nothing here sleeps to order events.
 set -euo pipefail
 cohortrun=$1 probe=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-expect_line() {  # expect_line FILE LINE
+expect_line() {  # expect_line FILE LINE: LINE appears as a whole line
   grep -qxF -- "$2" "$1" || { echo "--- $1:"; cat "$1"; fail "missing line: $2"; }
 }
+expect_lines() {  # expect_lines FILE N: the file has exactly N lines
+  [[ $(wc -l <"$1") -eq $2 ]] || { echo "--- $1:"; cat "$1"; fail "expected $2 lines in $1"; }
+}
+expect_gone() {  # expect_gone FILE: every "waiting pid=N" worker listed in FILE has ended
+  for pid in $(sed -n 's/.*waiting pid=\([0-9]*\)$/\1/p' "$1"); do
+    if kill -0 "$pid" 2>/dev/null; then fail "worker pid $pid is still running"; fi
+  done
+}
+ok="rdv=127.0.0.1:port secret_len=64 secret_in_argv=0"
 
 # Placement on one host, four slots.
 "$cohortrun" -np 4 "$probe" env >"$tmp/out" 2>"$tmp/err"
 for r in 0 1 2 3; do
-  expect_line "$tmp/out" "[$r] rank=$r size=4 local=$r/4 cross=0/1 host=127.0.0.1 secret_len=64 secret_in_argv=0"
+  expect_line "$tmp/out" "[$r] rank=$r size=4 local=$r/4 cross=0/1 host=127.0.0.1 $ok"
 done
+expect_lines "$tmp/out" 4
+expect_lines "$tmp/err" 0
 
 # Two local "hosts" with two slots each: local and cross ranks follow the hosts.
-"$cohortrun" -H localhost:2,127.0.0.1:2 "$probe" env >"$tmp/out"
-expect_line "$tmp/out" "[1] rank=1 size=4 local=1/2 cross=0/2 host=127.0.0.1 secret_len=64 secret_in_argv=0"
-expect_line "$tmp/out" "[2] rank=2 size=4 local=0/2 cross=1/2 host=127.0.0.1 secret_len=64 secret_in_argv=0"
+"$cohortrun" -H localhost:2,127.0.0.1:2 -- "$probe" env >"$tmp/out"
+expect_line "$tmp/out" "[0] rank=0 size=4 local=0/2 cross=0/2 host=127.0.0.1 $ok"
+expect_line "$tmp/out" "[1] rank=1 size=4 local=1/2 cross=0/2 host=127.0.0.1 $ok"
+expect_line "$tmp/out" "[2] rank=2 size=4 local=0/2 cross=1/2 host=127.0.0.1 $ok"
+expect_line "$tmp/out" "[3] rank=3 size=4 local=1/2 cross=1/2 host=127.0.0.1 $ok"
+expect_lines "$tmp/out" 4
 
-# A hostfile, with -np below the slot count.
-printf '# test\nlocalhost slots=1\n127.0.0.1 slots=3\n' >"$tmp/hosts"
+# A hostfile with comments and blank lines, and -np below the slot count.
+printf '# test hosts\n\nlocalhost slots=1  # first\n127.0.0.1 slots=3\n' >"$tmp/hosts"
 "$cohortrun" --hostfile "$tmp/hosts" -np 3 "$probe" env >"$tmp/out"
-expect_line "$tmp/out" "[2] rank=2 size=3 local=1/2 cross=0/1 host=127.0.0.1 secret_len=64 secret_in_argv=0"
-[[ $(wc -l <"$tmp/out") -eq 3 ]] || fail "expected 3 workers"
+expect_line "$tmp/out" "[0] rank=0 size=3 local=0/1 cross=0/2 host=127.0.0.1 $ok"
+expect_line "$tmp/out" "[1] rank=1 size=3 local=0/2 cross=1/2 host=127.0.0.1 $ok"
+expect_line "$tmp/out" "[2] rank=2 size=3 local=1/2 cross=0/1 host=127.0.0.1 $ok"
+expect_lines "$tmp/out" 3
 
-# A final line without a newline is still delivered, prefixed.
-"$cohortrun" -np 1 "$probe" partial >"$tmp/out"
-expect_line "$tmp/out" "[0] no newline at the end"
+# The workers meet through cohortrun's authenticated rendezvous server.
+"$cohortrun" -np 3 "$probe" rendezvous >"$tmp/out"
+for r in 0 1 2; do expect_line "$tmp/out" "[$r] met 3 of 3"; done
+
+# stdout and stderr keep apart, each line prefixed; a last line without newline is delivered.
+"$cohortrun" -np 2 "$probe" streams >"$tmp/out" 2>"$tmp/err"
+for r in 0 1; do
+  expect_line "$tmp/out" "[$r] to stdout"
+  expect_line "$tmp/out" "[$r] no newline at the end"
+  expect_line "$tmp/err" "[$r] to stderr"
+done
+expect_lines "$tmp/out" 4
+expect_lines "$tmp/err" 2
 
 # A rank that exits non-zero: reported by rank and status, the others stopped, non-zero exit.
-if "$cohortrun" -np 3 "$probe" exit 7 1 >"$tmp/out" 2>"$tmp/err"; then fail "cohortrun succeeded"; fi
-grep -q "rank 1 (pid [0-9]* on localhost) exited with status 7; stopping the other workers" "$tmp/err" \
-  || { cat "$tmp/err"; fail "exit status not reported"; }
+rc=0; "$cohortrun" -np 3 "$probe" exit 7 1 >"$tmp/out" 2>"$tmp/err" || rc=$?
+[[ $rc -ne 0 ]] || fail "cohortrun exited 0 although rank 1 failed"
+grep -qx "cohortrun: rank 1 (pid [0-9]* on localhost) exited with status 7; stopping the other workers" \
+  "$tmp/err" || { cat "$tmp/err"; fail "exit status not reported"; }
 expect_line "$tmp/out" "[1] exiting with 7"
+expect_gone "$tmp/out"
 
 # A rank killed by a signal.
-if "$cohortrun" -np 2 "$probe" signal 9 0 >"$tmp/out" 2>"$tmp/err"; then fail "cohortrun succeeded"; fi
-grep -q "rank 0 (pid [0-9]* on localhost) was killed by signal 9 (SIGKILL)" "$tmp/err" \
-  || { cat "$tmp/err"; fail "signal not reported"; }
+rc=0; "$cohortrun" -np 2 "$probe" signal 9 0 >"$tmp/out" 2>"$tmp/err" || rc=$?
+[[ $rc -ne 0 ]] || fail "cohortrun exited 0 although rank 0 was killed"
+grep -qx "cohortrun: rank 0 (pid [0-9]* on localhost) was killed by signal 9 (SIGKILL); stopping the other workers" \
+  "$tmp/err" || { cat "$tmp/err"; fail "signal not reported"; }
+expect_gone "$tmp/out"
 
-# SIGTERM to cohortrun reaches the workers, and cohortrun exits non-zero.
-"$cohortrun" -np 2 "$probe" wait >"$tmp/out" 2>"$tmp/err" &
+# SIGTERM to cohortrun reaches the workers, and cohortrun exits non-zero. The test reads the
+# workers' "waiting" lines through a FIFO, so it signals only once both are running.
+mkfifo "$tmp/fifo"
+"$cohortrun" -np 2 "$probe" wait >"$tmp/fifo" 2>"$tmp/err" &
 pid=$!
-for _ in $(seq 100); do [[ $(grep -c waiting "$tmp/out" || true) -eq 2 ]] && break; sleep 0.05; done
+exec 3<"$tmp/fifo"
+read -r -t 20 line1 <&3 && read -r -t 20 line2 <&3 || fail "workers did not start"
 kill -TERM $pid
-if wait $pid; then fail "cohortrun exited 0 after SIGTERM"; fi
-grep -q "received SIGTERM; stopping the workers" "$tmp/err" || { cat "$tmp/err"; fail "no SIGTERM report"; }
+rc=0; wait $pid || rc=$?
+exec 3<&-
+[[ $rc -eq $((128 + 15)) ]] || fail "cohortrun exited $rc after SIGTERM, expected 143"
+expect_line "$tmp/err" "cohortrun: received SIGTERM; stopping the workers"
+printf '%s\n%s\n' "$line1" "$line2" >"$tmp/out"
+expect_gone "$tmp/out"
 
-# Bad arguments give precise errors.
+# A worker that ignores SIGTERM is killed after the grace period.
+rm "$tmp/fifo"; mkfifo "$tmp/fifo"
+"$cohortrun" --term-grace-seconds 0.2 -np 1 "$probe" stubborn >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+read -r -t 20 line1 <&3 || fail "worker did not start"
+kill -TERM $pid
+rc=0; wait $pid || rc=$?
+exec 3<&-
+[[ $rc -eq $((128 + 15)) ]] || fail "cohortrun exited $rc after SIGTERM, expected 143"
+expect_line "$tmp/err" "cohortrun: workers still running 200 ms after being asked to stop; sending SIGKILL"
+printf '%s\n' "$line1" >"$tmp/out"
+expect_gone "$tmp/out"
+
+# SIGINT is forwarded as SIGINT (the stubborn worker does not ignore it).
+rm "$tmp/fifo"; mkfifo "$tmp/fifo"
+"$cohortrun" -np 1 "$probe" stubborn >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+read -r -t 20 line1 <&3 || fail "worker did not start"
+kill -INT $pid
+rc=0; wait $pid || rc=$?
+exec 3<&-
+[[ $rc -eq $((128 + 2)) ]] || fail "cohortrun exited $rc after SIGINT, expected 130"
+expect_line "$tmp/err" "cohortrun: received SIGINT; stopping the workers"
+[[ $(grep -c SIGKILL "$tmp/err" || true) -eq 0 ]] || fail "SIGINT did not stop the worker"
+
+# Bad arguments give precise errors, and nothing starts.
 check_error() {  # check_error EXPECTED ARGS...
   local expected=$1; shift
-  if "$cohortrun" "$@" >"$tmp/out" 2>&1; then fail "cohortrun $* succeeded"; fi
-  grep -qF -- "$expected" "$tmp/out" || { cat "$tmp/out"; fail "no '$expected' for: $*"; }
+  rc=0; "$cohortrun" "$@" >"$tmp/out" 2>&1 || rc=$?
+  [[ $rc -ne 0 ]] || fail "cohortrun $* succeeded"
+  grep -qxF -- "$expected" "$tmp/out" || { cat "$tmp/out"; fail "no line '$expected' for: $*"; }
 }
-check_error "-np 5 needs 5 slots but the hosts offer only 4" -np 5 -H localhost:4 "$probe"
-check_error "slot count 'x'" -H localhost:x "$probe"
-check_error "is not a valid host name" -H "a b" "$probe"
-check_error "cannot read hostfile" --hostfile "$tmp/missing" "$probe"
-printf 'localhost slots=two\n' >"$tmp/bad"
-check_error "$tmp/bad:1: slot count 'two'" --hostfile "$tmp/bad" "$probe"
-check_error "launching over ssh is not implemented yet" -H otherhost:1 "$probe"
-check_error "cannot start '/nonexistent/worker'" -np 1 /nonexistent/worker
+check_error "cohortrun: -np 5 needs 5 slots but the hosts offer only 4" -np 5 -H localhost:4 "$probe"
+check_error "cohortrun: -np must be at least 1, got 0" -np 0 "$probe"
+check_error "cohortrun: -np: 'four' is not a whole number" -np four "$probe"
+check_error "cohortrun: give -np N, or hosts with -H or --hostfile" "$probe"
+check_error "cohortrun: host list entry 'localhost:x': slot count 'x' is not a whole number between 1 and 4096" \
+  -H localhost:x "$probe"
+check_error "cohortrun: host list entry 'a b': 'a b' is not a valid host name" -H "a b" "$probe"
+check_error "cohortrun: host 'localhost' is listed twice; give it one entry with the sum of its slots" \
+  -H localhost,localhost:2 "$probe"
+check_error "cohortrun: cannot read hostfile '$tmp/missing'" --hostfile "$tmp/missing" "$probe"
+printf 'localhost slots=1\n# fine\nlocalhost slots=two\n' >"$tmp/bad"
+check_error "cohortrun: $tmp/bad:3: slot count 'two' is not a whole number between 1 and 4096" \
+  --hostfile "$tmp/bad" "$probe"
+printf 'localhost cpus=2\n' >"$tmp/bad"
+check_error "cohortrun: $tmp/bad:1: expected 'slots=N' after the host, got 'cpus=2'" \
+  --hostfile "$tmp/bad" "$probe"
+check_error "cohortrun: host 'otherhost' is not this machine, and launching over ssh is not implemented yet" \
+  -H otherhost:1 "$probe"
+check_error "cohortrun: cannot start '/nonexistent/worker' for rank 0: No such file or directory" \
+  -np 1 /nonexistent/worker
 echo "cohortrun end-to-end: all checks passed"

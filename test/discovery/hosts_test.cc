@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "cohort/errors.h"
+#include "discovery/host_manager.h"
 #include "discovery/hosts.h"
 
 using namespace cohort::discovery;
@@ -14,7 +15,7 @@ TEST_CASE("host lists parse with default and explicit slots") {
   CHECK_THROWS_WITH(parse_host_list("bad host:2"), Contains("'bad host'"));
 }
 
-TEST_CASE("hostfiles parse, with errors naming the line") {
+TEST_CASE("hostfiles parse and errors name the line") {
   auto hosts = parse_hostfile_text("# cluster\nnode1 slots=4\n\nnode2  # one slot\n", "hf");
   CHECK(hosts == std::vector<HostSlots>{{"node1", 4}, {"node2", 1}});
   CHECK_THROWS_WITH(parse_hostfile_text("n1 slots=2\nn2 cpus=3\n", "hf"), Contains("hf:2"));
@@ -42,5 +43,14 @@ TEST_CASE("slots are filled host by host with local and cross ranks") {
 TEST_CASE("local hosts are recognised") {
   CHECK(is_local_host("localhost"));
   CHECK(is_local_host("127.0.0.1"));
+  CHECK(is_local_host("127.0.0.2"));
   CHECK_FALSE(is_local_host("10.9.8.7"));
+  CHECK_FALSE(is_local_host("127.example.com"));
+}
+
+TEST_CASE("the host manager refuses empty and duplicate host lists") {
+  CHECK(HostManager({{"a", 2}, {"b", 3}}).total_slots() == 5);
+  CHECK(HostManager({{"a", 2}, {"b", 3}}).assign(4).back().host == "b");
+  CHECK_THROWS_WITH(HostManager({}), Contains("no hosts"));
+  CHECK_THROWS_WITH(HostManager({{"a", 1}, {"a", 2}}), Contains("'a' is listed twice"));
 }

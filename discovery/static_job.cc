@@ -1,0 +1,55 @@
+#include "discovery/static_job.h"
+
+#include <memory>
+
+#include "core/log.h"
+#include "discovery/hmac.h"
+#include "discovery/rendezvous_server.h"
+#include "discovery/supervisor.h"
+#include "discovery/worker_env.h"
+#include "discovery/worker_launcher.h"
+
+namespace cohort::discovery {
+namespace {
+
+// The rendezvous server listens where every worker can reach it; all-local jobs keep it on
+// loopback so nothing outside this machine can even connect.
+std::string rendezvous_bind_address(const std::vector<SlotAssignment>& slots) {
+  for (const auto& s : slots) {
+    if (!is_local_host(s.host)) throw InvalidArgument("remote rendezvous is not implemented yet");
+  }
+  return "127.0.0.1";
+}
+
+}  // namespace
+
+int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
+  int np = options.np > 0 ? options.np : hosts.total_slots();
+  std::vector<SlotAssignment> slots = hosts.assign(np);
+  // Every launcher is chosen before anything starts, so an unreachable host fails the job early.
+  std::vector<std::unique_ptr<WorkerLauncher>> launchers;
+  for (const auto& slot : slots) launchers.push_back(launcher_for(slot.host));
+
+  // Signals are blocked before the server's threads exist, so they all inherit the mask.
+  Fd signals = block_job_signals();
+  RendezvousEndpoint endpoint{rendezvous_bind_address(slots), 0, random_bytes(kSecretSize)};
+  RendezvousServer server(endpoint.addr, endpoint.secret, {.max_get_wait = options.start_timeout});
+  endpoint.port = server.port();
+  log::info("rendezvous server on ", endpoint.addr, ":", endpoint.port, "; starting ", np,
+            " workers");
+  Supervisor supervisor(std::move(signals), options.term_grace);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    try {
+      supervisor.add(
+          launchers[i]->launch(slots[i], options.command, worker_environment(slots[i], endpoint)));
+    } catch (const Error& e) {
+      supervisor.abort(e.what());  // the ranks already started must not be left running
+      break;
+    }
+  }
+  int code = supervisor.run();
+  server.stop();
+  return code;
+}
+
+}  // namespace cohort::discovery
