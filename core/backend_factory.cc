@@ -1,17 +1,25 @@
 #include "core/backend_factory.h"
 
+#include <unistd.h>
+
+#include <cstring>
+#include <optional>
+
 #include "cohort/errors.h"
 #include "core/lone_backend.h"
+#include "discovery/hmac.h"
 #include "discovery/rendezvous_client.h"
+#include "discovery/rendezvous_server.h"
 #include "ops/gloo_backend.h"
 #include "ops/mpi_backend.h"
 
 namespace cohort {
 namespace {
 
-std::unique_ptr<ops::Backend> connect_gloo(const Config& c) {
+std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& rendezvous_addr,
+                                           int rendezvous_port, const std::string& secret) {
   try {
-    discovery::RendezvousClient client(c.rendezvous_addr, c.rendezvous_port, c.secret, c.timeout);
+    discovery::RendezvousClient client(rendezvous_addr, rendezvous_port, secret, c.timeout);
     discovery::RendezvousStore store(client, c.timeout);
     return ops::make_gloo_backend({.rank = c.rank,
                                    .size = c.size,
@@ -26,6 +34,29 @@ std::unique_ptr<ops::Backend> connect_gloo(const Config& c) {
   }
 }
 
+// Gloo under mpirun: MPI only bootstraps. Rank 0 serves a signed rendezvous with a fresh secret
+// and tells the others where through MPI; the data then moves over Gloo.
+std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
+  auto mpi = ops::make_mpi_backend();
+  c.rank = mpi->rank();
+  c.size = mpi->size();
+  if (c.size == 1) return std::make_unique<LoneBackend>();
+  std::optional<discovery::RendezvousServer> server;
+  char published[128] = {};
+  if (c.rank == 0) {
+    std::string secret = discovery::random_bytes(discovery::kSecretSize);
+    server.emplace(c.hostname, secret);
+    std::snprintf(published, sizeof published, "%d %s", server->port(),
+                  discovery::to_hex(secret).c_str());
+  }
+  mpi->broadcast(published, sizeof published, 0);
+  int port = std::atoi(published);
+  std::string secret = discovery::from_hex(std::strchr(published, ' ') + 1);
+  auto gloo = connect_gloo(c, c.hostname, port, secret);
+  mpi->barrier();  // the server must outlive every rank's rendezvous
+  return gloo;
+}
+
 }  // namespace
 
 std::unique_ptr<ops::Backend> make_backend(const Config& c) {
@@ -33,10 +64,11 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c) {
     case Config::Launcher::kNone:
       return std::make_unique<LoneBackend>();
     case Config::Launcher::kMpirun:
+      if (c.cpu_operations == Config::CpuOperations::kGloo) return gloo_over_mpi_bootstrap(c);
       return ops::make_mpi_backend();
     case Config::Launcher::kCohortrun:
       if (c.size == 1) return std::make_unique<LoneBackend>();
-      return connect_gloo(c);
+      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret);
   }
   throw InvalidArgument("unknown launcher");
 }

@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <limits>
 
@@ -53,6 +55,12 @@ std::string decode_hex(const char* name, const std::string& value) {
     out.push_back(static_cast<char>(v));
   }
   return out;
+}
+
+std::string local_host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
 }
 
 Config::Launcher detect_launcher(const Config::Getenv& getenv) {
@@ -111,11 +119,11 @@ Config Config::from(const Getenv& getenv) {
   if (c.cpu_operations == CpuOperations::kMpi && c.launcher != Launcher::kMpirun) {
     invalid("COHORT_CPU_OPERATIONS", "mpi", "the MPI backend needs a job started by mpirun");
   }
-  if (c.cpu_operations == CpuOperations::kGloo && c.launcher == Launcher::kMpirun) {
-    invalid("COHORT_CPU_OPERATIONS", "gloo",
-            "under mpirun only the MPI backend is available; start Gloo jobs with cohortrun");
-  }
   if (c.launcher == Launcher::kCohortrun) read_cohortrun_placement(getenv, c);
+  if (c.launcher == Launcher::kMpirun) {
+    // Gloo under mpirun listens on this host's name (set COHORT_HOSTNAME to choose an address).
+    c.hostname = getenv(env::kHostname).value_or(local_host_name());
+  }
   if (auto v = getenv("COHORT_TIMEOUT_SECONDS")) {
     c.timeout = parse_seconds("COHORT_TIMEOUT_SECONDS", *v);
   }

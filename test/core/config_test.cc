@@ -54,10 +54,13 @@ TEST_CASE("cohortrun's environment is read") {
   CHECK(c.timeout == std::chrono::milliseconds(2500));
 }
 
-TEST_CASE("mpirun's environment selects MPI") {
+TEST_CASE("mpirun's environment selects MPI unless Gloo is asked for") {
   Config c = parse({{"OMPI_COMM_WORLD_SIZE", "2"}});
   CHECK(c.launcher == Config::Launcher::kMpirun);
   CHECK(c.cpu_operations == Config::CpuOperations::kMpi);
+  Config g = parse({{"OMPI_COMM_WORLD_SIZE", "2"}, {"COHORT_CPU_OPERATIONS", "gloo"}});
+  CHECK(g.cpu_operations == Config::CpuOperations::kGloo);
+  CHECK_FALSE(g.hostname.empty());
 }
 
 TEST_CASE("invalid values name the variable") {

@@ -16,7 +16,7 @@ std::vector<std::string> names(const std::vector<Response>& responses) {
 }
 }  // namespace
 
-TEST_CASE("a name is ready once every rank submitted it, in any order") {
+TEST_CASE("a name is ready once every rank submitted it in any order") {
   Negotiator n(2);
   n.add(0, allreduce("a"));
   n.add(0, allreduce("b"));
@@ -32,7 +32,7 @@ TEST_CASE("a name is ready once every rank submitted it, in any order") {
   CHECK(n.pending() == 0);
 }
 
-TEST_CASE("mismatches name the tensor, the ranks and the values") {
+TEST_CASE("mismatches name the tensor and the ranks and the values") {
   Negotiator n(3);
   n.add(0, allreduce("w", {4, 3}));
   n.add(1, allreduce("w", {4, 3}));

@@ -43,7 +43,7 @@ T value(int rank, size_t i) {
 
 }  // namespace
 
-TEST_CASE("allreduce matches a local reduction for every type, op and rank count") {
+TEST_CASE("allreduce matches a local reduction for every type and op and rank count") {
   for (int size : {2, 3, 4}) {
     on_ranks(size, [&](Backend& b) {
       for (size_t n : {size_t{1}, size_t{1000}, size_t{300000}}) {
@@ -109,7 +109,7 @@ TEST_CASE("reused and changed buffers stay consistent across ranks") {
   });
 }
 
-TEST_CASE("broadcast, allgatherv and barrier") {
+TEST_CASE("broadcast and allgatherv and barrier") {
   on_ranks(4, [](Backend& b) {
     for (int root = 0; root < b.size(); ++root) {
       std::vector<int64_t> data(1000, b.rank());

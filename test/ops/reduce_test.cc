@@ -102,7 +102,7 @@ TEST_CASE("average is not an elementwise reduction") {
   CHECK_THROWS_AS(reduce_into(&x, &y, 1, DataType::kFloat32, ReduceOp::kAverage), InvalidArgument);
 }
 
-TEST_CASE("scaling rounds integers, saturates, and rejects bool") {
+TEST_CASE("scaling rounds integers and saturates and rejects bool") {
   int32_t ints[3] = {3, -3, 2000000000};
   scale(ints, 3, DataType::kInt32, 0.5);
   CHECK(ints[0] == 2);  // 1.5 rounds to even
