@@ -6,7 +6,9 @@
 // Slots come from a per-context counter, so every rank must build (and evict) the same objects in
 // the same order, or the ranks' slots drift apart and the job hangs. Hence keys hold only what is
 // equal on every rank (never a pointer), eviction depends only on keys, and a rebuild after a
-// buffer change is decided for all ranks at once (ops::BufferBinding::rebind).
+// buffer change is decided for all ranks at once (ops::BufferBinding::rebind). The buffer pointer
+// is kept only to catch a caller that moved its memory without asking for a rebind: the cached
+// algorithm would otherwise write into memory that may have been freed.
 #pragma once
 
 #include <gloo/algorithm.h>
@@ -29,7 +31,8 @@ class GlooAlgorithmCache {
   };
 
   // Returns the cached algorithm for `key`, building it with `make` on a miss or when `rebuild`.
-  gloo::Algorithm& get(const Key& key, bool rebuild, size_t bytes,
+  // Throws InternalError if a hit was built for another `buffer` and `rebuild` is false.
+  gloo::Algorithm& get(const Key& key, void* buffer, bool rebuild, size_t bytes,
                        const std::function<std::unique_ptr<gloo::Algorithm>()>& make);
 
  private:
@@ -39,6 +42,7 @@ class GlooAlgorithmCache {
 
   struct Entry {
     Key key;
+    void* buffer;
     size_t bytes;
     std::unique_ptr<gloo::Algorithm> algorithm;
   };

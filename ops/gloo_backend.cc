@@ -1,89 +1,33 @@
 #include "ops/gloo_backend.h"
 
 #include <gloo/allgatherv.h>
-#include <gloo/allreduce_halving_doubling.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
 #include "cohort/errors.h"
 #include "ops/gloo_algorithm_cache.h"
-#include "ops/reduce.h"
+#include "ops/gloo_allreduce.h"
 
 namespace cohort::ops {
 namespace {
-
-// Gloo's templates reduce through a function pointer; this one forwards to our kernels with the
-// element type fixed at compile time (16-bit floats travel as uint16_t).
-template <typename T, DataType D, ReduceOp Op>
-void reduce_kernel(T* dst, const T* src, size_t n) {
-  reduce_into(dst, src, n, D, Op);
-}
-
-template <typename T, DataType D, ReduceOp Op>
-const gloo::ReductionFunction<T>* reduction() {
-  static const gloo::ReductionFunction<T> fn(gloo::CUSTOM, &reduce_kernel<T, D, Op>);
-  return &fn;
-}
-
-template <typename T, DataType D>
-const gloo::ReductionFunction<T>* reduction_for(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return reduction<T, D, ReduceOp::kSum>();
-    case ReduceOp::kMin:
-      return reduction<T, D, ReduceOp::kMin>();
-    case ReduceOp::kMax:
-      return reduction<T, D, ReduceOp::kMax>();
-    case ReduceOp::kProduct:
-      return reduction<T, D, ReduceOp::kProduct>();
-    case ReduceOp::kAverage:
-      break;
-  }
-  throw InvalidArgument("the Gloo backend reduces with sum, min, max or product");
-}
-
-template <typename T, DataType D>
-std::unique_ptr<gloo::Algorithm> halving_doubling(const std::shared_ptr<gloo::Context>& context,
-                                                  void* buffer, size_t count, ReduceOp op) {
-  return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(
-      context, std::vector<T*>{static_cast<T*>(buffer)}, static_cast<int>(count),
-      reduction_for<T, D>(op));
-}
-
-std::unique_ptr<gloo::Algorithm> make_allreduce(const std::shared_ptr<gloo::Context>& context,
-                                                void* buffer, size_t count, DataType dtype,
-                                                ReduceOp op) {
-  switch (dtype) {
-    case DataType::kUInt8:
-      return halving_doubling<uint8_t, DataType::kUInt8>(context, buffer, count, op);
-    case DataType::kInt8:
-      return halving_doubling<int8_t, DataType::kInt8>(context, buffer, count, op);
-    case DataType::kInt32:
-      return halving_doubling<int32_t, DataType::kInt32>(context, buffer, count, op);
-    case DataType::kInt64:
-      return halving_doubling<int64_t, DataType::kInt64>(context, buffer, count, op);
-    case DataType::kFloat16:
-      return halving_doubling<uint16_t, DataType::kFloat16>(context, buffer, count, op);
-    case DataType::kBFloat16:
-      return halving_doubling<uint16_t, DataType::kBFloat16>(context, buffer, count, op);
-    case DataType::kFloat32:
-      return halving_doubling<float, DataType::kFloat32>(context, buffer, count, op);
-    case DataType::kFloat64:
-      return halving_doubling<double, DataType::kFloat64>(context, buffer, count, op);
-    case DataType::kBool:
-      return halving_doubling<uint8_t, DataType::kBool>(context, buffer, count, op);
-  }
-  throw InvalidArgument("unknown data type");
-}
 
 class GlooBackend final : public Backend {
  public:
   GlooBackend(const GlooBackendOptions& options, gloo::rendezvous::Store& store)
       : rank_(options.rank), size_(options.size) {
-    guard("connecting", [&] {
+    if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
+      throw InvalidArgument("Gloo backend: rank " + std::to_string(rank_) + " of size " +
+                            std::to_string(size_) + " is out of range");
+    }
+    guard("connect", [&] {
       gloo::transport::tcp::attr attr;
       attr.hostname = options.hostname;
       auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -101,17 +45,31 @@ class GlooBackend final : public Backend {
 
   void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                  const BufferBinding& binding) override {
+    if (op == ReduceOp::kAverage) {
+      throw InvalidArgument("Gloo allreduce: average is a sum followed by a scale");
+    }
     if (count == 0 || size_ == 1) return;
+    size_t bytes = count * element_size(dtype);
+    auto algorithm = choose_gloo_allreduce(count, bytes);
     guard("allreduce", [&] {
-      int kind = static_cast<int>(dtype) * kNumReduceOps + static_cast<int>(op);
-      auto& algorithm =
-          cache_.get({binding.key, kind, count}, binding.rebind, count * element_size(dtype),
-                     [&] { return make_allreduce(context_, buffer, count, dtype, op); });
-      algorithm.run();
+      if (algorithm == GlooAllreduceAlgorithm::kRing) {
+        run_gloo_ring_allreduce(context_, buffer, count, dtype, op, next_tag());
+        return;
+      }
+      int kind =
+          (static_cast<int>(algorithm) * kNumDataTypes + static_cast<int>(dtype)) * kNumReduceOps +
+          static_cast<int>(op);
+      cache_
+          .get({binding.key, kind, count}, buffer, binding.rebind, bytes,
+               [&] { return make_gloo_allreduce(algorithm, context_, buffer, count, dtype, op); })
+          .run();
     });
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
+    if (root < 0 || root >= size_) {
+      throw InvalidArgument("Gloo broadcast: root " + std::to_string(root) + " is not a rank");
+    }
     if (bytes == 0 || size_ == 1) return;
     guard("broadcast", [&] {
       gloo::BroadcastOptions opts(context_);
@@ -123,8 +81,19 @@ class GlooBackend final : public Backend {
   }
 
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
+    if (counts.size() != static_cast<size_t>(size_)) {
+      throw InvalidArgument("Gloo allgatherv: " + std::to_string(counts.size()) + " counts for " +
+                            std::to_string(size_) + " ranks");
+    }
+    size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    if (total == 0) return;
+    if (size_ == 1) {
+      std::memcpy(output, input, total);
+      return;
+    }
     guard("allgatherv", [&] {
       gloo::AllgathervOptions opts(context_);
+      // Gloo only reads the input, but its setter takes a mutable pointer.
       opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)), counts[rank_]);
       opts.setOutput(static_cast<uint8_t*>(output),
                      std::vector<size_t>(counts.begin(), counts.end()));
@@ -143,21 +112,25 @@ class GlooBackend final : public Backend {
   }
 
  private:
-  // Every Gloo failure becomes an InternalError that says which operation failed.
+  // Every Gloo failure becomes an InternalError that names the backend, operation and rank.
   template <typename F>
   void guard(const char* what, F&& body) {
     try {
       body();
     } catch (const gloo::Exception& e) {
-      throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank_) +
-                          ": " + e.what());
+      fail(what, e.what());
     } catch (const gloo::EnforceNotMet& e) {
-      throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank_) +
-                          ": " + e.what());
+      fail(what, e.what());
     }
   }
 
-  // Tags keep consecutive new-API operations' messages apart; all ranks advance them together.
+  [[noreturn]] void fail(const char* what, const char* why) const {
+    throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank_) +
+                        " of " + std::to_string(size_) + ": " + why);
+  }
+
+  // New-API collectives find their messages by tag; consecutive operations must not share one,
+  // and every rank advances the counter in the same order.
   uint32_t next_tag() { return tag_++; }
 
   int rank_;

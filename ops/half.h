@@ -1,5 +1,7 @@
-// float16 (IEEE binary16) and bfloat16 conversions to and from float, rounding to nearest even.
-// Reductions on 16-bit types convert to float, compute, and convert back.
+// float16 (IEEE binary16) and bfloat16 conversions to and from float, rounding to nearest even,
+// exact for subnormals, infinities and NaN (a NaN stays a NaN, quieted). Header-only so the
+// reduction loops inline and vectorize them. Reductions on 16-bit types convert to float,
+// compute, and convert back.
 #pragma once
 
 #include <cstdint>

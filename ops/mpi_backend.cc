@@ -2,44 +2,71 @@
 
 #include <mpi.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "cohort/errors.h"
+#include "core/log.h"
 #include "ops/reduce.h"
 
 namespace cohort::ops {
 namespace {
 
+// MPI counts are ints: larger transfers are split into pieces of at most this many elements.
+constexpr size_t kMaxCount = static_cast<size_t>(std::numeric_limits<int>::max());
+
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw InternalError(std::string("MPI ") + what + " failed: " + std::string(text, len));
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+  throw InternalError(std::string("MPI ") + what + " failed (error " + std::to_string(rc) +
+                      "): " + std::string(text, static_cast<size_t>(len)));
 }
 
-// MPI_Finalize may run only once per process, so it runs at exit, never at cohort::shutdown().
-void finalize_at_exit() {
+bool is_finalized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  return finalized != 0;
+}
+
+// MPI cannot be initialized again after MPI_Finalize, and the runtime may shut down and start
+// again in one process, so MPI stays up until exit if we started it.
+void finalize_at_exit() {
+  if (!is_finalized()) MPI_Finalize();
 }
 
 void ensure_initialized() {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (initialized) return;
-  int provided = 0;
-  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
-  std::atexit(finalize_at_exit);
+  if (is_finalized()) {
+    throw InternalError("MPI backend: MPI was already finalized in this process");
+  }
+  if (!initialized) {
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    std::atexit(finalize_at_exit);
+  }
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_SERIALIZED) {
+    // Someone else initialized MPI for the main thread only; our background thread calls it.
+    log::warning("MPI was initialized with thread level ", level,
+                 "; Cohort calls MPI from its own thread and needs MPI_THREAD_SERIALIZED or more");
+  }
 }
 
-MPI_Datatype native_type(DataType dtype) {
+MPI_Datatype mpi_type(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8:
+    case DataType::kBool:  // reduced by our logical kernels (user-defined ops)
       return MPI_UINT8_T;
     case DataType::kInt8:
       return MPI_INT8_T;
@@ -47,56 +74,69 @@ MPI_Datatype native_type(DataType dtype) {
       return MPI_INT32_T;
     case DataType::kInt64:
       return MPI_INT64_T;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return MPI_UINT16_T;  // reduced in float by our kernels (user-defined ops)
     case DataType::kFloat32:
       return MPI_FLOAT;
     case DataType::kFloat64:
       return MPI_DOUBLE;
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return MPI_UINT16_T;  // reduced by our own MPI_Op
-    case DataType::kBool:
-      return MPI_UINT8_T;  // reduced by our own MPI_Op
   }
-  return MPI_DATATYPE_NULL;
+  throw InvalidArgument("MPI backend: unknown data type");
 }
 
-MPI_Op native_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::kSum:
-      return MPI_SUM;
-    case ReduceOp::kMin:
-      return MPI_MIN;
-    case ReduceOp::kMax:
-      return MPI_MAX;
-    case ReduceOp::kProduct:
-      return MPI_PROD;
-    case ReduceOp::kAverage:
-      break;
-  }
-  throw InvalidArgument("the MPI backend reduces with sum, min, max or product");
-}
+// The element types MPI cannot reduce natively; each gets one user-defined op per ReduceOp.
+constexpr std::array<DataType, 3> kUserTypes = {DataType::kFloat16, DataType::kBFloat16,
+                                                DataType::kBool};
+constexpr std::array<ReduceOp, 4> kOps = {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax,
+                                          ReduceOp::kProduct};
 
-// User-defined MPI ops for the types MPI cannot reduce natively, one per (type, op).
 template <DataType D, ReduceOp Op>
 void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
   reduce_into(inout, in, static_cast<size_t>(*len), D, Op);
 }
 
+template <DataType D, ReduceOp Op>
+MPI_Op create_op() {
+  MPI_Op op;
+  check(MPI_Op_create(&user_reduce<D, Op>, /*commute=*/1, &op), "MPI_Op_create");
+  return op;
+}
+
+template <DataType D>
+std::array<MPI_Op, 4> create_ops() {
+  return {create_op<D, kOps[0]>(), create_op<D, kOps[1]>(), create_op<D, kOps[2]>(),
+          create_op<D, kOps[3]>()};
+}
+
+size_t op_index(ReduceOp op) {
+  auto it = std::find(kOps.begin(), kOps.end(), op);
+  if (it == kOps.end()) {
+    throw InvalidArgument("MPI allreduce: average is a sum followed by a scale");
+  }
+  return static_cast<size_t>(it - kOps.begin());
+}
+
 class MpiBackend final : public Backend {
  public:
   MpiBackend() {
+    for (auto& ops : user_ops_) ops.fill(MPI_OP_NULL);
     ensure_initialized();
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
-    create_user_ops();
+    try {
+      check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+      check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+      check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+      user_ops_[0] = create_ops<kUserTypes[0]>();
+      user_ops_[1] = create_ops<kUserTypes[1]>();
+      user_ops_[2] = create_ops<kUserTypes[2]>();
+    } catch (...) {
+      release();
+      throw;
+    }
   }
 
-  ~MpiBackend() override {
-    for (auto& op : user_ops_) MPI_Op_free(&op);
-    MPI_Comm_free(&comm_);
-  }
+  ~MpiBackend() override { release(); }
 
   std::string_view name() const override { return "mpi"; }
   int rank() const override { return rank_; }
@@ -104,24 +144,42 @@ class MpiBackend final : public Backend {
 
   void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                  const BufferBinding&) override {
-    if (count == 0) return;
-    check(MPI_Allreduce(MPI_IN_PLACE, buffer, int_count(count), native_type(dtype),
-                        mpi_op(dtype, op), comm_),
-          "MPI_Allreduce");
+    MPI_Op mop = mpi_op(dtype, op);
+    MPI_Datatype type = mpi_type(dtype);
+    auto* bytes = static_cast<char*>(buffer);
+    size_t element = element_size(dtype);
+    for (size_t done = 0; done < count; done += kMaxCount) {
+      int n = static_cast<int>(std::min(kMaxCount, count - done));
+      check(MPI_Allreduce(MPI_IN_PLACE, bytes + done * element, n, type, mop, comm_),
+            "MPI_Allreduce");
+    }
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
-    if (bytes == 0) return;
-    check(MPI_Bcast(buffer, int_count(bytes), MPI_BYTE, root, comm_), "MPI_Bcast");
+    if (root < 0 || root >= size_) {
+      throw InvalidArgument("MPI broadcast: root " + std::to_string(root) + " is not a rank");
+    }
+    auto* data = static_cast<char*>(buffer);
+    for (size_t done = 0; done < bytes; done += kMaxCount) {
+      int n = static_cast<int>(std::min(kMaxCount, bytes - done));
+      check(MPI_Bcast(data + done, n, MPI_BYTE, root, comm_), "MPI_Bcast");
+    }
   }
 
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
+    if (counts.size() != static_cast<size_t>(size_)) {
+      throw InvalidArgument("MPI allgatherv: " + std::to_string(counts.size()) + " counts for " +
+                            std::to_string(size_) + " ranks");
+    }
     std::vector<int> sizes, offsets;
-    int offset = 0;
+    size_t offset = 0;
     for (size_t c : counts) {
-      sizes.push_back(int_count(c));
-      offsets.push_back(offset);
-      offset += sizes.back();
+      if (offset + c > kMaxCount) {
+        throw InvalidArgument("MPI allgatherv moves at most 2^31-1 bytes in all");
+      }
+      sizes.push_back(static_cast<int>(c));
+      offsets.push_back(static_cast<int>(offset));
+      offset += c;
     }
     check(MPI_Allgatherv(input, sizes[rank_], MPI_BYTE, output, sizes.data(), offsets.data(),
                          MPI_BYTE, comm_),
@@ -131,56 +189,30 @@ class MpiBackend final : public Backend {
   void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
  private:
-  static int int_count(size_t n) {
-    if (n > static_cast<size_t>(std::numeric_limits<int>::max())) {
-      throw InvalidArgument("the MPI backend moves at most 2^31-1 elements per operation");
+  MPI_Op mpi_op(DataType dtype, ReduceOp op) const {
+    size_t index = op_index(op);
+    auto user = std::find(kUserTypes.begin(), kUserTypes.end(), dtype);
+    if (user != kUserTypes.end()) return user_ops_[user - kUserTypes.begin()][index];
+    // Open MPI's native integer sum and product wrap around on overflow, like our kernels.
+    constexpr std::array<MPI_Op, 4> native = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
+    return native[index];
+  }
+
+  // Frees what MPI still holds; after MPI_Finalize (at exit) nothing may be called.
+  void release() {
+    if (is_finalized()) return;
+    for (auto& ops : user_ops_) {
+      for (auto& op : ops) {
+        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+      }
     }
-    return static_cast<int>(n);
-  }
-
-  template <DataType D>
-  void add_user_ops() {
-    MPI_Op op;
-    MPI_Op_create(&user_reduce<D, ReduceOp::kSum>, 1, &op);
-    user_ops_.push_back(op);
-    MPI_Op_create(&user_reduce<D, ReduceOp::kMin>, 1, &op);
-    user_ops_.push_back(op);
-    MPI_Op_create(&user_reduce<D, ReduceOp::kMax>, 1, &op);
-    user_ops_.push_back(op);
-    MPI_Op_create(&user_reduce<D, ReduceOp::kProduct>, 1, &op);
-    user_ops_.push_back(op);
-  }
-
-  void create_user_ops() {
-    add_user_ops<DataType::kFloat16>();
-    add_user_ops<DataType::kBFloat16>();
-    add_user_ops<DataType::kBool>();
-  }
-
-  MPI_Op mpi_op(DataType dtype, ReduceOp op) {
-    int base;
-    switch (dtype) {
-      case DataType::kFloat16:
-        base = 0;
-        break;
-      case DataType::kBFloat16:
-        base = 4;
-        break;
-      case DataType::kBool:
-        base = 8;
-        break;
-      default:
-        return native_op(op);
-    }
-    native_op(op);  // rejects average
-    int index = op == ReduceOp::kSum ? 0 : op == ReduceOp::kMin ? 1 : op == ReduceOp::kMax ? 2 : 3;
-    return user_ops_[base + index];
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
-  std::vector<MPI_Op> user_ops_;
+  std::array<std::array<MPI_Op, 4>, kUserTypes.size()> user_ops_{};
 };
 
 }  // namespace

@@ -7,11 +7,15 @@
 
 namespace cohort::ops {
 
-// True when Open MPI's launcher started this process.
+// True when Open MPI's launcher started this process (OMPI_COMM_WORLD_SIZE or PMIX_RANK is set).
 bool launched_by_mpirun();
 
-// Initializes MPI on first use in the process (MPI cannot be initialized twice, so it stays
-// initialized until the process exits) and works on a duplicate of MPI_COMM_WORLD.
+// Initializes MPI (MPI_THREAD_MULTIPLE) on first use in the process and finalizes it at exit:
+// MPI cannot be initialized again after MPI_Finalize, so it stays up across runtime restarts.
+// Works on a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN; every MPI error becomes an
+// InternalError naming the call. float16, bfloat16 and bool reduce through ops/reduce.h kernels
+// (user-defined MPI_Ops); the other types use MPI's native ops. Throws InternalError if MPI was
+// already finalized.
 std::unique_ptr<Backend> make_mpi_backend();
 
 }  // namespace cohort::ops

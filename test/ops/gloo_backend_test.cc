@@ -1,94 +1,152 @@
-// The Gloo backend with 2-4 ranks as threads of one process, over real loopback TCP.
+// The Gloo backend with 1-4 ranks as threads of one process, over real loopback TCP, rendezvous
+// through an in-process HashStore.
+#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
 
 #include <catch2/catch.hpp>
 #include <functional>
-#include <numeric>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "cohort/errors.h"
+#include "collective_matrix.h"
+#include "ops/gloo_allreduce.h"
 #include "ops/gloo_backend.h"
-#include "ops/half.h"
 
 using namespace cohort;
 using namespace cohort::ops;
+using namespace cohort::ops::testing;
 
 namespace {
 
-// Runs `body(backend)` on `size` ranks at once; rethrows the first failure.
-void on_ranks(int size, const std::function<void(Backend&)>& body) {
-  gloo::rendezvous::HashStore store;
+// Catch2's assertion macros are not thread-safe: rank threads throw instead, and the main
+// thread reports the first failure.
+void ensure(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error(what);
+}
+
+template <typename E, typename F>
+void ensure_throws(F&& f, const std::string& what) {
+  try {
+    f();
+  } catch (const E&) {
+    return;
+  }
+  throw std::runtime_error(what + " did not throw");
+}
+
+// Runs `body(rank)` on `size` threads at once; fails the test with the first rank's error.
+void on_threads(int size, const std::function<void(int)>& body) {
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(size);
   for (int rank = 0; rank < size; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        auto backend = make_gloo_backend({.rank = rank, .size = size, .prefix = "t"}, store);
-        body(*backend);
+        body(rank);
       } catch (...) {
         errors[rank] = std::current_exception();
       }
     });
   }
   for (auto& t : threads) t.join();
-  for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+  for (int rank = 0; rank < size; ++rank) {
+    if (!errors[rank]) continue;
+    try {
+      std::rethrow_exception(errors[rank]);
+    } catch (const std::exception& e) {
+      FAIL("rank " << rank << ": " << e.what());
+    }
   }
+  SUCCEED("all " << size << " ranks passed");
 }
 
-template <typename T>
-T value(int rank, size_t i) {
-  return static_cast<T>(static_cast<int>((rank * 3 + i) % 5) + 1);
+// Runs `body(backend)` on `size` ranks, each with its own backend.
+void on_ranks(int size, const std::function<void(Backend&)>& body) {
+  gloo::rendezvous::HashStore store;
+  on_threads(size, [&](int rank) {
+    auto backend = make_gloo_backend(
+        {.rank = rank, .size = size, .prefix = "t", .timeout = std::chrono::seconds(20)}, store);
+    body(*backend);
+    // As in Runtime::shutdown: no rank may close its connections while a peer still sends the
+    // tail of the last collective (that peer would see "Connection closed by peer").
+    backend->barrier();
+  });
+}
+
+void check_matrix(int size) {
+  on_ranks(size, [](Backend& b) {
+    // 1 MiB and up runs the large-message code paths and several segments of each algorithm.
+    std::string error = check_allreduce_matrix(b, {1, 7, 33, 1000}, size_t{1} << 20);
+    ensure(error.empty(), error);
+  });
 }
 
 }  // namespace
 
-TEST_CASE("allreduce matches a local reduction for every type and op and rank count") {
-  for (int size : {2, 3, 4}) {
-    on_ranks(size, [&](Backend& b) {
-      for (size_t n : {size_t{1}, size_t{1000}, size_t{300000}}) {
-        std::vector<int32_t> ints(n);
-        std::vector<double> doubles(n);
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
-          for (size_t i = 0; i < n; ++i) ints[i] = value<int32_t>(b.rank(), i);
-          for (size_t i = 0; i < n; ++i) doubles[i] = value<double>(b.rank(), i);
-          b.allreduce(ints.data(), n, DataType::kInt32, op, {"ints", true});
-          b.allreduce(doubles.data(), n, DataType::kFloat64, op, {"doubles", true});
-          for (size_t i = 0; i < n; i += 997) {
-            int64_t want = value<int64_t>(0, i);
-            for (int r = 1; r < size; ++r) {
-              int64_t v = value<int64_t>(r, i);
-              want = op == ReduceOp::kSum   ? want + v
-                     : op == ReduceOp::kMin ? std::min(want, v)
-                     : op == ReduceOp::kMax ? std::max(want, v)
-                                            : want * v;
-            }
-            REQUIRE(ints[i] == want);
-            REQUIRE(doubles[i] == static_cast<double>(want));
-          }
-        }
-      }
-    });
-  }
+TEST_CASE("gloo allreduce every type and op on 2 ranks") {
+  check_matrix(2);
+}
+TEST_CASE("gloo allreduce every type and op on 3 ranks") {
+  check_matrix(3);
+}
+TEST_CASE("gloo allreduce every type and op on 4 ranks") {
+  check_matrix(4);
 }
 
-TEST_CASE("16-bit floats and bools reduce through our kernels") {
+TEST_CASE("gloo allreduce of 8 MiB and more takes the ring on 3 ranks") {
+  REQUIRE(choose_gloo_allreduce(1, 8 << 20) == GlooAllreduceAlgorithm::kRing);
+  REQUIRE(choose_gloo_allreduce(1, (8 << 20) - 1) == GlooAllreduceAlgorithm::kHalvingDoubling);
   on_ranks(3, [](Backend& b) {
-    std::vector<uint16_t> h(100, float_to_float16(1.5f));
-    b.allreduce(h.data(), h.size(), DataType::kFloat16, ReduceOp::kSum, {"h", true});
-    CHECK(float16_to_float(h[99]) == 4.5f);
-    std::vector<uint16_t> bf(100, float_to_bfloat16(static_cast<float>(b.rank())));
-    b.allreduce(bf.data(), bf.size(), DataType::kBFloat16, ReduceOp::kMax, {"bf", true});
-    CHECK(bfloat16_to_float(bf[0]) == 2.0f);
-    std::vector<uint8_t> flags(10, b.rank() == 1 ? 1 : 0);
-    b.allreduce(flags.data(), flags.size(), DataType::kBool, ReduceOp::kSum, {"or", true});
-    CHECK(flags[0] == 1);
-    b.allreduce(flags.data(), flags.size(), DataType::kBool, ReduceOp::kProduct, {"and", true});
-    CHECK(flags[0] == 1);
+    std::vector<std::byte> buffer;
+    for (DataType d : {DataType::kFloat32, DataType::kBFloat16}) {
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin}) {
+        size_t count = (size_t{8} << 20) / element_size(d) + 5;
+        auto error = check_allreduce(b.rank(), 3, d, op, count, buffer, [&](void* data) {
+          b.allreduce(data, count, d, op, {"large", true});
+        });
+        ensure(error.empty(), error);
+      }
+    }
   });
 }
 
-TEST_CASE("reused and changed buffers stay consistent across ranks") {
+TEST_CASE("gloo every allreduce algorithm on 3 ranks") {
+  // Exercises the algorithms the size policy picks only for large messages, on small ones too.
+  gloo::rendezvous::HashStore store;
+  on_threads(3, [&](int rank) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, 3);
+    context->setTimeout(std::chrono::seconds(20));
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    context->connectFullMesh(store, device);
+    std::vector<std::byte> buffer;
+    uint32_t tag = 0;
+    for (auto algorithm : {GlooAllreduceAlgorithm::kHalvingDoubling,
+                           GlooAllreduceAlgorithm::kRingChunked, GlooAllreduceAlgorithm::kRing}) {
+      for (DataType d : {DataType::kFloat16, DataType::kInt64, DataType::kBool}) {
+        for (ReduceOp op : kAllOps) {
+          for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
+            auto error = check_allreduce(rank, 3, d, op, count, buffer, [&](void* data) {
+              if (algorithm == GlooAllreduceAlgorithm::kRing) {
+                run_gloo_ring_allreduce(context, data, count, d, op, tag++);
+              } else {
+                make_gloo_allreduce(algorithm, context, data, count, d, op)->run();
+              }
+            });
+            ensure(error.empty(),
+                   "algorithm " + std::to_string(static_cast<int>(algorithm)) + ": " + error);
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("gloo allreduce reuses cached algorithms and rebuilds on rebind") {
   on_ranks(3, [](Backend& b) {
     std::vector<std::vector<float>> buffers(2, std::vector<float>(64));
     for (int step = 0; step < 20; ++step) {
@@ -97,39 +155,100 @@ TEST_CASE("reused and changed buffers stay consistent across ranks") {
       auto& buf = buffers[b.rank() == 0 ? step % 2 : 0];
       std::fill(buf.begin(), buf.end(), static_cast<float>(step));
       b.allreduce(buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, {"grad", true});
-      REQUIRE(buf[63] == 3.0f * step);
+      ensure(buf[63] == 3.0f * step, "buf[63] == 3.0f * step");
     }
-    std::vector<float> stable(64, 1.0f);
+    // Cache hits: same binding, same memory, interleaved with another binding.
+    std::vector<float> stable(64);
+    std::vector<int32_t> other(1000);
     for (int step = 0; step < 20; ++step) {
       std::fill(stable.begin(), stable.end(), 1.0f);
+      std::fill(other.begin(), other.end(), b.rank());
       b.allreduce(stable.data(), stable.size(), DataType::kFloat32, ReduceOp::kSum,
                   {"stable", step == 0});
-      REQUIRE(stable[0] == 3.0f);
+      b.allreduce(other.data(), other.size(), DataType::kInt32, ReduceOp::kMax,
+                  {"other", step == 0});
+      ensure(stable[0] == 3.0f, "stable[0] == 3.0f");
+      ensure(other[999] == 2, "other[999] == 2");
     }
   });
 }
 
-TEST_CASE("broadcast and allgatherv and barrier") {
+TEST_CASE("gloo allreduce refuses a moved buffer that was not rebound") {
+  on_ranks(2, [](Backend& b) {
+    std::vector<float> first(8, 1.0f), second(8, 1.0f);
+    b.allreduce(first.data(), 8, DataType::kFloat32, ReduceOp::kSum, {"x", true});
+    // Every rank makes the same mistake, so no rank waits for a peer.
+    ensure_throws<InternalError>(
+        [&] {
+          b.allreduce(second.data(), 8, DataType::kFloat32, ReduceOp::kSum, {"x", false});
+        },
+        "b.allreduce(second.data(), 8, DataType::kFloat32, ReduceOp::kSum, {\"x\", false})");
+  });
+}
+
+TEST_CASE("gloo broadcast from every root") {
   on_ranks(4, [](Backend& b) {
     for (int root = 0; root < b.size(); ++root) {
-      std::vector<int64_t> data(1000, b.rank());
-      b.broadcast(data.data(), data.size() * sizeof(int64_t), root);
-      REQUIRE(data[999] == root);
+      for (size_t n : {size_t{1}, size_t{1000}, size_t{300000}}) {
+        std::vector<int64_t> data(n, b.rank());
+        b.broadcast(data.data(), data.size() * sizeof(int64_t), root);
+        ensure(data.front() == root, "data.front() == root");
+        ensure(data.back() == root, "data.back() == root");
+      }
     }
+    b.broadcast(nullptr, 0, 1);  // nothing to send
+  });
+}
+
+TEST_CASE("gloo allgatherv with empty contributions and barrier") {
+  on_ranks(4, [](Backend& b) {
     std::vector<size_t> counts = {0, 3, 1, 5};  // rank 0 contributes nothing
     std::vector<char> mine(counts[b.rank()], static_cast<char>('a' + b.rank()));
     std::vector<char> all(9);
     b.allgatherv(mine.data(), all.data(), counts);
-    CHECK(std::string(all.begin(), all.end()) == "bbbcddddd");
+    ensure(std::string(all.begin(), all.end()) == "bbbcddddd",
+           "std::string(all.begin(), all.end()) == \"bbbcddddd\"");
+    std::vector<size_t> nothing(4, 0);
+    b.allgatherv(nullptr, nullptr, nothing);
+    std::vector<size_t> big = {100000, 0, 70000, 1};
+    std::vector<uint8_t> part(big[b.rank()], static_cast<uint8_t>(b.rank() + 1));
+    std::vector<uint8_t> whole(170001);
+    b.allgatherv(part.data(), whole.data(), big);
+    ensure(whole[99999] == 1, "whole[99999] == 1");
+    ensure(whole[100000] == 3, "whole[100000] == 3");
+    ensure(whole[170000] == 4, "whole[170000] == 4");
+    for (int i = 0; i < 5; ++i) b.barrier();
+  });
+}
+
+TEST_CASE("gloo rejects bad arguments without communicating") {
+  on_ranks(2, [](Backend& b) {
+    float x = 1;
+    ensure_throws<InvalidArgument>(
+        [&] {
+          b.allreduce(&x, 1, DataType::kFloat32, ReduceOp::kAverage, {"x", true});
+        },
+        "b.allreduce(&x, 1, DataType::kFloat32, ReduceOp::kAverage, {\"x\", true})");
+    ensure_throws<InvalidArgument>([&] { b.broadcast(&x, sizeof x, 2); },
+                                   "b.broadcast(&x, sizeof x, 2)");
+    std::vector<size_t> counts(3, 0);
+    ensure_throws<InvalidArgument>([&] { b.allgatherv(&x, &x, counts); },
+                                   "b.allgatherv(&x, &x, counts)");
+    b.allreduce(nullptr, 0, DataType::kFloat32, ReduceOp::kSum, {"empty", true});
     b.barrier();
   });
 }
 
-TEST_CASE("a world of one needs no peers") {
+TEST_CASE("gloo world of one needs no peers") {
   on_ranks(1, [](Backend& b) {
     float x = 2;
     b.allreduce(&x, 1, DataType::kFloat32, ReduceOp::kSum, {"x", true});
-    CHECK(x == 2);
+    ensure(x == 2, "x == 2");
+    char in[3] = {'a', 'b', 'c'}, out[3] = {};
+    size_t counts[1] = {3};
+    b.allgatherv(in, out, counts);
+    ensure(out[2] == 'c', "out[2] == 'c'");
+    b.broadcast(in, 3, 0);
     b.barrier();
   });
 }
