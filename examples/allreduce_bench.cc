@@ -40,27 +40,36 @@ struct Row {
 };
 
 void print_header(const std::vector<std::unique_ptr<RawAllreduce>>& raws) {
-  std::printf("# Cohort allreduce (%s) vs raw %s, %d ranks, float32 sum, medians\n",
-              std::string(backend_name()).c_str(), raws.front()->name().c_str(), cohort::size());
-  std::printf("%10s %12s %9s %9s %12s %9s %-30s %7s\n", "size", "cohort_us", "algbw", "busbw",
-              "raw_us", "busbw", "raw_best", "ratio");
+  std::printf("# Cohort allreduce over %s vs the raw library, %d ranks, float32 sum.\n",
+              std::string(backend_name()).c_str(), cohort::size());
+  std::printf(
+      "# Times: slowest rank's mean per op; medians of interleaved trials. GB/s = 1e9 B/s.\n");
+  std::printf("# busbw columns of the raw algorithms:");
+  for (size_t i = 0; i < raws.size(); ++i) std::printf(" [%zu] %s", i, raws[i]->name().c_str());
+  std::printf("\n%10s %11s %8s %8s %11s %8s", "size", "cohort_us", "algbw", "busbw", "best_raw_us",
+              "busbw");
+  for (size_t i = 0; i < raws.size(); ++i) std::printf("      [%zu]", i);
+  std::printf(" %6s\n", "ratio");
 }
 
-void print_row(size_t bytes, const Row& row) {
+void print_row(size_t bytes, const Row& row,
+               const std::vector<std::unique_ptr<RawAllreduce>>& raws) {
+  int n = cohort::size();
   double t = median(row.cohort);
-  std::string best;
-  double best_t = 1e30;
-  for (const auto& [name, times] : row.raw) {
-    if (median(times) < best_t) {
-      best_t = median(times);
-      best = name;
+  double best = 1e30;
+  for (const auto& [name, times] : row.raw) best = std::min(best, median(times));
+  std::printf("%10s %11.1f %8.3f %8.3f %11.1f %8.3f", human_bytes(bytes).c_str(), t * 1e6,
+              algbw_gbps(bytes, t), allreduce_busbw_gbps(bytes, t, n), best * 1e6,
+              allreduce_busbw_gbps(bytes, best, n));
+  for (const auto& raw : raws) {
+    auto it = row.raw.find(raw->name());
+    if (it == row.raw.end()) {
+      std::printf(" %8s", "-");
+    } else {
+      std::printf(" %8.3f", allreduce_busbw_gbps(bytes, median(it->second), n));
     }
   }
-  int n = cohort::size();
-  std::printf("%10s %12.1f %9.3f %9.3f %12.1f %9.3f %-30s %7.2f\n", human_bytes(bytes).c_str(),
-              t * 1e6, algbw_gbps(bytes, t), allreduce_busbw_gbps(bytes, t, n), best_t * 1e6,
-              allreduce_busbw_gbps(bytes, best_t, n), best.c_str(),
-              allreduce_busbw_gbps(bytes, t, n) / allreduce_busbw_gbps(bytes, best_t, n));
+  std::printf(" %6.2f\n", best / t);
   std::fflush(stdout);
 }
 
@@ -106,7 +115,7 @@ int main(int argc, char** argv) {
   }
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= o.step) {
     Row row = measure(bytes, o, raws);
-    if (cohort::rank() == 0) print_row(bytes, row);
+    if (cohort::rank() == 0) print_row(bytes, row, raws);
   }
   raws.clear();
   cohort::shutdown();

@@ -19,8 +19,10 @@ using Context = std::shared_ptr<gloo::Context>;
 template <typename Algorithm>
 class LegacyAllreduce final : public RawAllreduce {
  public:
-  LegacyAllreduce(Context context, std::string name) : context_(std::move(context)), name_(name) {}
+  LegacyAllreduce(Context context, std::string name, size_t min_bytes)
+      : context_(std::move(context)), name_(std::move(name)), min_bytes_(min_bytes) {}
   std::string name() const override { return name_; }
+  size_t min_bytes() const override { return min_bytes_; }
   void run(float* buffer, size_t count) override {
     if (!algorithm_ || buffer != buffer_ || count != count_) {
       algorithm_.reset();
@@ -35,6 +37,7 @@ class LegacyAllreduce final : public RawAllreduce {
  private:
   Context context_;
   std::string name_;
+  size_t min_bytes_;
   std::unique_ptr<Algorithm> algorithm_;
   float* buffer_ = nullptr;
   size_t count_ = 0;
@@ -81,9 +84,12 @@ std::vector<std::unique_ptr<RawAllreduce>> make_raw_gloo_allreduces() {
   Context context = connect();
   std::vector<std::unique_ptr<RawAllreduce>> out;
   out.push_back(std::make_unique<LegacyAllreduce<gloo::AllreduceHalvingDoubling<float>>>(
-      context, "gloo halving-doubling"));
+      context, "gloo halving-doubling", 0));
   out.push_back(std::make_unique<LegacyAllreduce<gloo::AllreduceRingChunked<float>>>(
-      context, "gloo ring-chunked"));
+      context, "gloo ring-chunked",
+      // Below 1 MiB it stalls for tens of milliseconds after being built and after barriers
+      // (shared/research/environment.md §3), and the stalls spill into the next measurement.
+      size_t{1} << 20));
   out.push_back(std::make_unique<NewApiRing>(context));
   return out;
 }
