@@ -81,7 +81,7 @@ auto with_storage_type(DataType dtype, F&& f) {
 }  // namespace
 
 // Halving-doubling below 8 MiB, the new-API ring from 8 MiB up. Measured with
-// `build-ops/test/ops/gloo_allreduce_bench <ranks>` (processes over loopback TCP, float32 sum,
+// `build/bin/gloo_allreduce_bench <ranks>` (processes over loopback TCP, float32 sum,
 // legacy objects reused; mean us per op / GB/s). The machine (2 vCPUs) was shared with other
 // builds while measuring (load 3-4), so the absolute times are 3-4x the quiet-machine figures
 // of shared/research/environment.md §3, whose ranking agrees (quiet, 2 ranks: HD 122 us at
@@ -101,16 +101,23 @@ auto with_storage_type(DataType dtype, F&& f) {
 //    16 MiB  HD .37      RC .54       ring .67 GB/s
 //    64 MiB  HD .36      RC .45       ring .69 GB/s
 //   256 MiB  HD .38      RC .43       ring .65 GB/s
+// Quiet machine, 2 ranks, 7 interleaved trials (allreduce_bench, docs/benchmarks.md), busbw GB/s:
+//    16 MiB  HD 1.26  RC 1.10  ring 0.97      64 MiB  HD 1.24  RC 1.24  ring 1.04
+//   128 MiB  HD 1.31  RC 1.18  ring 1.07     256 MiB  HD 1.30  RC 1.29  ring 1.00
+// so on a power-of-two number of ranks halving-doubling stays best at every size.
 // Halving-doubling is the only steady choice below 4 MiB (the new-API ring stalls on the 4 ms
 // scheduler tick there, and ring-chunked falls behind at 3 ranks); from 16 MiB the ring is
 // fastest or close at 2 ranks and clearly fastest at 3, and it keeps no cached object (the legacy
 // ones hold scratch space as large as the buffer). Ring-chunked never won consistently.
-GlooAllreduceAlgorithm choose_gloo_allreduce(size_t count, size_t bytes) {
+GlooAllreduceAlgorithm choose_gloo_allreduce(size_t count, size_t bytes, int ranks) {
   constexpr size_t kRingFromBytes = size_t{8} << 20;
   // The legacy algorithms count elements in an int.
   bool int_count = count <= static_cast<size_t>(std::numeric_limits<int>::max());
-  return bytes < kRingFromBytes && int_count ? GlooAllreduceAlgorithm::kHalvingDoubling
-                                             : GlooAllreduceAlgorithm::kRing;
+  // Halving-doubling is exact recursive halving on a power of two; otherwise its extra block
+  // steps make it slower than the ring for large messages (3 ranks above).
+  bool power_of_two = (ranks & (ranks - 1)) == 0;
+  bool halving_doubling = int_count && (power_of_two || bytes < kRingFromBytes);
+  return halving_doubling ? GlooAllreduceAlgorithm::kHalvingDoubling : GlooAllreduceAlgorithm::kRing;
 }
 
 std::unique_ptr<gloo::Algorithm> make_gloo_allreduce(GlooAllreduceAlgorithm algorithm,

@@ -19,7 +19,7 @@ enum class GlooAllreduceAlgorithm { kHalvingDoubling, kRingChunked, kRing };
 
 // The algorithm for one allreduce of `count` elements of `bytes` bytes in all. Depends only on
 // values every rank shares, so every rank picks the same one.
-GlooAllreduceAlgorithm choose_gloo_allreduce(size_t count, size_t bytes);
+GlooAllreduceAlgorithm choose_gloo_allreduce(size_t count, size_t bytes, int ranks);
 
 // Builds a legacy algorithm bound to `buffer` (kHalvingDoubling or kRingChunked). Construction
 // takes communication slots from `context`, so every rank must build the same objects in the same

@@ -50,7 +50,7 @@ class GlooBackend final : public Backend {
     }
     if (count == 0 || size_ == 1) return;
     size_t bytes = count * element_size(dtype);
-    auto algorithm = choose_gloo_allreduce(count, bytes);
+    auto algorithm = choose_gloo_allreduce(count, bytes, size_);
     guard("allreduce", [&] {
       if (algorithm == GlooAllreduceAlgorithm::kRing) {
         run_gloo_ring_allreduce(context_, buffer, count, dtype, op, next_tag());

@@ -97,8 +97,10 @@ TEST_CASE("gloo allreduce every type and op on 4 ranks") {
 }
 
 TEST_CASE("gloo allreduce of 8 MiB and more takes the ring on 3 ranks") {
-  REQUIRE(choose_gloo_allreduce(1, 8 << 20) == GlooAllreduceAlgorithm::kRing);
-  REQUIRE(choose_gloo_allreduce(1, (8 << 20) - 1) == GlooAllreduceAlgorithm::kHalvingDoubling);
+  REQUIRE(choose_gloo_allreduce(1, 8 << 20, 3) == GlooAllreduceAlgorithm::kRing);
+  REQUIRE(choose_gloo_allreduce(1, (8 << 20) - 1, 3) == GlooAllreduceAlgorithm::kHalvingDoubling);
+  REQUIRE(choose_gloo_allreduce(1, 256 << 20, 2) == GlooAllreduceAlgorithm::kHalvingDoubling);
+  REQUIRE(choose_gloo_allreduce(1, 256 << 20, 4) == GlooAllreduceAlgorithm::kHalvingDoubling);
   on_ranks(3, [](Backend& b) {
     std::vector<std::byte> buffer;
     for (DataType d : {DataType::kFloat32, DataType::kBFloat16}) {

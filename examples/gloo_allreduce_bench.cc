@@ -1,7 +1,7 @@
 // Compares Gloo's allreduce algorithms on this machine, to choose GlooBackend's algorithm per size.
 // Forks `--ranks` processes (default 2) that rendezvous through a FileStore in a fresh temporary
 // directory; rank 0 prints the mean time per float32 sum allreduce and the algorithm bandwidth.
-// Built, not run by ctest:  build-ops/test/ops/gloo_allreduce_bench [ranks]
+//   build/bin/gloo_allreduce_bench [ranks]
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/allreduce_ring_chunked.h>
