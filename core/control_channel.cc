@@ -14,6 +14,7 @@
 
 #include "cohort/errors.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "core/wire.h"
 
 namespace cohort {
@@ -29,18 +30,15 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+// The control channel reports every failure as InternalError: it is the runtime's transport.
 sockaddr_in resolve(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
-    throw InternalError("cannot resolve control address '" + host + "': " + gai_strerror(rc));
+  try {
+    return net::resolve_ipv4(host, port);
+  } catch (const InternalError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InternalError(std::string("control channel: ") + e.what());
   }
-  sockaddr_in addr = *reinterpret_cast<sockaddr_in*>(found->ai_addr);
-  freeaddrinfo(found);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  return addr;
 }
 
 void set_nonblocking(int fd) {

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cohort/errors.h"
+#include "core/net.h"
 
 namespace cohort::discovery {
 namespace {
@@ -30,20 +31,6 @@ bool wait_for(int fd, short events, Clock::time_point deadline) {
     if (rc == 0) return false;
     if (errno != EINTR) throw Error(std::string("poll: ") + std::strerror(errno));
   }
-}
-
-sockaddr_in resolve(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
-    throw Error("cannot resolve '" + host + "': " + gai_strerror(rc));
-  }
-  sockaddr_in addr = *reinterpret_cast<sockaddr_in*>(found->ai_addr);
-  freeaddrinfo(found);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  return addr;
 }
 
 }  // namespace
@@ -66,7 +53,7 @@ int try_connect(int fd, const sockaddr_in& addr, Clock::time_point deadline) {
 }  // namespace
 
 Fd connect_tcp(const std::string& host, int port, Clock::time_point deadline) {
-  sockaddr_in addr = resolve(host, port);
+  sockaddr_in addr = net::resolve_ipv4(host, port);
   for (;;) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     int error = try_connect(fd.get(), addr, deadline);
@@ -85,7 +72,7 @@ Fd connect_tcp(const std::string& host, int port, Clock::time_point deadline) {
 }
 
 Fd listen_tcp(const std::string& host, int& port) {
-  sockaddr_in addr = resolve(host, port);
+  sockaddr_in addr = net::resolve_ipv4(host, port);
   Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

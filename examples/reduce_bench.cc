@@ -1,6 +1,6 @@
 // Throughput of reduce_into (float32 sum) against a plain `dst[i] += src[i]` loop and memcpy, in
-// cache (4 MiB) and in DRAM (256 MiB). GB/s counts the bytes of dst per second. Built, not run
-// by ctest:  build-ops/test/ops/reduce_bench
+// cache (4 MiB) and in DRAM (256 MiB). GB/s counts the bytes of dst per second. Run:
+//   build/bin/reduce_bench
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
