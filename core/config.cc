@@ -130,6 +130,17 @@ Config Config::from(const Getenv& getenv) {
   if (auto v = getenv("COHORT_SHUTDOWN_TIMEOUT_SECONDS")) {
     c.shutdown_timeout = parse_seconds("COHORT_SHUTDOWN_TIMEOUT_SECONDS", *v);
   }
+  if (auto v = getenv("COHORT_STALL_CHECK_TIME_SECONDS")) {
+    c.stall_check_time = parse_seconds("COHORT_STALL_CHECK_TIME_SECONDS", *v);
+  }
+  if (auto v = getenv("COHORT_STALL_CHECK_DISABLE")) {
+    c.stall_check = parse_integer("COHORT_STALL_CHECK_DISABLE", *v, 0, 1) == 0;
+  }
+  if (auto v = getenv("COHORT_STALL_SHUTDOWN_TIME_SECONDS")) {
+    // 0 is allowed here: it means never.
+    c.stall_shutdown_time = *v == "0" ? std::chrono::milliseconds(0)
+                                      : parse_seconds("COHORT_STALL_SHUTDOWN_TIME_SECONDS", *v);
+  }
   if (auto v = getenv("COHORT_LOG_LEVEL")) {
     try {
       c.log_level = log::parse_level(*v);

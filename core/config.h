@@ -35,6 +35,13 @@ struct Config {
   std::chrono::milliseconds timeout{30'000};
   // COHORT_SHUTDOWN_TIMEOUT_SECONDS: how long shutdown() waits for the other ranks to shut down.
   std::chrono::milliseconds shutdown_timeout{60'000};
+  // COHORT_STALL_CHECK_TIME_SECONDS: rank 0 warns about collectives that some ranks submitted and
+  // others have not for this long. COHORT_STALL_CHECK_DISABLE=1 turns the warning off.
+  std::chrono::milliseconds stall_check_time{60'000};
+  bool stall_check = true;
+  // COHORT_STALL_SHUTDOWN_TIME_SECONDS: after this long such a collective fails on every rank
+  // with StallError; 0 (the default) means never.
+  std::chrono::milliseconds stall_shutdown_time{0};
   log::Level log_level = log::Level::kWarning;
 
   using Getenv = std::function<std::optional<std::string>(const char* name)>;

@@ -76,7 +76,10 @@ Negotiator::Negotiator(int size) : size_(size), shut_down_(size, false) {}
 
 void Negotiator::add(int rank, Request request) {
   auto& entry = table_[request.name];
-  if (entry.by_rank.empty()) entry.by_rank.resize(size_);
+  if (entry.by_rank.empty()) {
+    entry.by_rank.resize(size_);
+    entry.first_seen = Clock::now();
+  }
   if (entry.by_rank[rank]) {
     // The submitting rank's queue forbids this; a second copy means a broken peer.
     throw InternalError("rank " + std::to_string(rank) + " submitted '" + request.name +
@@ -121,6 +124,62 @@ std::vector<Response> Negotiator::take_ready() {
     } else {
       ++it;
     }
+  }
+  return responses;
+}
+
+std::string Negotiator::stall_report(Clock::time_point now, Clock::duration after) const {
+  std::map<int, std::vector<std::string>> missing;
+  size_t stalled = 0;
+  for (const auto& [name, entry] : table_) {
+    if (now - entry.first_seen < after) continue;
+    ++stalled;
+    for (int rank = 0; rank < size_; ++rank) {
+      if (!entry.by_rank[rank]) missing[rank].push_back(name);
+    }
+  }
+  if (stalled == 0) return "";
+  std::ostringstream out;
+  auto seconds = std::chrono::duration<double>(after).count();
+  out << stalled << " collective(s) submitted by some ranks have waited more than " << seconds
+      << " s for the others. Missing:";
+  const char* separator = " ";
+  for (const auto& [rank, names] : missing) {
+    out << separator << "rank " << rank << " has not submitted [";
+    for (size_t i = 0; i < std::min(names.size(), kNamesPerRank); ++i) {
+      out << (i ? ", " : "") << "'" << names[i] << "'";
+    }
+    if (names.size() > kNamesPerRank) out << ", and " << names.size() - kNamesPerRank << " more";
+    out << "]";
+    separator = "; ";
+  }
+  return out.str() + ".";
+}
+
+std::string Negotiator::missing_ranks(const Entry& entry) const {
+  std::string submitted, missing;
+  for (int rank = 0; rank < size_; ++rank) {
+    std::string& list = entry.by_rank[rank] ? submitted : missing;
+    list += (list.empty() ? "" : ", ") + std::to_string(rank);
+  }
+  return "submitted by ranks [" + submitted + "] but not by ranks [" + missing + "]";
+}
+
+std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::duration after) {
+  std::vector<Response> responses;
+  auto seconds = std::chrono::duration<double>(after).count();
+  for (auto it = table_.begin(); it != table_.end();) {
+    if (now - it->second.first_seen < after) {
+      ++it;
+      continue;
+    }
+    Response stalled{.kind = Response::Kind::kStalled, .names = {it->first}};
+    std::ostringstream why;
+    why << "'" << it->first << "' stalled: " << missing_ranks(it->second) << " for more than "
+        << seconds << " s (COHORT_STALL_SHUTDOWN_TIME_SECONDS)";
+    stalled.error = why.str();
+    responses.push_back(std::move(stalled));
+    it = table_.erase(it);
   }
   return responses;
 }

@@ -3,6 +3,7 @@
 // responses in one order that every rank then executes.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,11 +29,22 @@ class Negotiator {
 
   size_t pending() const { return table_.size(); }
 
+  using Clock = std::chrono::steady_clock;
+  // The stall inspector's report: for each rank, the names (at most a few) that other ranks
+  // submitted more than `after` ago and it has not. Empty when nothing has waited that long.
+  std::string stall_report(Clock::time_point now, Clock::duration after) const;
+  // Fails (kStalled responses) and removes every name that has waited longer than `after`.
+  std::vector<Response> expire_stalled(Clock::time_point now, Clock::duration after);
+
  private:
   struct Entry {
     std::vector<std::optional<Request>> by_rank;
     int count = 0;
+    Clock::time_point first_seen;
   };
+  static constexpr size_t kNamesPerRank = 5;
+
+  std::string missing_ranks(const Entry& entry) const;
 
   Response construct(const std::string& name, const Entry& entry) const;
   std::optional<std::string> orphaned_by_shutdown(const Entry& entry) const;

@@ -36,7 +36,8 @@ struct RequestList {
 };
 
 struct Response {
-  enum class Kind : uint8_t { kExecute, kError };
+  // kError: the ranks disagree (MismatchError); kStalled: not every rank submitted in time.
+  enum class Kind : uint8_t { kExecute, kError, kStalled };
   Kind kind = Kind::kExecute;
   OpType type = OpType::kAllreduce;
   std::vector<std::string> names;

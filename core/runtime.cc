@@ -140,7 +140,7 @@ void Runtime::background_loop() {
   try {
     bool done = false;
     while (!done && !abort_) {
-      auto messages = control_.wait(kIdleWake);
+      auto messages = control_.wait(wait_timeout());
       if (topology_.rank == 0) {
         coordinator_step(std::move(messages));
       } else {
@@ -204,12 +204,42 @@ void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
     if (list.shutdown) negotiator.mark_shut_down(message.peer);
   }
   ResponseList out{negotiator.take_ready(), negotiator.all_shut_down()};
+  inspect_stalls(out.responses);
   if (out.responses.empty() && !out.shutdown) return;
   auto bytes = encode(out);
   for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
   // Every rank needs the whole list before it can join the collectives in it.
   control_.flush(config_.timeout);
   execute(out);
+}
+
+std::chrono::milliseconds Runtime::wait_timeout() const {
+  // Rank 0 must wake often enough to inspect stalls on time even when nothing arrives.
+  if (topology_.rank != 0) return kIdleWake;
+  auto timeout = kIdleWake;
+  if (config_.stall_check) timeout = std::min(timeout, config_.stall_check_time / 2);
+  if (config_.stall_shutdown_time.count() > 0) {
+    timeout = std::min(timeout, config_.stall_shutdown_time / 4);
+  }
+  return std::max(timeout, milliseconds(1));
+}
+
+void Runtime::inspect_stalls(std::vector<Response>& responses) {
+  auto now = std::chrono::steady_clock::now();
+  if (config_.stall_shutdown_time.count() > 0) {
+    for (auto& r : negotiator_->expire_stalled(now, config_.stall_shutdown_time)) {
+      log::error(r.error);
+      responses.push_back(std::move(r));
+    }
+  }
+  if (!config_.stall_check) return;
+  if (next_stall_check_ == std::chrono::steady_clock::time_point{}) {
+    next_stall_check_ = now + config_.stall_check_time;
+  }
+  if (now < next_stall_check_) return;
+  next_stall_check_ = now + config_.stall_check_time;
+  std::string report = negotiator_->stall_report(now, config_.stall_check_time);
+  if (!report.empty()) log::warning("stall inspector: ", report);
 }
 
 void Runtime::worker_step(std::vector<ControlMessage> messages) {
@@ -240,10 +270,13 @@ void Runtime::execute(const ResponseList& list) {
 void Runtime::execute(const Response& response) {
   for (const auto& name : response.names) {
     TensorEntry entry = queue_.take(name);
-    if (response.kind == Response::Kind::kError) {
-      // Also sent for names this rank never submitted (another rank left): nothing to fail here.
-      if (entry.handle)
-        entry.handle->complete(std::make_exception_ptr(MismatchError(response.error)));
+    if (response.kind != Response::Kind::kExecute) {
+      // Also sent for names this rank never submitted (another rank left, a stall): nothing to
+      // fail here then.
+      if (!entry.handle) continue;
+      entry.handle->complete(response.kind == Response::Kind::kStalled
+                                 ? std::make_exception_ptr(StallError(response.error))
+                                 : std::make_exception_ptr(MismatchError(response.error)));
       continue;
     }
     if (!entry.handle) {

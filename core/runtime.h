@@ -43,6 +43,8 @@ class Runtime {
 
   void background_loop();
   void coordinator_step(std::vector<ControlMessage> messages);
+  void inspect_stalls(std::vector<Response>& responses);
+  std::chrono::milliseconds wait_timeout() const;
   void worker_step(std::vector<ControlMessage> messages);
   void execute(const ResponseList& list);
   void execute(const Response& response);
@@ -63,7 +65,8 @@ class Runtime {
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
-  bool shutdown_announced_ = false;  // background thread only
+  bool shutdown_announced_ = false;                         // background thread only
+  std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
 
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;

@@ -37,6 +37,13 @@ class InternalError : public Error {
   using Error::Error;
 };
 
+// Some ranks submitted the collective and others did not within COHORT_STALL_SHUTDOWN_TIME_SECONDS.
+// Raised on every rank that submitted it; the runtime keeps running.
+class StallError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The runtime shut down before the request could complete.
 class ShutdownError : public Error {
  public:

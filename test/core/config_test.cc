@@ -38,6 +38,19 @@ TEST_CASE("no launcher means a world of one with defaults") {
   CHECK(c.rank == 0);
   CHECK(c.timeout == std::chrono::seconds(30));
   CHECK(c.cpu_operations == Config::CpuOperations::kGloo);
+  CHECK(c.stall_check);
+  CHECK(c.stall_check_time == std::chrono::seconds(60));
+  CHECK(c.stall_shutdown_time.count() == 0);
+}
+
+TEST_CASE("stall settings are read") {
+  Config c = parse({{"COHORT_STALL_CHECK_TIME_SECONDS", "1.5"},
+                    {"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "10"},
+                    {"COHORT_STALL_CHECK_DISABLE", "1"}});
+  CHECK(c.stall_check_time == std::chrono::milliseconds(1500));
+  CHECK(c.stall_shutdown_time == std::chrono::seconds(10));
+  CHECK_FALSE(c.stall_check);
+  CHECK(parse({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "0"}}).stall_shutdown_time.count() == 0);
 }
 
 TEST_CASE("cohortrun's environment is read") {
@@ -79,6 +92,11 @@ TEST_CASE("invalid values name the variable") {
   expect_rejected({{"COHORT_TIMEOUT_SECONDS", "-1"}}, "COHORT_TIMEOUT_SECONDS='-1'");
   expect_rejected({{"COHORT_TIMEOUT_SECONDS", "5s"}}, "COHORT_TIMEOUT_SECONDS='5s'");
   expect_rejected({{"COHORT_LOG_LEVEL", "loud"}}, "COHORT_LOG_LEVEL='loud'");
+  expect_rejected({{"COHORT_STALL_CHECK_TIME_SECONDS", "0"}},
+                  "COHORT_STALL_CHECK_TIME_SECONDS='0'");
+  expect_rejected({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "soon"}},
+                  "COHORT_STALL_SHUTDOWN_TIME_SECONDS='soon'");
+  expect_rejected({{"COHORT_STALL_CHECK_DISABLE", "yes"}}, "COHORT_STALL_CHECK_DISABLE='yes'");
   expect_rejected({{"COHORT_CPU_OPERATIONS", "nccl"}}, "COHORT_CPU_OPERATIONS='nccl'");
   expect_rejected({{"COHORT_CPU_OPERATIONS", "mpi"}}, "needs a job started by mpirun");
 }

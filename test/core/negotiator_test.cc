@@ -106,3 +106,39 @@ TEST_CASE("a duplicate submission from one rank is a protocol error") {
   n.add(1, allreduce("a"));
   CHECK_THROWS_AS(n.add(1, allreduce("a")), InternalError);
 }
+
+TEST_CASE("the stall report names each missing rank and its tensors") {
+  Negotiator n(3);
+  n.add(0, allreduce("grad/w1"));
+  n.add(2, allreduce("grad/w1"));
+  n.add(1, allreduce("metrics"));
+  auto now = Negotiator::Clock::now();
+  CHECK(n.stall_report(now, std::chrono::seconds(60)).empty());
+  std::string report = n.stall_report(now + std::chrono::seconds(61), std::chrono::seconds(60));
+  CHECK_THAT(report, Catch::Matchers::StartsWith("2 collective(s)"));
+  CHECK_THAT(report, Catch::Matchers::Contains("rank 1 has not submitted ['grad/w1']"));
+  CHECK_THAT(report, Catch::Matchers::Contains("rank 0 has not submitted ['metrics']"));
+  CHECK_THAT(report, Catch::Matchers::Contains("rank 2 has not submitted ['metrics']"));
+}
+
+TEST_CASE("the stall report lists a few names per rank") {
+  Negotiator n(2);
+  for (int i = 0; i < 8; ++i) n.add(0, allreduce("t" + std::to_string(i)));
+  auto later = Negotiator::Clock::now() + std::chrono::seconds(2);
+  CHECK_THAT(n.stall_report(later, std::chrono::seconds(1)),
+             Catch::Matchers::Contains("'t4', and 3 more]"));
+}
+
+TEST_CASE("stalled names expire into errors for every rank and leave the table") {
+  Negotiator n(2);
+  n.add(0, allreduce("grad"));
+  auto now = Negotiator::Clock::now();
+  CHECK(n.expire_stalled(now, std::chrono::seconds(5)).empty());
+  auto expired = n.expire_stalled(now + std::chrono::seconds(6), std::chrono::seconds(5));
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].kind == Response::Kind::kStalled);
+  CHECK(expired[0].error ==
+        "'grad' stalled: submitted by ranks [0] but not by ranks [1] for more than 5 s "
+        "(COHORT_STALL_SHUTDOWN_TIME_SECONDS)");
+  CHECK(n.pending() == 0);
+}
