@@ -141,6 +141,7 @@ Config Config::from(const Getenv& getenv) {
     c.stall_shutdown_time = *v == "0" ? std::chrono::milliseconds(0)
                                       : parse_seconds("COHORT_STALL_SHUTDOWN_TIME_SECONDS", *v);
   }
+  if (auto v = getenv("COHORT_TIMELINE")) c.timeline_path = *v;
   if (auto v = getenv("COHORT_LOG_LEVEL")) {
     try {
       c.log_level = log::parse_level(*v);

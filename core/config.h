@@ -42,6 +42,8 @@ struct Config {
   // COHORT_STALL_SHUTDOWN_TIME_SECONDS: after this long such a collective fails on every rank
   // with StallError; 0 (the default) means never.
   std::chrono::milliseconds stall_shutdown_time{0};
+  // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
+  std::string timeline_path;
   log::Level log_level = log::Level::kWarning;
 
   using Getenv = std::function<std::optional<std::string>(const char* name)>;

@@ -74,7 +74,7 @@ std::optional<std::string> find_mismatch(const std::string& name,
 
 Negotiator::Negotiator(int size) : size_(size), shut_down_(size, false) {}
 
-void Negotiator::add(int rank, Request request) {
+int Negotiator::add(int rank, Request request) {
   auto& entry = table_[request.name];
   if (entry.by_rank.empty()) {
     entry.by_rank.resize(size_);
@@ -88,6 +88,7 @@ void Negotiator::add(int rank, Request request) {
   std::string name = request.name;
   entry.by_rank[rank] = std::move(request);
   if (++entry.count == size_) ready_order_.push_back(std::move(name));
+  return entry.count;
 }
 
 void Negotiator::mark_shut_down(int rank) {

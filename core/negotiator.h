@@ -17,8 +17,8 @@ class Negotiator {
  public:
   explicit Negotiator(int size);
 
-  // Records that `rank` submitted `request`.
-  void add(int rank, Request request);
+  // Records that `rank` submitted `request`; returns how many ranks have now submitted its name.
+  int add(int rank, Request request);
   // Records that `rank` will submit nothing more.
   void mark_shut_down(int rank);
   bool all_shut_down() const;

@@ -51,7 +51,10 @@ Runtime::Runtime(const Config& config) : config_(config), queue_([this] { contro
   backend_name_ = backend_->name();
   compute_topology();
   connect_control_channel();
-  if (topology_.rank == 0) negotiator_.emplace(topology_.size);
+  if (topology_.rank == 0) {
+    negotiator_.emplace(topology_.size);
+    if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
+  }
   thread_ = std::thread([this] { background_loop(); });
   log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_->name());
 }
@@ -193,24 +196,35 @@ void Runtime::tear_down_connections() {
 
 void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
   Negotiator& negotiator = *negotiator_;
-  for (auto& request : queue_.take_new_requests()) negotiator.add(0, std::move(request));
+  for (auto& request : queue_.take_new_requests()) negotiate(0, std::move(request));
   if (shutdown_requested_ && !shutdown_announced_) {
     negotiator.mark_shut_down(0);
     shutdown_announced_ = true;
   }
   for (auto& message : messages) {
     RequestList list = decode_request_list(message.payload);
-    for (auto& request : list.requests) negotiator.add(message.peer, std::move(request));
+    for (auto& request : list.requests) negotiate(message.peer, std::move(request));
     if (list.shutdown) negotiator.mark_shut_down(message.peer);
   }
   ResponseList out{negotiator.take_ready(), negotiator.all_shut_down()};
   inspect_stalls(out.responses);
+  for (const auto& response : out.responses) {
+    for (const auto& name : response.names) timeline_.negotiation_ended(name);
+  }
   if (out.responses.empty() && !out.shutdown) return;
   auto bytes = encode(out);
   for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
   // Every rank needs the whole list before it can join the collectives in it.
   control_.flush(config_.timeout);
   execute(out);
+}
+
+void Runtime::negotiate(int rank, Request request) {
+  std::string name = request.name;
+  std::string_view op = to_string(request.type);
+  int submitted = negotiator_->add(rank, std::move(request));
+  if (submitted == 1) timeline_.negotiation_started(name, op);
+  timeline_.rank_ready(name, rank);
 }
 
 std::chrono::milliseconds Runtime::wait_timeout() const {
@@ -282,13 +296,17 @@ void Runtime::execute(const Response& response) {
     if (!entry.handle) {
       throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
     }
+    timeline_.execution_started(name, to_string(response.type), entry.output.num_bytes());
     try {
       run_collective(response, entry);
+      timeline_.execution_ended(name, "ok");
       entry.handle->complete();
-    } catch (const InternalError&) {
+    } catch (const InternalError& e) {
+      timeline_.execution_ended(name, e.what());
       entry.handle->complete(std::current_exception());
       throw;
-    } catch (const Error&) {
+    } catch (const Error& e) {
+      timeline_.execution_ended(name, e.what());
       entry.handle->complete(std::current_exception());
     }
   }

@@ -15,6 +15,7 @@
 #include "core/control_channel.h"
 #include "core/negotiator.h"
 #include "core/tensor_queue.h"
+#include "core/timeline.h"
 #include "core/topology.h"
 #include "ops/backend.h"
 
@@ -44,6 +45,7 @@ class Runtime {
   void background_loop();
   void coordinator_step(std::vector<ControlMessage> messages);
   void inspect_stalls(std::vector<Response>& responses);
+  void negotiate(int rank, Request request);
   std::chrono::milliseconds wait_timeout() const;
   void worker_step(std::vector<ControlMessage> messages);
   void execute(const ResponseList& list);
@@ -62,6 +64,7 @@ class Runtime {
   ControlChannel control_;
   TensorQueue queue_;
   std::optional<Negotiator> negotiator_;  // rank 0 only
+  Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};

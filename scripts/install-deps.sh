@@ -6,6 +6,7 @@ packages=(
   g++ cmake ninja-build pkg-config
   libgloo-dev libopenmpi-dev openmpi-bin
   libcereal-dev catch2 libcli11-dev libssl-dev
+  python3  # the timeline test parses the JSON it writes
 )
 
 missing=()

@@ -1,0 +1,48 @@
+// An optional Chrome-trace timeline (COHORT_TIMELINE=path), written by rank 0: per tensor, the
+// negotiation (from the first rank's request to the last, with a mark as each rank's arrives) and
+// the execution, in Perfetto's or chrome://tracing's JSON array format.
+//
+// Each event is one write(2) of a whole JSON object followed by ",\n", so a process killed at any
+// moment leaves a file of complete events; the array's closing "]" is optional in this format
+// (and written by close()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/fd.h"
+
+namespace cohort {
+
+class Timeline {
+ public:
+  Timeline() = default;  // disabled: every call does nothing
+  // Creates or truncates `path`; throws InvalidArgument naming the path if it cannot.
+  explicit Timeline(const std::string& path);
+  Timeline(Timeline&&) = default;
+  Timeline& operator=(Timeline&&) = default;
+  ~Timeline();
+
+  bool enabled() const { return fd_.valid(); }
+
+  void negotiation_started(const std::string& tensor, std::string_view op);
+  void rank_ready(const std::string& tensor, int rank);
+  void negotiation_ended(const std::string& tensor);
+  void execution_started(const std::string& tensor, std::string_view op, size_t bytes);
+  void execution_ended(const std::string& tensor, std::string_view outcome);
+
+ private:
+  int64_t now_us() const;
+  // The trace row ("thread") of a tensor, announced with its name the first time it appears.
+  int row(const std::string& tensor);
+  void emit(const std::string& json);
+
+  Fd fd_;
+  std::chrono::steady_clock::time_point start_;
+  std::unordered_map<std::string, int> rows_;
+};
+
+}  // namespace cohort
