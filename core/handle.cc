@@ -13,6 +13,52 @@ const detail::HandleState& checked(const std::shared_ptr<detail::HandleState>& s
 
 }  // namespace
 
+namespace detail {
+
+ErrorRecord ErrorRecord::from(const std::exception_ptr& error) {
+  using K = Kind;
+  try {
+    std::rethrow_exception(error);
+  } catch (const MismatchError& e) {
+    return {K::kMismatch, e.what()};
+  } catch (const StallError& e) {
+    return {K::kStall, e.what()};
+  } catch (const InternalError& e) {
+    return {K::kInternal, e.what()};
+  } catch (const ShutdownError& e) {
+    return {K::kShutdown, e.what()};
+  } catch (const InvalidArgument& e) {
+    return {K::kInvalidArgument, e.what()};
+  } catch (const NotInitialized& e) {
+    return {K::kNotInitialized, e.what()};
+  } catch (const std::exception& e) {
+    return {K::kError, e.what()};
+  }
+}
+
+void ErrorRecord::raise() const {
+  switch (kind) {
+    case Kind::kMismatch:
+      throw MismatchError(message);
+    case Kind::kStall:
+      throw StallError(message);
+    case Kind::kInternal:
+      throw InternalError(message);
+    case Kind::kShutdown:
+      throw ShutdownError(message);
+    case Kind::kInvalidArgument:
+      throw InvalidArgument(message);
+    case Kind::kNotInitialized:
+      throw NotInitialized(message);
+    case Kind::kError:
+    case Kind::kNone:
+      break;
+  }
+  throw Error(message);
+}
+
+}  // namespace detail
+
 Handle::Handle(std::shared_ptr<detail::HandleState> state) : state_(std::move(state)) {}
 
 const std::string& Handle::name() const {
@@ -29,14 +75,14 @@ void Handle::wait() const {
   checked(state_);
   std::unique_lock lock(state_->mutex);
   state_->cv.wait(lock, [&] { return state_->done; });
-  if (state_->error) std::rethrow_exception(state_->error);
+  if (state_->error.kind != detail::ErrorRecord::Kind::kNone) state_->error.raise();
 }
 
 bool Handle::wait_for(std::chrono::milliseconds timeout) const {
   checked(state_);
   std::unique_lock lock(state_->mutex);
   if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) return false;
-  if (state_->error) std::rethrow_exception(state_->error);
+  if (state_->error.kind != detail::ErrorRecord::Kind::kNone) state_->error.raise();
   return true;
 }
 

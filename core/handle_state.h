@@ -10,13 +10,34 @@
 
 namespace cohort::detail {
 
+// An error as data. A Handle never hands the background thread's exception object to another
+// thread: wait() throws a new exception of the same type in the waiting thread.
+struct ErrorRecord {
+  enum class Kind {
+    kNone,
+    kError,
+    kInvalidArgument,
+    kNotInitialized,
+    kMismatch,
+    kInternal,
+    kStall,
+    kShutdown
+  };
+  Kind kind = Kind::kNone;
+  std::string message;
+
+  static ErrorRecord from(const std::exception_ptr& error);
+  [[noreturn]] void raise() const;
+};
+
 struct HandleState {
   explicit HandleState(std::string n) : name(std::move(n)) {}
 
-  void complete(std::exception_ptr err = nullptr) {
+  void complete(const std::exception_ptr& err = nullptr) {
+    ErrorRecord record = err ? ErrorRecord::from(err) : ErrorRecord{};
     {
       std::lock_guard lock(mutex);
-      error = std::move(err);
+      error = std::move(record);
       done = true;
     }
     cv.notify_all();
@@ -26,7 +47,7 @@ struct HandleState {
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
-  std::exception_ptr error;
+  ErrorRecord error;
   OwnedTensor output;  // written by the background thread before complete()
 };
 

@@ -32,6 +32,7 @@ TEST_CASE("closing fails pending entries and later submissions") {
   q.add(std::move(e));
   q.close(std::make_exception_ptr(InternalError("peer died")));
   CHECK(handle->done);
-  CHECK_THROWS_AS(std::rethrow_exception(handle->error), InternalError);
+  CHECK_THROWS_AS(handle->error.raise(), InternalError);
+  CHECK_THROWS_WITH(handle->error.raise(), "peer died");
   CHECK_THROWS_WITH(q.add(entry("y")), "peer died");
 }
