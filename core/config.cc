@@ -142,6 +142,10 @@ Config Config::from(const Getenv& getenv) {
                                       : parse_seconds("COHORT_STALL_SHUTDOWN_TIME_SECONDS", *v);
   }
   if (auto v = getenv("COHORT_TIMELINE")) c.timeline_path = *v;
+  if (auto v = getenv("COHORT_FUSION_THRESHOLD")) {
+    c.fusion_threshold =
+        static_cast<size_t>(parse_integer("COHORT_FUSION_THRESHOLD", *v, 0, int64_t{1} << 40));
+  }
   if (auto v = getenv("COHORT_LOG_LEVEL")) {
     try {
       c.log_level = log::parse_level(*v);

@@ -42,6 +42,9 @@ struct Config {
   // COHORT_STALL_SHUTDOWN_TIME_SECONDS: after this long such a collective fails on every rank
   // with StallError; 0 (the default) means never.
   std::chrono::milliseconds stall_shutdown_time{0};
+  // COHORT_FUSION_THRESHOLD: ready allreduces of one kind are packed into one buffer of up to this
+  // many bytes and reduced together; 0 turns fusion off.
+  size_t fusion_threshold = size_t{128} << 20;
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cohort/errors.h"
+#include "core/fusion.h"
 
 namespace cohort {
 namespace {
@@ -108,13 +109,15 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
   return std::nullopt;
 }
 
-std::vector<Response> Negotiator::take_ready() {
-  std::vector<Response> responses;
+std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
+  std::vector<ReadyResponse> ready;
   for (const auto& name : ready_order_) {
-    responses.push_back(construct(name, table_.at(name)));
+    const Entry& entry = table_.at(name);
+    ready.push_back({construct(name, entry), *entry.by_rank[0]});
     table_.erase(name);
   }
   ready_order_.clear();
+  std::vector<Response> responses = fuse_responses(std::move(ready), fusion_threshold);
   // Names that some rank can no longer submit would wait forever: fail them now.
   for (auto it = table_.begin(); it != table_.end();) {
     if (auto reason = orphaned_by_shutdown(it->second)) {

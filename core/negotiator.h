@@ -24,8 +24,9 @@ class Negotiator {
   bool all_shut_down() const;
 
   // Responses for every name that is now ready on all ranks (or can never be), in the order in
-  // which they became ready. Removes them from the table.
-  std::vector<Response> take_ready();
+  // which they became ready, allreduces fused up to `fusion_threshold` bytes (0: no fusion).
+  // Removes them from the table.
+  std::vector<Response> take_ready(size_t fusion_threshold = 0);
 
   size_t pending() const { return table_.size(); }
 

@@ -206,7 +206,7 @@ void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
     for (auto& request : list.requests) negotiate(message.peer, std::move(request));
     if (list.shutdown) negotiator.mark_shut_down(message.peer);
   }
-  ResponseList out{negotiator.take_ready(), negotiator.all_shut_down()};
+  ResponseList out{negotiator.take_ready(config_.fusion_threshold), negotiator.all_shut_down()};
   inspect_stalls(out.responses);
   for (const auto& response : out.responses) {
     for (const auto& name : response.names) timeline_.negotiation_ended(name);
@@ -282,6 +282,10 @@ void Runtime::execute(const ResponseList& list) {
 }
 
 void Runtime::execute(const Response& response) {
+  if (response.kind == Response::Kind::kExecute && response.names.size() > 1) {
+    run_fused_allreduce(response);
+    return;
+  }
   for (const auto& name : response.names) {
     TensorEntry entry = queue_.take(name);
     if (response.kind != Response::Kind::kExecute) {
@@ -312,23 +316,71 @@ void Runtime::execute(const Response& response) {
   }
 }
 
+void Runtime::reduce_in_place(void* data, size_t count, const Request& req,
+                              const ops::BufferBinding& binding) {
+  if (req.prescale != 1.0) ops::scale(data, count, req.dtype, req.prescale);
+  bool average = req.reduce_op == ReduceOp::kAverage;
+  backend_->allreduce(data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op, binding);
+  double post = req.postscale / (average ? topology_.size : 1);
+  if (post != 1.0) ops::scale(data, count, req.dtype, post);
+}
+
+void Runtime::run_fused_allreduce(const Response& response) {
+  std::vector<TensorEntry> entries;
+  size_t total = 0;
+  for (const auto& name : response.names) {
+    entries.push_back(queue_.take(name));
+    if (!entries.back().handle) {
+      throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
+    }
+    total += entries.back().output.num_bytes();
+  }
+  const std::byte* before = fusion_buffer_.data();
+  if (fusion_buffer_.size() < total) fusion_buffer_.resize(total);
+  if (fusion_buffer_.data() != before) ++fusion_generation_;
+  size_t offset = 0;
+  for (auto& e : entries) {
+    if (e.input.num_bytes() > 0) {
+      std::memcpy(fusion_buffer_.data() + offset, e.input.data, e.input.num_bytes());
+    }
+    timeline_.execution_started(e.request.name, "allreduce (fused)", e.input.num_bytes());
+    offset += e.input.num_bytes();
+  }
+  const Request& first = entries.front().request;
+  try {
+    reduce_in_place(
+        fusion_buffer_.data(), total / element_size(first.dtype), first,
+        {"cohort.fusion." + std::to_string(fusion_generation_), fusion_buffer_.data() != before});
+  } catch (const Error& e) {
+    for (auto& entry : entries) {
+      timeline_.execution_ended(entry.request.name, e.what());
+      entry.handle->complete(std::current_exception());
+    }
+    if (dynamic_cast<const InternalError*>(&e)) throw;
+    return;
+  }
+  offset = 0;
+  for (auto& e : entries) {
+    if (e.output.num_bytes() > 0) {
+      std::memcpy(e.output.data, fusion_buffer_.data() + offset, e.output.num_bytes());
+    }
+    offset += e.output.num_bytes();
+    timeline_.execution_ended(e.request.name, "ok");
+    e.handle->complete();
+  }
+}
+
 void Runtime::run_collective(const Response& response, TensorEntry& entry) {
   const Request& req = entry.request;
   Tensor& out = entry.output;
   switch (response.type) {
-    case OpType::kAllreduce: {
+    case OpType::kAllreduce:
       if (entry.input.data != out.data && out.num_bytes() > 0) {
         std::memcpy(out.data, entry.input.data, out.num_bytes());
       }
-      auto count = static_cast<size_t>(out.num_elements());
-      if (req.prescale != 1.0) ops::scale(out.data, count, req.dtype, req.prescale);
-      bool average = req.reduce_op == ReduceOp::kAverage;
-      backend_->allreduce(out.data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op,
-                          {req.name, response.rebind});
-      double post = req.postscale / (average ? topology_.size : 1);
-      if (post != 1.0) ops::scale(out.data, count, req.dtype, post);
+      reduce_in_place(out.data, static_cast<size_t>(out.num_elements()), req,
+                      {req.name, response.rebind});
       return;
-    }
     case OpType::kBroadcast:
       backend_->broadcast(out.data, out.num_bytes(), req.root);
       return;

@@ -51,6 +51,10 @@ class Runtime {
   void execute(const ResponseList& list);
   void execute(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
+  void run_fused_allreduce(const Response& response);
+  // Prescale, reduce, postscale (and average) `count` elements in place.
+  void reduce_in_place(void* data, size_t count, const Request& request,
+                       const ops::BufferBinding& binding);
   void finish(std::exception_ptr error);
   // Fails everything pending and later with InternalError(reason) and closes all connections.
   void fail(const std::string& reason);
@@ -70,6 +74,10 @@ class Runtime {
   std::atomic<bool> abort_{false};
   bool shutdown_announced_ = false;                         // background thread only
   std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
+  // Where fused allreduces are packed (background thread only). It only grows, by the same steps
+  // on every rank, so whether it moved is the same everywhere (see ops::BufferBinding).
+  std::vector<std::byte> fusion_buffer_;
+  int fusion_generation_ = 0;  // counts the buffer's moves: algorithms bound to an old one are stale
 
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
