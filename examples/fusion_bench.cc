@@ -1,0 +1,86 @@
+// Fusion benchmark: a "training step" that submits N float32 gradients of S bytes each
+// asynchronously and waits for all, against one Cohort allreduce of N*S bytes and against N
+// separate allreduces of the raw library (on one reused buffer: its fastest case).
+//   cohortrun -np 2 ./fusion_bench        mpirun -np 2 ./fusion_bench
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "bench_util.h"
+#include "cohort/cohort.h"
+#include "raw_allreduce.h"
+
+namespace {
+
+using namespace cohort;
+using namespace cohort::bench;
+
+double slowest(double seconds) {
+  cohort::allreduce("bench.agree", Tensor::of(std::span<double>(&seconds, 1)),
+                    Tensor::of(std::span<double>(&seconds, 1)), {ReduceOp::kMax});
+  return seconds;
+}
+void sync() {
+  cohort::barrier("bench.sync");
+}
+
+struct Case {
+  size_t tensors;
+  size_t bytes;
+};
+
+void run_case(const Case& c, int trials, RawAllreduce& raw) {
+  size_t floats = c.bytes / sizeof(float);
+  std::vector<std::vector<float>> grads(c.tensors, std::vector<float>(floats, 1.0f));
+  std::vector<std::string> names;
+  for (size_t t = 0; t < c.tensors; ++t) names.push_back("grad" + std::to_string(t));
+  std::vector<float> whole(floats * c.tensors, 1.0f);
+  std::vector<float> one(floats, 1.0f);
+  std::vector<Handle> handles(c.tensors);
+  auto step = [&] {
+    for (size_t t = 0; t < c.tensors; ++t) {
+      handles[t] = allreduce_async(names[t], Tensor::of(grads[t]));
+    }
+    for (auto& h : handles) h.wait();
+  };
+  auto single = [&] { cohort::allreduce("bench.whole", Tensor::of(whole)); };
+  auto separate = [&] {
+    for (size_t t = 0; t < c.tensors; ++t) raw.run(one.data(), floats);
+  };
+  std::vector<double> t_step, t_single, t_raw;
+  for (int trial = 0; trial < trials; ++trial) {
+    t_step.push_back(time_per_op(step, sync, slowest, 0.2, 3));
+    t_single.push_back(time_per_op(single, sync, slowest, 0.2, 3));
+    t_raw.push_back(time_per_op(separate, sync, slowest, 0.2, 1));
+  }
+  double s = median(t_step), w = median(t_single), r = median(t_raw);
+  if (cohort::rank() == 0) {
+    std::printf("%6zu x %-8s %12.2f %14.2f %8.2f %16.2f %9.1f\n", c.tensors,
+                human_bytes(c.bytes).c_str(), s * 1e3, w * 1e3, s / w, r * 1e3, r / s);
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int trials = 5;
+  CLI::App app("Cohort fusion benchmark");
+  app.add_option("--trials", trials, "interleaved trials")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  cohort::init();
+  auto raws = backend_name() == "mpi" ? make_raw_mpi_allreduces() : make_raw_gloo_allreduces();
+  RawAllreduce& raw = *raws.front();
+  if (cohort::rank() == 0) {
+    std::printf("# Fusion: %d ranks, %s, medians of %d interleaved trials; raw = %s\n",
+                cohort::size(), std::string(backend_name()).c_str(), trials, raw.name().c_str());
+    std::printf("%17s %12s %14s %8s %16s %9s\n", "step", "step_ms", "one_whole_ms", "ratio",
+                "raw_separate_ms", "speedup");
+  }
+  for (Case c : {Case{1000, 1024}, Case{100, 64 * 1024}, Case{10, 16u << 20}}) {
+    run_case(c, trials, raw);
+  }
+  raws.clear();
+  cohort::shutdown();
+}
