@@ -24,16 +24,6 @@ struct Options {
   double batch_seconds = 0.1;
 };
 
-double slowest(double seconds) {
-  cohort::allreduce("bench.agree", Tensor::of(std::span<double>(&seconds, 1)),
-                    Tensor::of(std::span<double>(&seconds, 1)), {ReduceOp::kMax});
-  return seconds;
-}
-
-void sync() {
-  cohort::barrier("bench.sync");
-}
-
 struct Row {
   std::vector<double> cohort;
   std::map<std::string, std::vector<double>> raw;
@@ -80,12 +70,13 @@ Row measure(size_t bytes, const Options& o, std::vector<std::unique_ptr<RawAllre
   int min_ops = bytes >= (64u << 20) ? 2 : 5;
   for (int trial = 0; trial < o.trials; ++trial) {
     row.cohort.push_back(
-        time_per_op([&] { cohort::allreduce("bench.allreduce", Tensor::of(buffer)); }, sync,
-                    slowest, o.batch_seconds, min_ops));
+        time_per_op([&] { cohort::allreduce("bench.allreduce", Tensor::of(buffer)); },
+                    start_together, slowest, o.batch_seconds, min_ops));
     for (auto& raw : raws) {
       if (bytes < raw->min_bytes()) continue;
-      row.raw[raw->name()].push_back(time_per_op([&] { raw->run(buffer.data(), count); }, sync,
-                                                 slowest, o.batch_seconds, min_ops));
+      row.raw[raw->name()].push_back(time_per_op([&] { raw->run(buffer.data(), count); },
+                                                 start_together, slowest, o.batch_seconds,
+                                                 min_ops));
     }
   }
   return row;

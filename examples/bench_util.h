@@ -9,7 +9,21 @@
 #include <string>
 #include <vector>
 
+#include "cohort/cohort.h"
+
 namespace cohort::bench {
+
+// The slowest rank's time: what a collective benchmark reports.
+inline double slowest(double seconds) {
+  cohort::allreduce("bench.agree", Tensor::of(std::span<double>(&seconds, 1)),
+                    Tensor::of(std::span<double>(&seconds, 1)), {ReduceOp::kMax});
+  return seconds;
+}
+
+// Starts every rank's timed batch together.
+inline void start_together() {
+  cohort::barrier("bench.sync");
+}
 
 // Seconds per operation: runs `op` in batches until a batch lasts at least `min_seconds`
 // (at least `min_ops` operations), and returns the mean of that batch. `sync` is called before

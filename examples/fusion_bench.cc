@@ -16,15 +16,6 @@ namespace {
 using namespace cohort;
 using namespace cohort::bench;
 
-double slowest(double seconds) {
-  cohort::allreduce("bench.agree", Tensor::of(std::span<double>(&seconds, 1)),
-                    Tensor::of(std::span<double>(&seconds, 1)), {ReduceOp::kMax});
-  return seconds;
-}
-void sync() {
-  cohort::barrier("bench.sync");
-}
-
 struct Case {
   size_t tensors;
   size_t bytes;
@@ -50,9 +41,9 @@ void run_case(const Case& c, int trials, RawAllreduce& raw) {
   };
   std::vector<double> t_step, t_single, t_raw;
   for (int trial = 0; trial < trials; ++trial) {
-    t_step.push_back(time_per_op(step, sync, slowest, 0.2, 3));
-    t_single.push_back(time_per_op(single, sync, slowest, 0.2, 3));
-    t_raw.push_back(time_per_op(separate, sync, slowest, 0.2, 1));
+    t_step.push_back(time_per_op(step, start_together, slowest, 0.2, 3));
+    t_single.push_back(time_per_op(single, start_together, slowest, 0.2, 3));
+    t_raw.push_back(time_per_op(separate, start_together, slowest, 0.2, 1));
   }
   double s = median(t_step), w = median(t_single), r = median(t_raw);
   if (cohort::rank() == 0) {
