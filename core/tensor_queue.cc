@@ -7,6 +7,7 @@
 namespace cohort {
 
 void TensorQueue::add(TensorEntry entry) {
+  bool wake;
   {
     std::lock_guard lock(mutex_);
     if (closed_) std::rethrow_exception(closed_);
@@ -21,12 +22,14 @@ void TensorQueue::add(TensorEntry entry) {
     last = entry.output.data;
     new_requests_.push_back(entry.request);
     in_flight_.emplace(name, std::move(entry));
+    wake = !std::exchange(wake_pending_, true);
   }
-  wake_();
+  if (wake) wake_();
 }
 
 std::vector<Request> TensorQueue::take_new_requests() {
   std::lock_guard lock(mutex_);
+  wake_pending_ = false;  // anything added from now on wakes the thread again
   return std::exchange(new_requests_, {});
 }
 

@@ -26,7 +26,8 @@ struct TensorEntry {
 
 class TensorQueue {
  public:
-  // `wake` is called (outside the lock) after each add, to rouse the background thread.
+  // `wake` is called (outside the lock) to rouse the background thread: once per batch of adds,
+  // not per add, since a burst of submissions needs the thread woken only once.
   explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
 
   // Sets the request's buffer_changed flag. Throws InvalidArgument if the name is already in
@@ -48,6 +49,8 @@ class TensorQueue {
   std::unordered_map<std::string, void*> last_output_;
   std::vector<Request> new_requests_;
   std::exception_ptr closed_;
+  // Set by the add that wakes the thread, cleared when the thread takes the new requests.
+  bool wake_pending_ = false;
 };
 
 }  // namespace cohort

@@ -17,8 +17,12 @@ TEST_CASE("a name can be in flight only once") {
   q.add(entry("a"));
   CHECK_THROWS_WITH(q.add(entry("a")), Catch::Matchers::Contains("already in flight"));
   CHECK(wakes == 1);
-  CHECK(q.take_new_requests().size() == 1);
+  q.add(entry("b"));  // the thread has not taken "a" yet: no second wake
+  CHECK(wakes == 1);
+  CHECK(q.take_new_requests().size() == 2);
   CHECK(q.take_new_requests().empty());
+  q.add(entry("c"));  // after a take, the next add wakes again
+  CHECK(wakes == 2);
   TensorEntry a = q.take("a");
   REQUIRE(a.handle);
   CHECK_FALSE(q.take("a").handle);
