@@ -1,12 +1,11 @@
 #include "core/config.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <limits>
 
 #include "cohort/errors.h"
 #include "core/launch_env.h"
+#include "core/net.h"
 
 namespace cohort {
 namespace {
@@ -55,12 +54,6 @@ std::string decode_hex(const char* name, const std::string& value) {
     out.push_back(static_cast<char>(v));
   }
   return out;
-}
-
-std::string local_host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
 }
 
 Config::Launcher detect_launcher(const Config::Getenv& getenv) {
@@ -122,7 +115,7 @@ Config Config::from(const Getenv& getenv) {
   if (c.launcher == Launcher::kCohortrun) read_cohortrun_placement(getenv, c);
   if (c.launcher == Launcher::kMpirun) {
     // Gloo under mpirun listens on this host's name (set COHORT_HOSTNAME to choose an address).
-    c.hostname = getenv(env::kHostname).value_or(local_host_name());
+    c.hostname = getenv(env::kHostname).value_or(net::local_host_name());
   }
   if (auto v = getenv("COHORT_TIMEOUT_SECONDS")) {
     c.timeout = parse_seconds("COHORT_TIMEOUT_SECONDS", *v);

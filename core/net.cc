@@ -2,6 +2,7 @@
 
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "cohort/errors.h"
 
@@ -19,6 +20,12 @@ sockaddr_in resolve_ipv4(const std::string& host, int port) {
   freeaddrinfo(found);
   addr.sin_port = htons(static_cast<uint16_t>(port));
   return addr;
+}
+
+std::string local_host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
 }
 
 }  // namespace cohort::net

@@ -11,4 +11,7 @@ namespace cohort::net {
 // naming the host when it cannot be resolved.
 sockaddr_in resolve_ipv4(const std::string& host, int port);
 
+// This machine's host name (gethostname).
+std::string local_host_name();
+
 }  // namespace cohort::net

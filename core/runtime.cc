@@ -9,6 +9,7 @@
 #include "core/backend_factory.h"
 #include "core/handle_state.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "ops/reduce.h"
 
 namespace cohort {
@@ -27,12 +28,6 @@ std::string random_token() {
   std::string token;
   for (int i = 0; i < 4; ++i) token += std::to_string(device());
   return token;
-}
-
-std::string local_host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
 }
 
 // Broadcasts a short string from rank 0 through the backend.
@@ -77,7 +72,7 @@ void Runtime::compute_topology() {
     return;
   }
   std::vector<char> mine(kAddressBlock, '\0');
-  std::string host = local_host_name();
+  std::string host = net::local_host_name();
   std::memcpy(mine.data(), host.data(), std::min(host.size(), kAddressBlock - 1));
   std::vector<char> all(kAddressBlock * size);
   std::vector<size_t> counts(size, kAddressBlock);

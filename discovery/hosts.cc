@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cohort/errors.h"
+#include "core/net.h"
 
 namespace cohort::discovery {
 namespace {
@@ -130,9 +131,7 @@ bool is_local_host(const std::string& host) {
   in_addr addr{};
   // Any IPv4 loopback address (127.0.0.0/8), written as an address, not a name.
   if (inet_pton(AF_INET, host.c_str(), &addr) == 1) return (ntohl(addr.s_addr) >> 24) == 127;
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return host == name;
+  return host == net::local_host_name();
 }
 
 }  // namespace cohort::discovery
