@@ -292,9 +292,7 @@ void Runtime::execute(const Response& response) {
                                  : std::make_exception_ptr(MismatchError(response.error)));
       continue;
     }
-    if (!entry.handle) {
-      throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
-    }
+    check_submitted(entry, name);
     timeline_.execution_started(name, to_string(response.type), entry.output.num_bytes());
     try {
       run_collective(response, entry);
@@ -308,6 +306,12 @@ void Runtime::execute(const Response& response) {
       timeline_.execution_ended(name, e.what());
       entry.handle->complete(std::current_exception());
     }
+  }
+}
+
+void Runtime::check_submitted(const TensorEntry& entry, const std::string& name) {
+  if (!entry.handle) {
+    throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
   }
 }
 
@@ -325,9 +329,7 @@ void Runtime::run_fused_allreduce(const Response& response) {
   size_t total = 0;
   for (const auto& name : response.names) {
     entries.push_back(queue_.take(name));
-    if (!entries.back().handle) {
-      throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
-    }
+    check_submitted(entries.back(), name);
     total += entries.back().output.num_bytes();
   }
   const std::byte* before = fusion_buffer_.data();

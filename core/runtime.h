@@ -52,6 +52,8 @@ class Runtime {
   void execute(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
   void run_fused_allreduce(const Response& response);
+  // A response to execute names only tensors this rank submitted; anything else is a broken peer.
+  static void check_submitted(const TensorEntry& entry, const std::string& name);
   // Prescale, reduce, postscale (and average) `count` elements in place.
   void reduce_in_place(void* data, size_t count, const Request& request,
                        const ops::BufferBinding& binding);
@@ -77,7 +79,8 @@ class Runtime {
   // Where fused allreduces are packed (background thread only). It only grows, by the same steps
   // on every rank, so whether it moved is the same everywhere (see ops::BufferBinding).
   std::vector<std::byte> fusion_buffer_;
-  int fusion_generation_ = 0;  // counts the buffer's moves: algorithms bound to an old one are stale
+  int fusion_generation_ =
+      0;  // counts the buffer's moves: algorithms bound to an old one are stale
 
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
