@@ -29,18 +29,25 @@ long long parse_integer(const char* name, const std::string& value, long long lo
   return v;
 }
 
-std::chrono::milliseconds parse_seconds(const char* name, const std::string& value) {
+// A positive number of `unit`s (fractions allowed); `per_unit` microseconds make one unit.
+std::chrono::microseconds parse_duration(const char* name, const std::string& value,
+                                         const std::string& unit, double per_unit) {
   size_t used = 0;
   double v = 0;
   try {
     v = std::stod(value, &used);
   } catch (const std::exception&) {
-    invalid(name, value, "expected a number of seconds");
+    invalid(name, value, "expected a number of " + unit);
   }
-  if (used != value.size() || !(v > 0) || v > 1e7) {
-    invalid(name, value, "expected a positive number of seconds");
+  if (used != value.size() || !(v > 0) || v * per_unit > 1e13) {
+    invalid(name, value, "expected a positive number of " + unit);
   }
-  return std::chrono::milliseconds(static_cast<long long>(v * 1000));
+  return std::chrono::microseconds(static_cast<long long>(v * per_unit));
+}
+
+std::chrono::milliseconds parse_seconds(const char* name, const std::string& value) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      parse_duration(name, value, "seconds", 1e6));
 }
 
 std::string decode_hex(const char* name, const std::string& value) {
@@ -138,6 +145,10 @@ Config Config::from(const Getenv& getenv) {
   if (auto v = getenv("COHORT_FUSION_THRESHOLD")) {
     c.fusion_threshold =
         static_cast<size_t>(parse_integer("COHORT_FUSION_THRESHOLD", *v, 0, int64_t{1} << 40));
+  }
+  if (auto v = getenv("COHORT_CYCLE_TIME")) {
+    c.cycle_time = *v == "0" ? std::chrono::microseconds(0)
+                             : parse_duration("COHORT_CYCLE_TIME", *v, "milliseconds", 1000);
   }
   if (auto v = getenv("COHORT_LOG_LEVEL")) {
     try {

@@ -45,6 +45,11 @@ struct Config {
   // COHORT_FUSION_THRESHOLD: ready allreduces of one kind are packed into one buffer of up to this
   // many bytes and reduced together; 0 turns fusion off.
   size_t fusion_threshold = size_t{128} << 20;
+  // COHORT_CYCLE_TIME (milliseconds): how long the background thread lets submissions accumulate
+  // before it sends them for negotiation, so that a burst is negotiated and fused as one. It
+  // collects once no request has arrived for a tenth of this time, and at the latest this long
+  // after the first one. 0 sends every request as soon as the thread wakes.
+  std::chrono::microseconds cycle_time{1000};
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;

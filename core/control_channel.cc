@@ -273,7 +273,7 @@ void ControlChannel::throw_if_broken() const {
   }
 }
 
-std::vector<ControlMessage> ControlChannel::wait(milliseconds timeout) {
+std::vector<ControlMessage> ControlChannel::wait(std::chrono::microseconds timeout) {
   throw_if_broken();
   std::vector<pollfd> fds{{wake_fd_.get(), POLLIN, 0}};
   std::vector<Peer*> polled;
@@ -282,7 +282,10 @@ std::vector<ControlMessage> ControlChannel::wait(milliseconds timeout) {
     fds.push_back({p.fd.get(), static_cast<short>(POLLIN | (p.out.empty() ? 0 : POLLOUT)), 0});
     polled.push_back(&p);
   }
-  int rc = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+  // ppoll, not poll: the cycle time's batching windows are shorter than a millisecond.
+  auto us = std::max<int64_t>(timeout.count(), 0);
+  timespec ts{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
+  int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
   if (rc < 0 && errno != EINTR) throw InternalError("poll on control sockets: " + errno_text());
   std::vector<ControlMessage> messages;
   if (rc <= 0) return messages;

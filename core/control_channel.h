@@ -45,7 +45,7 @@ class ControlChannel {
   void send(int peer, std::vector<std::byte> payload);
   // Sleeps until messages arrive, wake() is called, or `timeout` passes; returns the messages
   // (possibly none). Throws InternalError when a peer's connection breaks.
-  std::vector<ControlMessage> wait(std::chrono::milliseconds timeout);
+  std::vector<ControlMessage> wait(std::chrono::microseconds timeout);
   // Writes all queued messages, waiting at most `timeout`; throws InternalError if it cannot.
   void flush(std::chrono::milliseconds timeout);
   // Thread-safe: makes the current or next wait() return.

@@ -139,10 +139,11 @@ void Runtime::background_loop() {
     bool done = false;
     while (!done && !abort_) {
       auto messages = control_.wait(wait_timeout());
+      auto fresh = collect_if_due();
       if (topology_.rank == 0) {
-        coordinator_step(std::move(messages));
+        coordinator_step(std::move(messages), std::move(fresh));
       } else {
-        worker_step(std::move(messages));
+        worker_step(std::move(messages), std::move(fresh));
       }
       std::lock_guard lock(finished_mutex_);
       done = finished_;
@@ -189,9 +190,22 @@ void Runtime::tear_down_connections() {
   }
 }
 
-void Runtime::coordinator_step(std::vector<ControlMessage> messages) {
+std::optional<Runtime::Clock::time_point> Runtime::collect_time() {
+  auto arrivals = queue_.new_request_arrivals();
+  if (!arrivals) return std::nullopt;
+  // A burst of submissions is collected once it pauses, or one cycle after it began.
+  return std::min(arrivals->first + config_.cycle_time, arrivals->last + config_.cycle_time / 10);
+}
+
+std::vector<Request> Runtime::collect_if_due() {
+  auto due = collect_time();
+  if (!due || (*due > Clock::now() && !shutdown_requested_)) return {};
+  return queue_.take_new_requests();
+}
+
+void Runtime::coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
   Negotiator& negotiator = *negotiator_;
-  for (auto& request : queue_.take_new_requests()) negotiate(0, std::move(request));
+  for (auto& request : fresh) negotiate(0, std::move(request));
   if (shutdown_requested_ && !shutdown_announced_) {
     negotiator.mark_shut_down(0);
     shutdown_announced_ = true;
@@ -222,15 +236,22 @@ void Runtime::negotiate(int rank, Request request) {
   timeline_.rank_ready(name, rank);
 }
 
-std::chrono::milliseconds Runtime::wait_timeout() const {
-  // Rank 0 must wake often enough to inspect stalls on time even when nothing arrives.
-  if (topology_.rank != 0) return kIdleWake;
-  auto timeout = kIdleWake;
-  if (config_.stall_check) timeout = std::min(timeout, config_.stall_check_time / 2);
-  if (config_.stall_shutdown_time.count() > 0) {
-    timeout = std::min(timeout, config_.stall_shutdown_time / 4);
+std::chrono::microseconds Runtime::wait_timeout() {
+  std::chrono::microseconds timeout = kIdleWake;
+  if (topology_.rank == 0) {
+    // Rank 0 must wake often enough to inspect stalls on time even when nothing arrives.
+    if (config_.stall_check)
+      timeout = std::min<std::chrono::microseconds>(timeout, config_.stall_check_time / 2);
+    if (config_.stall_shutdown_time.count() > 0) {
+      timeout = std::min<std::chrono::microseconds>(timeout, config_.stall_shutdown_time / 4);
+    }
+    timeout = std::max<std::chrono::microseconds>(timeout, milliseconds(1));
   }
-  return std::max(timeout, milliseconds(1));
+  if (auto due = collect_time()) {
+    auto until = std::chrono::duration_cast<std::chrono::microseconds>(*due - Clock::now());
+    timeout = std::clamp(until, std::chrono::microseconds(0), timeout);
+  }
+  return timeout;
 }
 
 void Runtime::inspect_stalls(std::vector<Response>& responses) {
@@ -251,8 +272,8 @@ void Runtime::inspect_stalls(std::vector<Response>& responses) {
   if (!report.empty()) log::warning("stall inspector: ", report);
 }
 
-void Runtime::worker_step(std::vector<ControlMessage> messages) {
-  RequestList list{queue_.take_new_requests()};
+void Runtime::worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
+  RequestList list{std::move(fresh)};
   if (shutdown_requested_ && !shutdown_announced_) {
     list.shutdown = true;
     shutdown_announced_ = true;

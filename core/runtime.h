@@ -42,12 +42,18 @@ class Runtime {
   void connect_control_channel();
   void compute_topology();
 
+  using Clock = std::chrono::steady_clock;
+
   void background_loop();
-  void coordinator_step(std::vector<ControlMessage> messages);
+  // When the requests waiting in the queue are to be collected (see Config::cycle_time).
+  std::optional<Clock::time_point> collect_time();
+  // The queue's new requests if their collection time has come, else none.
+  std::vector<Request> collect_if_due();
+  void coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
   void inspect_stalls(std::vector<Response>& responses);
   void negotiate(int rank, Request request);
-  std::chrono::milliseconds wait_timeout() const;
-  void worker_step(std::vector<ControlMessage> messages);
+  std::chrono::microseconds wait_timeout();
+  void worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
   void execute(const ResponseList& list);
   void execute(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);

@@ -20,6 +20,9 @@ void TensorQueue::add(TensorEntry entry) {
     void*& last = last_output_[name];
     entry.request.buffer_changed = last != entry.output.data;
     last = entry.output.data;
+    auto now = std::chrono::steady_clock::now();
+    if (new_requests_.empty()) arrivals_.first = now;
+    arrivals_.last = now;
     new_requests_.push_back(entry.request);
     in_flight_.emplace(name, std::move(entry));
     wake = !std::exchange(wake_pending_, true);
@@ -31,6 +34,12 @@ std::vector<Request> TensorQueue::take_new_requests() {
   std::lock_guard lock(mutex_);
   wake_pending_ = false;  // anything added from now on wakes the thread again
   return std::exchange(new_requests_, {});
+}
+
+std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {
+  std::lock_guard lock(mutex_);
+  if (new_requests_.empty()) return std::nullopt;
+  return arrivals_;
 }
 
 TensorEntry TensorQueue::take(const std::string& name) {

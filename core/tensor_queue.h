@@ -3,10 +3,12 @@
 // response names them, the entries to execute.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +37,11 @@ class TensorQueue {
   void add(TensorEntry entry);
 
   std::vector<Request> take_new_requests();
+  // When the oldest and the newest of the requests not yet taken arrived; nullopt when none.
+  struct Arrivals {
+    std::chrono::steady_clock::time_point first, last;
+  };
+  std::optional<Arrivals> new_request_arrivals();
   // Removes and returns the entry for `name`; nullptr-handle entry if this rank never submitted it.
   TensorEntry take(const std::string& name);
 
@@ -48,6 +55,7 @@ class TensorQueue {
   // The output memory each name used last time, to tell the backend when it changes.
   std::unordered_map<std::string, void*> last_output_;
   std::vector<Request> new_requests_;
+  Arrivals arrivals_;  // of new_requests_, when not empty
   std::exception_ptr closed_;
   // Set by the add that wakes the thread, cleared when the thread takes the new requests.
   bool wake_pending_ = false;

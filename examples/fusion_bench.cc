@@ -57,8 +57,11 @@ void run_case(const Case& c, int trials, RawAllreduce& raw) {
 
 int main(int argc, char** argv) {
   int trials = 5;
+  Case only{0, 0};
   CLI::App app("Cohort fusion benchmark");
   app.add_option("--trials", trials, "interleaved trials")->capture_default_str();
+  app.add_option("--tensors", only.tensors, "run only this many tensors per step (with --bytes)");
+  app.add_option("--bytes", only.bytes, "bytes per tensor (with --tensors)");
   CLI11_PARSE(app, argc, argv);
   cohort::init();
   auto raws = backend_name() == "mpi" ? make_raw_mpi_allreduces() : make_raw_gloo_allreduces();
@@ -69,9 +72,9 @@ int main(int argc, char** argv) {
     std::printf("%17s %12s %14s %8s %16s %9s\n", "step", "step_ms", "one_whole_ms", "ratio",
                 "raw_separate_ms", "speedup");
   }
-  for (Case c : {Case{1000, 1024}, Case{100, 64 * 1024}, Case{10, 16u << 20}}) {
-    run_case(c, trials, raw);
-  }
+  std::vector<Case> cases = {{1000, 1024}, {100, 64 * 1024}, {10, 16u << 20}};
+  if (only.tensors > 0 && only.bytes > 0) cases = {only};
+  for (Case c : cases) run_case(c, trials, raw);
   raws.clear();
   cohort::shutdown();
 }

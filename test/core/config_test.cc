@@ -41,6 +41,14 @@ TEST_CASE("no launcher means a world of one with defaults") {
   CHECK(c.stall_check);
   CHECK(c.stall_check_time == std::chrono::seconds(60));
   CHECK(c.stall_shutdown_time.count() == 0);
+  CHECK(c.cycle_time == std::chrono::milliseconds(1));
+}
+
+TEST_CASE("the cycle time is read in milliseconds, fractions and 0 allowed") {
+  CHECK(parse({{"COHORT_CYCLE_TIME", "2.5"}}).cycle_time == std::chrono::microseconds(2500));
+  CHECK(parse({{"COHORT_CYCLE_TIME", "0"}}).cycle_time.count() == 0);
+  expect_rejected({{"COHORT_CYCLE_TIME", "-1"}}, "COHORT_CYCLE_TIME='-1'");
+  expect_rejected({{"COHORT_CYCLE_TIME", "1ms"}}, "expected a positive number of milliseconds");
 }
 
 TEST_CASE("stall settings are read") {
