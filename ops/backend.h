@@ -1,4 +1,5 @@
-// The data plane: collectives on CPU memory, written once per transport library (Gloo, MPI).
+// The data plane: collectives written once per transport library (Gloo and MPI on CPU memory,
+// NCCL on CUDA device memory).
 // The coordination engine decides what runs and in which order; a Backend only moves bytes.
 // A Backend is used by one thread at a time (the background thread) and is not thread-safe.
 #pragma once
@@ -42,6 +43,25 @@ class Backend {
   virtual void allgatherv(const void* input, void* output, std::span<const size_t> counts) = 0;
 
   virtual void barrier() = 0;
+
+  // Rank r sends send_counts[p] bytes to rank p (blocks taken from `input` in rank order) and
+  // receives recv_counts[p] bytes from rank p (blocks written to `output` in rank order). The
+  // counts are bytes; every rank's send_counts[p] equals rank p's recv_counts[r]. `output` must not
+  // overlap `input` (InvalidArgument).
+  virtual void alltoallv(const void* input, std::span<const size_t> send_counts, void* output,
+                         std::span<const size_t> recv_counts) = 0;
+
+  // `input` holds sum(counts) elements on every rank. Reduces them elementwise across ranks with
+  // `op` (kSum, kMin, kMax or kProduct) and writes this rank's block (counts[rank] elements,
+  // starting after the earlier ranks' blocks) to `output`. Every rank passes the same counts.
+  // `output` must not overlap `input` (InvalidArgument).
+  virtual void reduce_scatter(const void* input, void* output, std::span<const size_t> counts,
+                              DataType dtype, ReduceOp op) = 0;
+
+  // Called by exactly the ranks listed in `ranks` (sorted, distinct, in this backend's numbering),
+  // never by the others: a new backend over those ranks, numbered by their position in `ranks`.
+  // `key` is the same on every member and differs between the sets made from this backend.
+  virtual std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) = 0;
 };
 
 }  // namespace cohort::ops

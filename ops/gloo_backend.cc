@@ -1,43 +1,65 @@
 #include "ops/gloo_backend.h"
 
 #include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "cohort/errors.h"
+#include "ops/backend_args.h"
 #include "ops/gloo_algorithm_cache.h"
 #include "ops/gloo_allreduce.h"
+#include "ops/gloo_reduce_scatter.h"
+#include "ops/gloo_split.h"
 
 namespace cohort::ops {
 namespace {
 
+// Every Gloo failure becomes an InternalError that names the operation and the rank.
+template <typename F>
+void gloo_guard(const char* what, int rank, int size, F&& body) {
+  auto fail = [&](const char* why) {
+    throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank) +
+                        " of " + std::to_string(size) + ": " + why);
+  };
+  try {
+    body();
+  } catch (const gloo::Exception& e) {
+    fail(e.what());
+  } catch (const gloo::EnforceNotMet& e) {
+    fail(e.what());
+  }
+}
+
+std::shared_ptr<gloo::Context> connect_full_mesh(const GlooBackendOptions& options,
+                                                 gloo::rendezvous::Store& store) {
+  std::shared_ptr<gloo::Context> result;
+  gloo_guard("connect", options.rank, options.size, [&] {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
+    context->setTimeout(options.timeout);
+    gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
+    context->connectFullMesh(prefixed, device);
+    result = context;
+  });
+  return result;
+}
+
 class GlooBackend final : public Backend {
  public:
-  GlooBackend(const GlooBackendOptions& options, gloo::rendezvous::Store& store)
-      : rank_(options.rank), size_(options.size) {
-    if (size_ < 1 || rank_ < 0 || rank_ >= size_) {
-      throw InvalidArgument("Gloo backend: rank " + std::to_string(rank_) + " of size " +
-                            std::to_string(size_) + " is out of range");
-    }
-    guard("connect", [&] {
-      gloo::transport::tcp::attr attr;
-      attr.hostname = options.hostname;
-      auto device = gloo::transport::tcp::CreateDevice(attr);
-      auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
-      context->setTimeout(options.timeout);
-      gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
-      context->connectFullMesh(prefixed, device);
-      context_ = context;
-    });
-  }
+  explicit GlooBackend(std::shared_ptr<gloo::Context> context)
+      : rank_(context->rank), size_(context->size), context_(std::move(context)) {}
 
   std::string_view name() const override { return "gloo"; }
   int rank() const override { return rank_; }
@@ -81,10 +103,7 @@ class GlooBackend final : public Backend {
   }
 
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
-    if (counts.size() != static_cast<size_t>(size_)) {
-      throw InvalidArgument("Gloo allgatherv: " + std::to_string(counts.size()) + " counts for " +
-                            std::to_string(size_) + " ranks");
-    }
+    check_rank_counts("Gloo allgatherv", counts, size_);
     size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
     if (total == 0) return;
     if (size_ == 1) {
@@ -111,40 +130,104 @@ class GlooBackend final : public Backend {
     });
   }
 
- private:
-  // Every Gloo failure becomes an InternalError that names the backend, operation and rank.
-  template <typename F>
-  void guard(const char* what, F&& body) {
-    try {
-      body();
-    } catch (const gloo::Exception& e) {
-      fail(what, e.what());
-    } catch (const gloo::EnforceNotMet& e) {
-      fail(what, e.what());
+  void alltoallv(const void* input, std::span<const size_t> send_counts, void* output,
+                 std::span<const size_t> recv_counts) override {
+    check_alltoallv("Gloo alltoallv", send_counts, recv_counts, rank_, size_);
+    size_t sent = std::accumulate(send_counts.begin(), send_counts.end(), size_t{0});
+    size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+    check_disjoint("Gloo alltoallv", input, sent, output, received);
+    if (size_ == 1) {
+      if (sent > 0) std::memcpy(output, input, sent);
+      return;
     }
+    // Even a rank with nothing to move takes part: its peers post (empty) transfers to it.
+    guard("alltoallv", [&] {
+      gloo::AlltoallvOptions opts(context_);
+      // Gloo only reads the input, but its setter takes a mutable pointer.
+      opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)),
+                    std::vector<int64_t>(send_counts.begin(), send_counts.end()));
+      opts.setOutput(static_cast<uint8_t*>(output),
+                     std::vector<int64_t>(recv_counts.begin(), recv_counts.end()));
+      opts.setTag(next_tag());
+      gloo::alltoallv(opts);
+    });
   }
 
-  [[noreturn]] void fail(const char* what, const char* why) const {
-    throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank_) +
-                        " of " + std::to_string(size_) + ": " + why);
+  void reduce_scatter(const void* input, void* output, std::span<const size_t> counts,
+                      DataType dtype, ReduceOp op) override {
+    size_t offset =
+        check_reduce_scatter("Gloo reduce_scatter", input, output, counts, dtype, op, rank_, size_);
+    size_t element = element_size(dtype);
+    size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+    if (total == 0) return;  // every rank passes the same counts, so every rank returns here
+    if (size_ == 1) {
+      std::memcpy(output, input, total * element);
+      return;
+    }
+    if (!gloo_reduce_scatter_uses_ring(total * element, size_)) {
+      reduce_scatter_by_allreduce(input, output, total, offset, counts[rank_], dtype, op);
+      return;
+    }
+    guard("reduce_scatter", [&] {
+      run_gloo_ring_reduce_scatter(context_, input, output, counts, dtype, op, next_tag(),
+                                   ring_scratch_);
+    });
+  }
+
+  std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
+    check_split("Gloo split", ranks, rank_, size_);
+    std::shared_ptr<gloo::Context> subgroup;
+    guard("split", [&] { subgroup = connect_gloo_subgroup(context_, ranks, key); });
+    return std::make_unique<GlooBackend>(std::move(subgroup));
+  }
+
+ private:
+  template <typename F>
+  void guard(const char* what, F&& body) {
+    gloo_guard(what, rank_, size_, std::forward<F>(body));
   }
 
   // New-API collectives find their messages by tag; consecutive operations must not share one,
   // and every rank advances the counter in the same order.
   uint32_t next_tag() { return tag_++; }
 
+  // Small reduce-scatters allreduce a copy of the whole input with the cached halving-doubling
+  // and keep this rank's block (see gloo_reduce_scatter_uses_ring). The copy lives in a buffer
+  // that grows by the same steps on every rank; each growth starts a new binding, so every rank
+  // rebuilds its cached algorithms together and none is left bound to freed memory.
+  void reduce_scatter_by_allreduce(const void* input, void* output, size_t total, size_t offset,
+                                   size_t count, DataType dtype, ReduceOp op) {
+    size_t element = element_size(dtype);
+    if (allreduce_scratch_.size() < total * element) {
+      allreduce_scratch_.resize(std::max(total * element, 2 * allreduce_scratch_.size()));
+      ++allreduce_scratch_generation_;
+    }
+    std::memcpy(allreduce_scratch_.data(), input, total * element);
+    allreduce(allreduce_scratch_.data(), total, dtype, op,
+              {"cohort.reduce_scatter." + std::to_string(allreduce_scratch_generation_), false});
+    if (count > 0)
+      std::memcpy(output, allreduce_scratch_.data() + offset * element, count * element);
+  }
+
   int rank_;
   int size_;
   std::shared_ptr<gloo::Context> context_;
   GlooAlgorithmCache cache_;
   uint32_t tag_ = 0;
+  std::vector<std::byte> ring_scratch_;       // blocks in flight in the reduce-scatter ring
+  std::vector<std::byte> allreduce_scratch_;  // small reduce-scatters (see above)
+  uint64_t allreduce_scratch_generation_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_gloo_backend(const GlooBackendOptions& options,
                                            gloo::rendezvous::Store& store) {
-  return std::make_unique<GlooBackend>(options, store);
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    throw InvalidArgument("Gloo backend: rank " + std::to_string(options.rank) + " of size " +
+                          std::to_string(options.size) + " is out of range");
+  }
+  return std::make_unique<GlooBackend>(connect_full_mesh(options, store));
 }
 
 }  // namespace cohort::ops

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "cohort/errors.h"
 #include "core/log.h"
+#include "ops/backend_args.h"
 #include "ops/reduce.h"
 
 namespace cohort::ops {
@@ -117,12 +119,17 @@ size_t op_index(ReduceOp op) {
   return static_cast<size_t>(it - kOps.begin());
 }
 
+// MPI_Comm_create_group's tag only has to be the same on every member; MPI guarantees tags up to
+// 32767.
+int split_tag(const std::string& key) {
+  return static_cast<int>(stable_hash(key) % 32768);
+}
+
 class MpiBackend final : public Backend {
  public:
-  MpiBackend() {
+  // Takes ownership of `comm` (freed on destruction, or here if construction fails).
+  explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
     for (auto& ops : user_ops_) ops.fill(MPI_OP_NULL);
-    ensure_initialized();
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
     try {
       check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
       check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -167,26 +174,58 @@ class MpiBackend final : public Backend {
   }
 
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
-    if (counts.size() != static_cast<size_t>(size_)) {
-      throw InvalidArgument("MPI allgatherv: " + std::to_string(counts.size()) + " counts for " +
-                            std::to_string(size_) + " ranks");
-    }
-    std::vector<int> sizes, offsets;
-    size_t offset = 0;
-    for (size_t c : counts) {
-      if (offset + c > kMaxCount) {
-        throw InvalidArgument("MPI allgatherv moves at most 2^31-1 bytes in all");
-      }
-      sizes.push_back(static_cast<int>(c));
-      offsets.push_back(static_cast<int>(offset));
-      offset += c;
-    }
-    check(MPI_Allgatherv(input, sizes[rank_], MPI_BYTE, output, sizes.data(), offsets.data(),
-                         MPI_BYTE, comm_),
+    check_rank_counts("MPI allgatherv", counts, size_);
+    IntLayout layout("MPI allgatherv", counts, "bytes");
+    check(MPI_Allgatherv(input, layout.counts[rank_], MPI_BYTE, output, layout.counts.data(),
+                         layout.offsets.data(), MPI_BYTE, comm_),
           "MPI_Allgatherv");
   }
 
   void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+  void alltoallv(const void* input, std::span<const size_t> send_counts, void* output,
+                 std::span<const size_t> recv_counts) override {
+    check_alltoallv("MPI alltoallv", send_counts, recv_counts, rank_, size_);
+    IntLayout sends("MPI alltoallv", send_counts, "bytes");
+    IntLayout receives("MPI alltoallv", recv_counts, "bytes");
+    check_disjoint("MPI alltoallv", input, sends.total, output, receives.total);
+    check(MPI_Alltoallv(input, sends.counts.data(), sends.offsets.data(), MPI_BYTE, output,
+                        receives.counts.data(), receives.offsets.data(), MPI_BYTE, comm_),
+          "MPI_Alltoallv");
+  }
+
+  void reduce_scatter(const void* input, void* output, std::span<const size_t> counts,
+                      DataType dtype, ReduceOp op) override {
+    check_reduce_scatter("MPI reduce_scatter", input, output, counts, dtype, op, rank_, size_);
+    IntLayout layout("MPI reduce_scatter", counts, "elements");
+    if (layout.total == 0) return;  // every rank passes the same counts
+    MPI_Op mop = mpi_op(dtype, op);
+    MPI_Datatype type = mpi_type(dtype);
+    bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+    if (even) {
+      check(MPI_Reduce_scatter_block(input, output, layout.counts[0], type, mop, comm_),
+            "MPI_Reduce_scatter_block");
+      return;
+    }
+    check(MPI_Reduce_scatter(input, output, layout.counts.data(), type, mop, comm_),
+          "MPI_Reduce_scatter");
+  }
+
+  // MPI_Comm_create_group is collective over the new group only, which matches a split that
+  // only its members call.
+  std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
+    check_split("MPI split", ranks, rank_, size_);
+    MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+    MPI_Comm comm = MPI_COMM_NULL;
+    check(MPI_Comm_group(comm_, &all), "MPI_Comm_group");
+    int rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &members);
+    MPI_Group_free(&all);
+    check(rc, "MPI_Group_incl");
+    rc = MPI_Comm_create_group(comm_, members, split_tag(key), &comm);
+    MPI_Group_free(&members);
+    check(rc, "MPI_Comm_create_group");
+    return std::make_unique<MpiBackend>(comm);
+  }
 
  private:
   MPI_Op mpi_op(DataType dtype, ReduceOp op) const {
@@ -197,6 +236,27 @@ class MpiBackend final : public Backend {
     constexpr std::array<MPI_Op, 4> native = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
     return native[index];
   }
+
+  // Byte or element counts as MPI's int counts and displacements; throws InvalidArgument when
+  // the whole does not fit an int.
+  struct IntLayout {
+    IntLayout(std::string_view what, std::span<const size_t> sizes, std::string_view unit) {
+      counts.reserve(sizes.size());
+      offsets.reserve(sizes.size());
+      for (size_t c : sizes) {
+        if (c > kMaxCount - total) {
+          throw InvalidArgument(std::string(what) + " takes at most 2^31-1 " + std::string(unit) +
+                                " in all");
+        }
+        counts.push_back(static_cast<int>(c));
+        offsets.push_back(static_cast<int>(total));
+        total += c;
+      }
+    }
+    std::vector<int> counts;
+    std::vector<int> offsets;
+    size_t total = 0;
+  };
 
   // Frees what MPI still holds; after MPI_Finalize (at exit) nothing may be called.
   void release() {
@@ -222,7 +282,10 @@ bool launched_by_mpirun() {
 }
 
 std::unique_ptr<Backend> make_mpi_backend() {
-  return std::make_unique<MpiBackend>();
+  ensure_initialized();
+  MPI_Comm comm = MPI_COMM_NULL;
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  return std::make_unique<MpiBackend>(comm);
 }
 
 }  // namespace cohort::ops

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -15,6 +16,7 @@
 #include "collective_matrix.h"
 #include "ops/gloo_allreduce.h"
 #include "ops/gloo_backend.h"
+#include "ops/gloo_reduce_scatter.h"
 
 using namespace cohort;
 using namespace cohort::ops;
@@ -74,6 +76,14 @@ void on_ranks(int size, const std::function<void(Backend&)>& body) {
     // tail of the last collective (that peer would see "Connection closed by peer").
     backend->barrier();
   });
+}
+
+// Per-rank counts for the reduce-scatter checks, scaled: uneven, with a rank that has nothing.
+std::vector<size_t> uneven_counts(int size, size_t scale) {
+  const size_t pattern[] = {3, 0, 5, 1};
+  std::vector<size_t> counts;
+  for (int r = 0; r < size; ++r) counts.push_back(pattern[r] * scale + (r == 0 ? 1 : 0));
+  return counts;
 }
 
 void check_matrix(int size) {
@@ -252,5 +262,183 @@ TEST_CASE("gloo world of one needs no peers") {
     ensure(out[2] == 'c', "out[2] == 'c'");
     b.broadcast(in, 3, 0);
     b.barrier();
+  });
+}
+
+TEST_CASE("gloo alltoallv with uneven and zero counts") {
+  for (int size = 1; size <= 4; ++size) {
+    on_ranks(size, [](Backend& b) {
+      for (size_t scale : {size_t{1}, size_t{3}, size_t{50001}}) {
+        auto error = check_alltoallv_matrix(b, scale);
+        ensure(error.empty(), error);
+      }
+      // One rank neither sends nor receives anything, yet takes part.
+      auto error = check_alltoallv_matrix(b, 7, b.size() - 1);
+      ensure(error.empty(), error);
+    });
+  }
+}
+
+TEST_CASE("gloo reduce_scatter every type and op with uneven counts") {
+  for (int size = 1; size <= 4; ++size) {
+    on_ranks(size, [size](Backend& b) {
+      // Below gloo_reduce_scatter_uses_ring's threshold: the allreduce path. All-zero counts do
+      // nothing.
+      for (size_t scale : {size_t{0}, size_t{1}, size_t{7}, size_t{20011}}) {
+        auto error = check_reduce_scatter_matrix(b, uneven_counts(size, scale));
+        ensure(error.empty(), error);
+      }
+      auto error = check_reduce_scatter_matrix(b, std::vector<size_t>(size, 1000));
+      ensure(error.empty(), error);
+    });
+  }
+}
+
+TEST_CASE("gloo reduce_scatter above the ring threshold") {
+  for (int size = 2; size <= 4; ++size) {
+    on_ranks(size, [size](Backend& b) {
+      for (DataType d : kAllTypes) {
+        // Uneven counts whose whole input just exceeds 2 MiB.
+        auto unit = uneven_counts(size, 1);
+        size_t per_scale = std::accumulate(unit.begin(), unit.end(), size_t{0}) - 1;
+        auto counts = uneven_counts(size, (size_t{2} << 20) / element_size(d) / per_scale + 1);
+        size_t total = std::accumulate(counts.begin(), counts.end(), size_t{0});
+        ensure(gloo_reduce_scatter_uses_ring(total * element_size(d), size), "takes the ring");
+        for (ReduceOp op : kAllOps) {
+          auto error = check_reduce_scatter(
+              b.rank(), size, d, op, counts,
+              [&](const void* in, void* out) { b.reduce_scatter(in, out, counts, d, op); });
+          ensure(error.empty(), error);
+        }
+      }
+    });
+  }
+}
+
+TEST_CASE("gloo reduce_scatter ring with small uneven counts on 2-4 ranks") {
+  // Runs the ring directly at sizes the backend would allreduce instead.
+  for (int size = 2; size <= 4; ++size) {
+    gloo::rendezvous::HashStore store;
+    on_threads(size, [&](int rank) {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = "127.0.0.1";
+      auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+      context->setTimeout(std::chrono::seconds(20));
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      context->connectFullMesh(store, device);
+      std::vector<std::byte> scratch;
+      uint32_t tag = 0;
+      for (auto counts : {uneven_counts(size, 1), uneven_counts(size, 33),
+                          std::vector<size_t>(size, 0), std::vector<size_t>(size, 2)}) {
+        for (DataType d : kAllTypes) {
+          for (ReduceOp op : kAllOps) {
+            auto error =
+                check_reduce_scatter(rank, size, d, op, counts, [&](const void* in, void* out) {
+                  run_gloo_ring_reduce_scatter(context, in, out, counts, d, op, tag++, scratch);
+                });
+            ensure(error.empty(), error);
+          }
+        }
+      }
+    });
+  }
+}
+
+TEST_CASE("gloo split into subsets while the parent keeps working") {
+  on_ranks(3, [](Backend& b) {
+    std::vector<std::byte> buffer;
+    if (b.rank() != 0) {
+      const int members[] = {1, 2};
+      auto sub = b.split(members, "pair");
+      ensure(sub->size() == 2 && sub->rank() == b.rank() - 1, "ranks {1,2} of 3 renumbered");
+      auto error = check_allreduce_matrix(*sub, {1, 33});
+      ensure(error.empty(), "split {1,2}: " + error);
+      int64_t value = sub->rank() == 1 ? 42 : 0;
+      sub->broadcast(&value, sizeof value, 1);
+      ensure(value == 42, "broadcast on split {1,2}");
+      sub->barrier();
+    }
+    // The parent, used by every rank again, then a second split of another set.
+    auto error = check_allreduce_matrix(b, {7});
+    ensure(error.empty(), "parent after split: " + error);
+    if (b.rank() != 1) {
+      const int ends[] = {0, 2};
+      auto sub = b.split(ends, "ends");
+      error = check_reduce_scatter_matrix(*sub, {2, 3});
+      ensure(error.empty(), "split {0,2}: " + error);
+      sub->barrier();
+    }
+    error = check_alltoallv_matrix(b, 2);
+    ensure(error.empty(), "parent after two splits: " + error);
+  });
+  on_ranks(4, [](Backend& b) {
+    if (b.rank() == 1) return;  // the one non-member goes straight to the final barrier
+    const int members[] = {0, 2, 3};
+    auto sub = b.split(members, "three");
+    ensure(sub->size() == 3, "{0,2,3} of 4 has three ranks");
+    auto error = check_allreduce_matrix(*sub, {1, 1000});
+    ensure(error.empty(), "split {0,2,3}: " + error);
+    for (int root = 0; root < 3; ++root) {
+      std::vector<int32_t> data(1000, sub->rank() == root ? root + 10 : -1);
+      sub->broadcast(data.data(), data.size() * sizeof(int32_t), root);
+      ensure(data.front() == root + 10 && data.back() == root + 10, "broadcast on {0,2,3}");
+    }
+    error = check_alltoallv_matrix(*sub, 5);
+    ensure(error.empty(), "split {0,2,3}: " + error);
+    // A split of a split, one rank alone.
+    const int alone[] = {sub->rank()};
+    auto single = sub->split(alone, "alone." + std::to_string(sub->rank()));
+    ensure(single->size() == 1, "split of one rank");
+    float x = 3;
+    single->allreduce(&x, 1, DataType::kFloat32, ReduceOp::kSum, {"x", true});
+    ensure(x == 3, "allreduce alone");
+    sub->barrier();
+  });
+}
+
+TEST_CASE("gloo new operations reject bad arguments without communicating") {
+  on_ranks(2, [](Backend& b) {
+    std::vector<float> in(8), out(8);
+    std::vector<size_t> three(3, 1), two(2, 1);
+    ensure_throws<InvalidArgument>([&] { b.alltoallv(in.data(), three, out.data(), two); },
+                                   "alltoallv with 3 send counts");
+    ensure_throws<InvalidArgument>([&] { b.alltoallv(in.data(), two, out.data(), three); },
+                                   "alltoallv with 3 receive counts");
+    std::vector<size_t> self_mismatch = {1, 1};
+    self_mismatch[b.rank()] = 2;
+    ensure_throws<InvalidArgument>([&] { b.alltoallv(in.data(), self_mismatch, out.data(), two); },
+                                   "alltoallv sending itself another count than it receives");
+    ensure_throws<InvalidArgument>(
+        [&] { b.reduce_scatter(in.data(), out.data(), three, DataType::kFloat32, ReduceOp::kSum); },
+        "reduce_scatter with 3 counts");
+    ensure_throws<InvalidArgument>(
+        [&] {
+          b.reduce_scatter(in.data(), out.data(), two, DataType::kFloat32, ReduceOp::kAverage);
+        },
+        "reduce_scatter with average");
+    ensure_throws<InvalidArgument>(
+        [&] {
+          b.reduce_scatter(in.data(), in.data() + 1, two, DataType::kFloat32, ReduceOp::kSum);
+        },
+        "reduce_scatter into its input");
+    const int unsorted[] = {1, 0}, other[] = {1 - b.rank()}, outside[] = {0, 1, 2};
+    ensure_throws<InvalidArgument>([&] { b.split(unsorted, "u"); }, "split of unsorted ranks");
+    ensure_throws<InvalidArgument>([&] { b.split(other, "o"); }, "split without the caller");
+    ensure_throws<InvalidArgument>([&] { b.split(outside, "x"); }, "split beyond the world");
+    b.barrier();
+  });
+}
+
+TEST_CASE("gloo new operations in a world of one") {
+  on_ranks(1, [](Backend& b) {
+    auto error = check_alltoallv_matrix(b, 5);
+    ensure(error.empty(), error);
+    error = check_reduce_scatter_matrix(b, {6});
+    ensure(error.empty(), error);
+    const int self[] = {0};
+    auto sub = b.split(self, "self");
+    ensure(sub->size() == 1 && sub->rank() == 0, "split {0} of 1");
+    error = check_reduce_scatter_matrix(*sub, {4});
+    ensure(error.empty(), error);
   });
 }
