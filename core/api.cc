@@ -1,4 +1,5 @@
 // The public free functions: validate arguments locally, then hand them to the one Runtime.
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <memory>
@@ -66,12 +67,21 @@ void check_allreduce(const std::string& name, const Tensor& in, const Tensor& ou
   }
 }
 
-Request make_request(std::string name, OpType type, const Tensor& t) {
+Request make_request(std::string name, OpType type, const Tensor& t, ProcessSet set = {}) {
   Request r;
   r.name = std::move(name);
   r.type = type;
   r.dtype = t.dtype;
   r.shape = t.shape;
+  r.process_set = set.id;
+  return r;
+}
+
+Request allreduce_request(std::string name, const Tensor& input, const AllreduceOptions& o) {
+  Request r = make_request(std::move(name), OpType::kAllreduce, input, o.process_set);
+  r.reduce_op = o.op;
+  r.prescale = o.prescale;
+  r.postscale = o.postscale;
   return r;
 }
 
@@ -126,10 +136,7 @@ std::string_view backend_name() {
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
   check_allreduce(name, input, output, options);
-  Request r = make_request(std::move(name), OpType::kAllreduce, input);
-  r.reduce_op = options.op;
-  r.prescale = options.prescale;
-  r.postscale = options.postscale;
+  Request r = allreduce_request(std::move(name), input, options);
   return runtime()->submit(std::move(r), std::move(input), std::move(output));
 }
 
@@ -137,7 +144,29 @@ void allreduce(std::string name, Tensor input, Tensor output, AllreduceOptions o
   allreduce_async(std::move(name), std::move(input), std::move(output), options).wait();
 }
 
-Handle broadcast_async(std::string name, Tensor buffer, int root) {
+Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
+                               AllreduceOptions options) {
+  check_name(name);
+  if (tensors.empty()) {
+    throw InvalidArgument("grouped allreduce '" + name + "': needs at least one tensor");
+  }
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    std::string member = name + "." + std::to_string(i);
+    check_allreduce(member, tensors[i], tensors[i], options);
+    Request r = allreduce_request(std::move(member), tensors[i], options);
+    r.group = name;
+    r.group_size = static_cast<int32_t>(tensors.size());
+    entries.push_back({std::move(r), tensors[i], tensors[i], nullptr});
+  }
+  return runtime()->submit_group(std::move(entries));
+}
+
+void grouped_allreduce(std::string name, std::vector<Tensor> tensors, AllreduceOptions options) {
+  grouped_allreduce_async(std::move(name), std::move(tensors), options).wait();
+}
+
+Handle broadcast_async(std::string name, Tensor buffer, int root, ProcessSet set) {
   check_name(name);
   check_data(name, buffer, "buffer");
   auto rt = runtime();
@@ -145,41 +174,66 @@ Handle broadcast_async(std::string name, Tensor buffer, int root) {
     throw InvalidArgument("broadcast '" + name + "': root rank " + std::to_string(root) +
                           " is outside the world of size " + std::to_string(rt->topology().size));
   }
-  Request r = make_request(std::move(name), OpType::kBroadcast, buffer);
+  Request r = make_request(std::move(name), OpType::kBroadcast, buffer, set);
   r.root = root;
   return rt->submit(std::move(r), buffer, buffer);
 }
 
-void broadcast(std::string name, Tensor buffer, int root) {
-  broadcast_async(std::move(name), std::move(buffer), root).wait();
+void broadcast(std::string name, Tensor buffer, int root, ProcessSet set) {
+  broadcast_async(std::move(name), std::move(buffer), root, set).wait();
 }
 
-Handle allgather_async(std::string name, Tensor input) {
+Handle allgather_async(std::string name, Tensor input, ProcessSet set) {
   check_name(name);
   check_data(name, input, "input");
   if (input.shape.empty()) {
     throw InvalidArgument("allgather '" + name + "': needs at least one dimension to gather along");
   }
-  Request r = make_request(std::move(name), OpType::kAllgather, input);
+  Request r = make_request(std::move(name), OpType::kAllgather, input, set);
   return runtime()->submit(std::move(r), input, input);
 }
 
-OwnedTensor allgather(std::string name, Tensor input) {
-  Handle h = allgather_async(std::move(name), std::move(input));
+OwnedTensor allgather(std::string name, Tensor input, ProcessSet set) {
+  Handle h = allgather_async(std::move(name), std::move(input), set);
   h.wait();
   return h.output();
 }
 
-Handle barrier_async(std::string name) {
+Handle barrier_async(std::string name, ProcessSet set) {
   check_name(name);
-  Request r;
-  r.name = std::move(name);
-  r.type = OpType::kBarrier;
+  Request r = make_request(std::move(name), OpType::kBarrier, {}, set);
   return runtime()->submit(std::move(r), {}, {});
 }
 
-void barrier(std::string name) {
-  barrier_async(std::move(name)).wait();
+void barrier(std::string name, ProcessSet set) {
+  barrier_async(std::move(name), set).wait();
+}
+
+int join() {
+  Handle h = runtime()->submit(make_request("cohort.join", OpType::kJoin, {}), {}, {});
+  h.wait();
+  return h.output().as<int32_t>()[0];
+}
+
+ProcessSet add_process_set(std::vector<int> ranks) {
+  auto rt = runtime();
+  std::sort(ranks.begin(), ranks.end());
+  int size = rt->topology().size;
+  bool valid = !ranks.empty() && ranks.front() >= 0 && ranks.back() < size &&
+               std::adjacent_find(ranks.begin(), ranks.end()) == ranks.end();
+  if (!valid) {
+    throw InvalidArgument("add_process_set: ranks must be distinct ranks of the world of size " +
+                          std::to_string(size) + ", and at least one");
+  }
+  Request r = make_request("cohort.add_process_set", OpType::kAddProcessSet, {});
+  r.members.assign(ranks.begin(), ranks.end());
+  Handle h = rt->submit(std::move(r), {}, {});
+  h.wait();
+  return ProcessSet{h.output().as<int32_t>()[0]};
+}
+
+std::vector<int> process_set_ranks(ProcessSet set) {
+  return runtime()->process_set_ranks(set.id);
 }
 
 }  // namespace cohort

@@ -9,7 +9,7 @@ bool fusible(const ReadyResponse& r) {
 
 bool same_kind(const Request& a, const Request& b) {
   return a.dtype == b.dtype && a.reduce_op == b.reduce_op && a.prescale == b.prescale &&
-         a.postscale == b.postscale;
+         a.postscale == b.postscale && a.process_set == b.process_set;
 }
 
 size_t bytes_of(const Request& r) {
@@ -27,6 +27,7 @@ std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t th
     Response group = std::move(ready[i].response);
     if (threshold > 0 && fusible(ready[i])) {
       size_t bytes = bytes_of(ready[i].description);
+      group.counts = {num_elements(ready[i].description.shape)};
       // Look ahead past responses of another kind or too large for what is left.
       for (size_t j = i + 1; j < ready.size() && bytes < threshold; ++j) {
         if (taken[j] || !fusible(ready[j])) continue;
@@ -36,6 +37,7 @@ std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t th
         bytes += more;
         taken[j] = true;
         group.names.push_back(ready[j].response.names.front());
+        group.counts.push_back(num_elements(ready[j].description.shape));
         group.rebind = group.rebind || ready[j].response.rebind;
       }
     }

@@ -1,6 +1,6 @@
 // Tensor fusion planning: turns ready allreduce responses into fewer, larger ones. Responses whose
-// tensors share everything that affects the reduction (dtype, reduce op, scale factors) are packed
-// together up to a byte threshold, looking ahead past responses that do not fit.
+// tensors share everything that affects the reduction (dtype, reduce op, scale factors, process
+// set) are packed together up to a byte threshold, looking ahead past responses that do not fit.
 #pragma once
 
 #include <cstddef>

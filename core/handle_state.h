@@ -31,13 +31,16 @@ struct ErrorRecord {
 };
 
 struct HandleState {
-  explicit HandleState(std::string n) : name(std::move(n)) {}
+  // `parts`: how many entries complete this handle (the members of a grouped allreduce).
+  explicit HandleState(std::string n, int parts = 1) : name(std::move(n)), remaining(parts) {}
 
+  // Called once per part; the handle is done when every part is, with the first error.
   void complete(const std::exception_ptr& err = nullptr) {
     ErrorRecord record = err ? ErrorRecord::from(err) : ErrorRecord{};
     {
       std::lock_guard lock(mutex);
-      error = std::move(record);
+      if (error.kind == ErrorRecord::Kind::kNone) error = std::move(record);
+      if (--remaining > 0) return;
       done = true;
     }
     cv.notify_all();
@@ -46,6 +49,7 @@ struct HandleState {
   const std::string name;
   std::mutex mutex;
   std::condition_variable cv;
+  int remaining;
   bool done = false;
   ErrorRecord error;
   OwnedTensor output;  // written by the background thread before complete()

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <sstream>
+#include <utility>
 
 #include "cohort/errors.h"
 #include "core/fusion.h"
@@ -10,18 +12,40 @@
 namespace cohort {
 namespace {
 
-// Builds "rank 0 [2, 3], rank 1 [2, 4]" for the field that differs.
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return "[" + out + "]";
+}
+
+template <typename T>
+std::string to_text(const std::vector<T>& values) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << "]";
+  return out.str();
+}
+
+// Builds "rank 0 [2, 3], rank 1 [2, 4]" for the field that differs among the submitting ranks.
 template <typename Field>
 std::optional<std::string> differing(const std::vector<std::optional<Request>>& by_rank,
                                      const char* what, Field field) {
-  const Request& first = *by_rank[0];
-  bool same = std::all_of(by_rank.begin(), by_rank.end(),
-                          [&](const auto& r) { return field(*r) == field(first); });
+  const Request* first = nullptr;
+  bool same = true;
+  for (const auto& r : by_rank) {
+    if (!r) continue;
+    if (!first) first = &*r;
+    same = same && field(*r) == field(*first);
+  }
   if (same) return std::nullopt;
   std::ostringstream out;
   out << "mismatched " << what << ": ";
+  const char* separator = "";
   for (size_t rank = 0; rank < by_rank.size(); ++rank) {
-    out << (rank ? ", " : "") << "rank " << rank << " " << field(*by_rank[rank]);
+    if (!by_rank[rank]) continue;
+    out << separator << "rank " << rank << " " << field(*by_rank[rank]);
+    separator = ", ";
   }
   return out.str();
 }
@@ -30,21 +54,48 @@ Shape trailing_dims(const Request& r) {
   return r.shape.empty() ? Shape{} : Shape(r.shape.begin() + 1, r.shape.end());
 }
 
-}  // namespace
+bool per_rank_first_dim(OpType type) {
+  return type == OpType::kAllgather || type == OpType::kAlltoall;
+}
 
-std::optional<std::string> find_mismatch(const std::string& name,
-                                         const std::vector<std::optional<Request>>& by_rank) {
+// True when every submitted request says the same as the first in everything the ranks must
+// agree on: the common case, checked without building any message.
+bool all_agree(const std::vector<std::optional<Request>>& by_rank) {
+  const Request* first = nullptr;
+  for (const auto& r : by_rank) {
+    if (!r) continue;
+    if (!first) {
+      first = &*r;
+      continue;
+    }
+    Request a = *first, b = *r;
+    a.buffer_changed = b.buffer_changed;
+    if (per_rank_first_dim(a.type)) {
+      a.splits = b.splits;
+      if (!a.shape.empty() && !b.shape.empty()) a.shape[0] = b.shape[0];
+    }
+    if (!(a == b)) return false;
+  }
+  return true;
+}
+
+using Check = std::function<std::optional<std::string>()>;
+
+std::vector<Check> checks_for(OpType type, const std::vector<std::optional<Request>>& by_rank) {
   using R = const Request&;
-  std::vector<std::function<std::optional<std::string>()>> checks = {
+  std::vector<Check> checks = {
       [&] { return differing(by_rank, "operations", [](R r) { return to_string(r.type); }); },
+      [&] { return differing(by_rank, "process sets", [](R r) { return r.process_set; }); },
       [&] { return differing(by_rank, "data types", [](R r) { return to_string(r.dtype); }); },
+      [&] { return differing(by_rank, "group sizes", [](R r) { return r.group_size; }); },
   };
-  OpType type = by_rank[0]->type;
-  if (type == OpType::kAllreduce || type == OpType::kBroadcast) {
+  bool same_shape =
+      type == OpType::kAllreduce || type == OpType::kBroadcast || type == OpType::kReducescatter;
+  if (same_shape) {
     checks.push_back(
         [&] { return differing(by_rank, "shapes", [](R r) { return to_string(r.shape); }); });
   }
-  if (type == OpType::kAllreduce) {
+  if (type == OpType::kAllreduce || type == OpType::kReducescatter) {
     checks.push_back([&] {
       return differing(by_rank, "reduce ops", [](R r) { return to_string(r.reduce_op); });
     });
@@ -56,7 +107,7 @@ std::optional<std::string> find_mismatch(const std::string& name,
   if (type == OpType::kBroadcast) {
     checks.push_back([&] { return differing(by_rank, "root ranks", [](R r) { return r.root; }); });
   }
-  if (type == OpType::kAllgather) {
+  if (per_rank_first_dim(type)) {
     checks.push_back([&] {
       return differing(by_rank, "ranks (number of dimensions)", [](R r) { return r.shape.size(); });
     });
@@ -65,18 +116,70 @@ std::optional<std::string> find_mismatch(const std::string& name,
                        [](R r) { return to_string(trailing_dims(r)); });
     });
   }
-  for (const auto& check : checks) {
+  if (type == OpType::kAddProcessSet) {
+    checks.push_back(
+        [&] { return differing(by_rank, "member ranks", [](R r) { return to_text(r.members); }); });
+  }
+  return checks;
+}
+
+}  // namespace
+
+std::optional<std::string> find_mismatch(const std::string& name,
+                                         const std::vector<std::optional<Request>>& by_rank) {
+  if (all_agree(by_rank)) return std::nullopt;
+  const Request& first =
+      **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
+  for (const auto& check : checks_for(first.type, by_rank)) {
     if (auto message = check()) {
-      return std::string(to_string(type)) + " '" + name + "': " + *message;
+      return std::string(to_string(first.type)) + " '" + name + "': " + *message;
     }
   }
   return std::nullopt;
 }
 
-Negotiator::Negotiator(int size) : size_(size), shut_down_(size, false) {}
+Negotiator::Negotiator(int size) : size_(size), shut_down_(size, false), joined_(size, false) {
+  std::vector<int> everyone(size);
+  std::iota(everyone.begin(), everyone.end(), 0);
+  sets_[0] = std::move(everyone);
+}
+
+void Negotiator::add_process_set(int id, std::vector<int> members) {
+  sets_[id] = std::move(members);
+}
+
+std::optional<Response> Negotiator::reject(int rank, const Request& request) const {
+  std::string why;
+  auto set = sets_.find(request.process_set);
+  if (set == sets_.end()) {
+    why = "process set " + std::to_string(request.process_set) + " does not exist";
+  } else if (!std::binary_search(set->second.begin(), set->second.end(), rank)) {
+    why = "rank " + std::to_string(rank) + " is not a member of process set " +
+          std::to_string(request.process_set);
+  } else if (joined_[rank] && request.type != OpType::kJoin) {
+    why = "rank " + std::to_string(rank) + " submitted it after calling join()";
+  } else {
+    return std::nullopt;
+  }
+  Response error{.kind = Response::Kind::kError,
+                 .type = request.type,
+                 .names = {request.name},
+                 .process_set = request.process_set};
+  error.error = std::string(to_string(request.type)) + " '" + request.name + "': " + why;
+  return error;
+}
 
 int Negotiator::add(int rank, Request request) {
-  auto& entry = table_[request.name];
+  if (auto error = reject(rank, request)) {
+    // Every rank that submitted the name gets the error, so nothing of it may stay behind.
+    Key key{request.process_set, request.name};
+    table_.erase(key);
+    std::erase(ready_order_, key);
+    rejected_.push_back(std::move(*error));
+    return 0;
+  }
+  Key key{request.process_set, request.name};
+  auto& entry = table_[key];
   if (entry.by_rank.empty()) {
     entry.by_rank.resize(size_);
     entry.first_seen = Clock::now();
@@ -86,10 +189,64 @@ int Negotiator::add(int rank, Request request) {
     throw InternalError("rank " + std::to_string(rank) + " submitted '" + request.name +
                         "' twice while it was in flight");
   }
-  std::string name = request.name;
+  bool join = request.type == OpType::kJoin;
   entry.by_rank[rank] = std::move(request);
-  if (++entry.count == size_) ready_order_.push_back(std::move(name));
-  return entry.count;
+  int count = ++entry.count;
+  mark_if_ready(key, entry);
+  if (join) record_join(rank);
+  return count;
+}
+
+void Negotiator::record_join(int rank) {
+  joined_[rank] = true;
+  last_joined_ = rank;
+  // Allreduces that waited only for this rank can now run with its identity contribution.
+  for (auto& [key, entry] : table_) mark_if_ready(key, entry);
+}
+
+const std::vector<int>& Negotiator::members(const Entry& entry) const {
+  return sets_.at(description(entry).process_set);
+}
+
+const Request& Negotiator::description(const Entry& entry) const {
+  return **std::find_if(entry.by_rank.begin(), entry.by_rank.end(),
+                        [](const auto& r) { return r.has_value(); });
+}
+
+std::vector<int> Negotiator::missing(const Entry& entry) const {
+  // Joined ranks stand in for every collective of the whole world except join itself, which
+  // they do submit; collectives other than allreduce then fail (cannot_run).
+  bool joined_count =
+      description(entry).process_set == 0 && description(entry).type != OpType::kJoin;
+  std::vector<int> out;
+  for (int rank : members(entry)) {
+    if (!entry.by_rank[rank] && !(joined_count && joined_[rank])) out.push_back(rank);
+  }
+  return out;
+}
+
+void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
+  if (entry.ready || !missing(entry).empty()) return;
+  entry.ready = true;
+  const Request& d = description(entry);
+  if (d.group_size <= 1) {
+    ready_order_.push_back(key);
+    return;
+  }
+  // A group runs as a unit: its members are released together, next to each other, so that
+  // they fuse and no member completes before the others are ready.
+  Key group{key.first, d.group};
+  auto& held = groups_[group];
+  held.push_back(key);
+  if (held.size() < static_cast<size_t>(d.group_size)) return;
+  ready_order_.insert(ready_order_.end(), held.begin(), held.end());
+  groups_.erase(group);
+}
+
+std::string Negotiator::describe(const Key& key) {
+  std::string name = "'" + key.second + "'";
+  if (key.first != 0) name += " (process set " + std::to_string(key.first) + ")";
+  return name;
 }
 
 void Negotiator::mark_shut_down(int rank) {
@@ -101,8 +258,8 @@ bool Negotiator::all_shut_down() const {
 }
 
 std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) const {
-  for (int rank = 0; rank < size_; ++rank) {
-    if (!entry.by_rank[rank] && shut_down_[rank]) {
+  for (int rank : missing(entry)) {
+    if (shut_down_[rank]) {
       return "rank " + std::to_string(rank) + " has shut down and will never submit it";
     }
   }
@@ -111,18 +268,33 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   std::vector<ReadyResponse> ready;
-  for (const auto& name : ready_order_) {
-    const Entry& entry = table_.at(name);
-    ready.push_back({construct(name, entry), *entry.by_rank[0]});
-    table_.erase(name);
+  for (const auto& key : ready_order_) {
+    const Entry& entry = table_.at(key);
+    Response response = construct(key.second, entry);
+    if (response.kind == Response::Kind::kExecute && response.type == OpType::kJoin) {
+      std::fill(joined_.begin(), joined_.end(), false);
+      last_joined_ = -1;
+    }
+    if (response.kind == Response::Kind::kExecute && response.type == OpType::kAddProcessSet) {
+      response.process_set = sets_.rbegin()->first + 1;
+      const auto& ranks = description(entry).members;
+      add_process_set(response.process_set, std::vector<int>(ranks.begin(), ranks.end()));
+    }
+    ready.push_back({std::move(response), description(entry)});
+    table_.erase(key);
   }
   ready_order_.clear();
-  std::vector<Response> responses = fuse_responses(std::move(ready), fusion_threshold);
+  std::vector<Response> responses = std::exchange(rejected_, {});
+  for (auto& r : fuse_responses(std::move(ready), fusion_threshold)) {
+    responses.push_back(std::move(r));
+  }
   // Names that some rank can no longer submit would wait forever: fail them now.
   for (auto it = table_.begin(); it != table_.end();) {
     if (auto reason = orphaned_by_shutdown(it->second)) {
-      Response error{.kind = Response::Kind::kError, .names = {it->first}};
-      error.error = "'" + it->first + "' cannot complete: " + *reason;
+      Response error{.kind = Response::Kind::kError,
+                     .names = {it->first.second},
+                     .process_set = it->first.first};
+      error.error = describe(it->first) + " cannot complete: " + *reason;
       responses.push_back(std::move(error));
       it = table_.erase(it);
     } else {
@@ -133,14 +305,12 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
 }
 
 std::string Negotiator::stall_report(Clock::time_point now, Clock::duration after) const {
-  std::map<int, std::vector<std::string>> missing;
+  std::map<int, std::vector<Key>> missing_names;
   size_t stalled = 0;
-  for (const auto& [name, entry] : table_) {
+  for (const auto& [key, entry] : table_) {
     if (now - entry.first_seen < after) continue;
     ++stalled;
-    for (int rank = 0; rank < size_; ++rank) {
-      if (!entry.by_rank[rank]) missing[rank].push_back(name);
-    }
+    for (int rank : missing(entry)) missing_names[rank].push_back(key);
   }
   if (stalled == 0) return "";
   std::ostringstream out;
@@ -148,10 +318,10 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
   out << stalled << " collective(s) submitted by some ranks have waited more than " << seconds
       << " s for the others. Missing:";
   const char* separator = " ";
-  for (const auto& [rank, names] : missing) {
+  for (const auto& [rank, names] : missing_names) {
     out << separator << "rank " << rank << " has not submitted [";
     for (size_t i = 0; i < std::min(names.size(), kNamesPerRank); ++i) {
-      out << (i ? ", " : "") << "'" << names[i] << "'";
+      out << (i ? ", " : "") << describe(names[i]);
     }
     if (names.size() > kNamesPerRank) out << ", and " << names.size() - kNamesPerRank << " more";
     out << "]";
@@ -161,25 +331,27 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
 }
 
 std::string Negotiator::missing_ranks(const Entry& entry) const {
-  std::string submitted, missing;
-  for (int rank = 0; rank < size_; ++rank) {
-    std::string& list = entry.by_rank[rank] ? submitted : missing;
-    list += (list.empty() ? "" : ", ") + std::to_string(rank);
+  std::vector<int> submitted;
+  for (int rank : members(entry)) {
+    if (entry.by_rank[rank]) submitted.push_back(rank);
   }
-  return "submitted by ranks [" + submitted + "] but not by ranks [" + missing + "]";
+  return "submitted by ranks " + rank_list(submitted) + " but not by ranks " +
+         rank_list(missing(entry));
 }
 
 std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::duration after) {
   std::vector<Response> responses;
   auto seconds = std::chrono::duration<double>(after).count();
   for (auto it = table_.begin(); it != table_.end();) {
-    if (now - it->second.first_seen < after) {
+    if (it->second.ready || now - it->second.first_seen < after) {
       ++it;
       continue;
     }
-    Response stalled{.kind = Response::Kind::kStalled, .names = {it->first}};
+    Response stalled{.kind = Response::Kind::kStalled,
+                     .names = {it->first.second},
+                     .process_set = it->first.first};
     std::ostringstream why;
-    why << "'" << it->first << "' stalled: " << missing_ranks(it->second) << " for more than "
+    why << describe(it->first) << " stalled: " << missing_ranks(it->second) << " for more than "
         << seconds << " s (COHORT_STALL_SHUTDOWN_TIME_SECONDS)";
     stalled.error = why.str();
     responses.push_back(std::move(stalled));
@@ -188,18 +360,58 @@ std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::d
   return responses;
 }
 
+std::optional<std::string> Negotiator::cannot_run(const Entry& entry) const {
+  const Request& d = description(entry);
+  if (d.type == OpType::kAllreduce || d.type == OpType::kJoin) return std::nullopt;
+  std::vector<int> absent;
+  for (int rank : members(entry)) {
+    if (!entry.by_rank[rank]) absent.push_back(rank);
+  }
+  if (absent.empty()) return std::nullopt;
+  return std::string(to_string(d.type)) + " cannot run while ranks " + rank_list(absent) +
+         " have joined: only allreduce continues without them";
+}
+
 Response Negotiator::construct(const std::string& name, const Entry& entry) const {
-  Response response{.type = entry.by_rank[0]->type, .names = {name}};
-  if (auto mismatch = find_mismatch(name, entry.by_rank)) {
+  const Request& d = description(entry);
+  Response response{.type = d.type, .names = {name}, .process_set = d.process_set};
+  auto problem = find_mismatch(name, entry.by_rank);
+  if (!problem) {
+    if (auto why = cannot_run(entry))
+      problem = std::string(to_string(d.type)) + " '" + name + "': " + *why;
+  }
+  if (problem) {
     response.kind = Response::Kind::kError;
-    response.error = *mismatch;
+    response.error = *problem;
     return response;
   }
-  if (response.type == OpType::kAllgather) {
-    for (const auto& r : entry.by_rank) response.first_dims.push_back(r->shape.at(0));
+  const auto& ranks = members(entry);
+  switch (d.type) {
+    case OpType::kAllreduce:
+      response.dtype = d.dtype;
+      response.reduce_op = d.reduce_op;
+      response.counts = {num_elements(d.shape)};
+      break;
+    case OpType::kAllgather:
+      for (int r : ranks) response.first_dims.push_back(entry.by_rank[r]->shape.at(0));
+      break;
+    case OpType::kAlltoall:
+      for (int r : ranks) {
+        const auto& splits = entry.by_rank[r]->splits;
+        response.first_dims.insert(response.first_dims.end(), splits.begin(), splits.end());
+      }
+      break;
+    case OpType::kJoin:
+      response.last_joined = last_joined_;
+      break;
+    default:
+      break;
   }
   response.rebind = std::any_of(entry.by_rank.begin(), entry.by_rank.end(),
-                                [](const auto& r) { return r->buffer_changed; });
+                                [](const auto& r) { return r && r->buffer_changed; });
+  // A joined rank reduces a scratch buffer of its own: everyone rebinds with it.
+  response.rebind = response.rebind || std::any_of(ranks.begin(), ranks.end(),
+                                                   [&](int r) { return !entry.by_rank[r]; });
   return response;
 }
 

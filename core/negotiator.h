@@ -1,12 +1,14 @@
 // Rank 0's table of submitted tensors: it records which rank asked for which name, decides when a
-// name is ready on every rank, checks that all ranks described it the same way, and hands out
-// responses in one order that every rank then executes.
+// name is ready on every rank of its process set, checks that all ranks described it the same
+// way, and hands out responses in one order that every rank then executes. It also tracks which
+// ranks have joined (run out of data): their allreduces proceed without them.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/request.h"
@@ -22,6 +24,9 @@ class Negotiator {
   // Records that `rank` will submit nothing more.
   void mark_shut_down(int rank);
   bool all_shut_down() const;
+
+  // Makes process set `id` known with these member ranks (sorted global ranks).
+  void add_process_set(int id, std::vector<int> members);
 
   // Responses for every name that is now ready on all ranks (or can never be), in the order in
   // which they became ready, allreduces fused up to `fusion_threshold` bytes (0: no fusion).
@@ -42,21 +47,40 @@ class Negotiator {
     std::vector<std::optional<Request>> by_rank;
     int count = 0;
     Clock::time_point first_seen;
+    bool ready = false;  // in ready_order_ (or held back for its group)
   };
   static constexpr size_t kNamesPerRank = 5;
+  // Names are unique per process set: ranks outside a set may use its names in other sets.
+  using Key = std::pair<int32_t, std::string>;
+  static std::string describe(const Key& key);
 
+  const std::vector<int>& members(const Entry& entry) const;
+  // The ranks of the entry's set that have neither submitted it nor joined.
+  std::vector<int> missing(const Entry& entry) const;
   std::string missing_ranks(const Entry& entry) const;
+  const Request& description(const Entry& entry) const;
+  void mark_if_ready(const Key& key, Entry& entry);
+  void record_join(int rank);
+  std::optional<Response> reject(int rank, const Request& request) const;
 
   Response construct(const std::string& name, const Entry& entry) const;
+  std::optional<std::string> cannot_run(const Entry& entry) const;
   std::optional<std::string> orphaned_by_shutdown(const Entry& entry) const;
 
   int size_;
-  std::map<std::string, Entry> table_;
-  std::vector<std::string> ready_order_;
+  std::map<Key, Entry> table_;
+  std::vector<Key> ready_order_;
+  // Members of grouped allreduces that are ready, held until their whole group is.
+  std::map<Key, std::vector<Key>> groups_;
+  std::vector<Response> rejected_;
+  std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::vector<bool> shut_down_;
+  std::vector<bool> joined_;
+  int last_joined_ = -1;
 };
 
-// Checks that every rank's request for one name agrees; returns the error message if not.
+// Checks that every submitting rank's request for one name agrees; returns the error message if
+// not. Ranks that did not submit (they joined) have no request and are skipped.
 std::optional<std::string> find_mismatch(const std::string& name,
                                          const std::vector<std::optional<Request>>& by_rank);
 

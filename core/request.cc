@@ -25,12 +25,17 @@ void write_request(wire::Writer& w, const Request& r) {
   w.f64(r.postscale);
   w.i64s(r.shape);
   w.u8(r.buffer_changed ? 1 : 0);
+  w.i32(r.process_set);
+  w.str(r.group);
+  w.i32(r.group_size);
+  w.i64s(r.splits);
+  w.i64s(r.members);
 }
 
 Request read_request(wire::Reader& rd) {
   Request r;
   r.name = rd.str();
-  r.type = checked_enum<OpType>(rd.u8(), 4, "op type");
+  r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
   r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
   r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
   r.root = rd.i32();
@@ -38,6 +43,11 @@ Request read_request(wire::Reader& rd) {
   r.postscale = rd.f64();
   r.shape = rd.i64s();
   r.buffer_changed = rd.u8() != 0;
+  r.process_set = rd.i32();
+  r.group = rd.str();
+  r.group_size = rd.i32();
+  r.splits = rd.i64s();
+  r.members = rd.i64s();
   return r;
 }
 
@@ -53,6 +63,14 @@ std::string_view to_string(OpType type) {
       return "allgather";
     case OpType::kBarrier:
       return "barrier";
+    case OpType::kJoin:
+      return "join";
+    case OpType::kAlltoall:
+      return "alltoall";
+    case OpType::kReducescatter:
+      return "reducescatter";
+    case OpType::kAddProcessSet:
+      return "add_process_set";
   }
   return "unknown";
 }
@@ -86,7 +104,12 @@ std::vector<std::byte> encode(const ResponseList& list) {
     w.u32(static_cast<uint32_t>(r.names.size()));
     for (const auto& name : r.names) w.str(name);
     w.str(r.error);
+    w.i32(r.process_set);
     w.i64s(r.first_dims);
+    w.u8(static_cast<uint8_t>(r.dtype));
+    w.u8(static_cast<uint8_t>(r.reduce_op));
+    w.i64s(r.counts);
+    w.i32(r.last_joined);
     w.u8(r.rebind ? 1 : 0);
   }
   return std::move(w.bytes());
@@ -101,11 +124,16 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
   for (uint32_t i = 0; i < n; ++i) {
     Response r;
     r.kind = checked_enum<Response::Kind>(rd.u8(), 3, "response kind");
-    r.type = checked_enum<OpType>(rd.u8(), 4, "op type");
+    r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
     uint32_t names = rd.u32();
     for (uint32_t j = 0; j < names; ++j) r.names.push_back(rd.str());
     r.error = rd.str();
+    r.process_set = rd.i32();
     r.first_dims = rd.i64s();
+    r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
+    r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
+    r.counts = rd.i64s();
+    r.last_joined = rd.i32();
     r.rebind = rd.u8() != 0;
     list.responses.push_back(std::move(r));
   }

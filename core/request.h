@@ -12,7 +12,17 @@
 
 namespace cohort {
 
-enum class OpType : uint8_t { kAllreduce, kBroadcast, kAllgather, kBarrier };
+enum class OpType : uint8_t {
+  kAllreduce,
+  kBroadcast,
+  kAllgather,
+  kBarrier,
+  kJoin,
+  kAlltoall,
+  kReducescatter,
+  kAddProcessSet,
+};
+inline constexpr int kNumOpTypes = 8;
 std::string_view to_string(OpType type);
 
 struct Request {
@@ -26,6 +36,15 @@ struct Request {
   Shape shape;
   // This rank's memory differs from the last submission of this name (see ops::BufferBinding).
   bool buffer_changed = true;
+  // The process set the collective runs over (0: every rank).
+  int32_t process_set = 0;
+  // Members of a grouped allreduce name their group and its size; they run together.
+  std::string group;
+  int32_t group_size = 0;
+  // Alltoall: rows of the first dimension sent to each rank of the set.
+  std::vector<int64_t> splits;
+  // Adding a process set: its member ranks.
+  std::vector<int64_t> members;
 
   friend bool operator==(const Request&, const Request&) = default;
 };
@@ -42,8 +61,17 @@ struct Response {
   OpType type = OpType::kAllreduce;
   std::vector<std::string> names;
   std::string error;
-  // For allgather: every rank's first dimension, in rank order.
+  int32_t process_set = 0;
+  // For allgather: every member's first dimension, in set-rank order. For alltoall: the rows
+  // member i sends to member j at [i * set size + j].
   std::vector<int64_t> first_dims;
+  // For allreduce: the element type, operator and each named tensor's element count, so that a
+  // rank that has joined can contribute the operator's identity for tensors it never submitted.
+  DataType dtype = DataType::kFloat32;
+  ReduceOp reduce_op = ReduceOp::kSum;
+  std::vector<int64_t> counts;
+  // For join: the rank that joined last.
+  int32_t last_joined = -1;
   // Some rank's memory changed since the name last ran.
   bool rebind = true;
 };

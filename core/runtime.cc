@@ -10,7 +10,6 @@
 #include "core/handle_state.h"
 #include "core/log.h"
 #include "core/net.h"
-#include "ops/reduce.h"
 
 namespace cohort {
 namespace {
@@ -50,8 +49,9 @@ Runtime::Runtime(const Config& config) : config_(config), queue_([this] { contro
     negotiator_.emplace(topology_.size);
     if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
   }
+  executor_.emplace(std::move(backend_), queue_, timeline_);
   thread_ = std::thread([this] { background_loop(); });
-  log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_->name());
+  log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_name_);
 }
 
 Runtime::~Runtime() {
@@ -101,10 +101,40 @@ void Runtime::connect_control_channel() {
 }
 
 Handle Runtime::submit(Request request, Tensor input, Tensor output) {
+  std::vector<TensorEntry> group;
+  group.push_back({std::move(request), std::move(input), std::move(output), nullptr});
+  return submit_group(std::move(group));
+}
+
+Handle Runtime::submit_group(std::vector<TensorEntry> entries) {
   if (shutdown_requested_) throw ShutdownError("cohort has been shut down on this rank");
-  auto state = std::make_shared<detail::HandleState>(request.name);
-  queue_.add({std::move(request), std::move(input), std::move(output), state});
+  for (const auto& entry : entries) check_process_set(entry.request);
+  auto state = std::make_shared<detail::HandleState>(entries.front().request.name,
+                                                     static_cast<int>(entries.size()));
+  for (auto& entry : entries) entry.handle = state;
+  queue_.add(std::move(entries));
   return Handle(state);
+}
+
+std::vector<int> Runtime::process_set_ranks(int id) const {
+  auto members = executor_->members(id);
+  if (!members) throw InvalidArgument("process set " + std::to_string(id) + " does not exist");
+  return *members;
+}
+
+void Runtime::check_process_set(const Request& request) const {
+  if (request.process_set == 0) return;
+  auto members = process_set_ranks(request.process_set);
+  std::string what = std::string(to_string(request.type)) + " '" + request.name + "': ";
+  if (!std::binary_search(members.begin(), members.end(), topology_.rank)) {
+    throw InvalidArgument(what + "rank " + std::to_string(topology_.rank) +
+                          " is not a member of process set " + std::to_string(request.process_set));
+  }
+  if (request.type == OpType::kBroadcast &&
+      !std::binary_search(members.begin(), members.end(), request.root)) {
+    throw InvalidArgument(what + "root rank " + std::to_string(request.root) +
+                          " is not a member of process set " + std::to_string(request.process_set));
+  }
 }
 
 void Runtime::shutdown() {
@@ -183,11 +213,7 @@ void Runtime::tear_down_connections() {
   // Closing at once turns this rank's failure into an immediate error on its peers (a closed
   // socket), rather than a data-plane timeout on each of them.
   control_.close_peers();
-  try {
-    backend_.reset();
-  } catch (const std::exception& e) {
-    log::warning("closing the backend after a failure: ", e.what());
-  }
+  executor_->close();
 }
 
 std::optional<Runtime::Clock::time_point> Runtime::collect_time() {
@@ -200,7 +226,11 @@ std::optional<Runtime::Clock::time_point> Runtime::collect_time() {
 std::vector<Request> Runtime::collect_if_due() {
   auto due = collect_time();
   if (!due || (*due > Clock::now() && !shutdown_requested_)) return {};
-  return queue_.take_new_requests();
+  auto fresh = queue_.take_new_requests();
+  for (const auto& request : fresh) {
+    if (request.type == OpType::kJoin) executor_->mark_joined();
+  }
+  return fresh;
 }
 
 void Runtime::coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
@@ -288,141 +318,13 @@ void Runtime::worker_step(std::vector<ControlMessage> messages, std::vector<Requ
 }
 
 void Runtime::execute(const ResponseList& list) {
-  for (const auto& response : list.responses) execute(response);
+  for (const auto& response : list.responses) executor_->execute(response);
   if (!list.shutdown) return;
   // A rank that closed its connections while a peer still sends the tail of the last collective
   // would fail that peer: leave only once every rank is done.
-  backend_->barrier();
+  executor_->world().barrier();
   std::lock_guard lock(finished_mutex_);
   finished_ = true;
-}
-
-void Runtime::execute(const Response& response) {
-  if (response.kind == Response::Kind::kExecute && response.names.size() > 1) {
-    run_fused_allreduce(response);
-    return;
-  }
-  for (const auto& name : response.names) {
-    TensorEntry entry = queue_.take(name);
-    if (response.kind != Response::Kind::kExecute) {
-      // Also sent for names this rank never submitted (another rank left, a stall): nothing to
-      // fail here then.
-      if (!entry.handle) continue;
-      entry.handle->complete(response.kind == Response::Kind::kStalled
-                                 ? std::make_exception_ptr(StallError(response.error))
-                                 : std::make_exception_ptr(MismatchError(response.error)));
-      continue;
-    }
-    check_submitted(entry, name);
-    timeline_.execution_started(name, to_string(response.type), entry.output.num_bytes());
-    try {
-      run_collective(response, entry);
-      timeline_.execution_ended(name, "ok");
-      entry.handle->complete();
-    } catch (const InternalError& e) {
-      timeline_.execution_ended(name, e.what());
-      entry.handle->complete(std::current_exception());
-      throw;
-    } catch (const Error& e) {
-      timeline_.execution_ended(name, e.what());
-      entry.handle->complete(std::current_exception());
-    }
-  }
-}
-
-void Runtime::check_submitted(const TensorEntry& entry, const std::string& name) {
-  if (!entry.handle) {
-    throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
-  }
-}
-
-void Runtime::reduce_in_place(void* data, size_t count, const Request& req,
-                              const ops::BufferBinding& binding) {
-  if (req.prescale != 1.0) ops::scale(data, count, req.dtype, req.prescale);
-  bool average = req.reduce_op == ReduceOp::kAverage;
-  backend_->allreduce(data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op, binding);
-  double post = req.postscale / (average ? topology_.size : 1);
-  if (post != 1.0) ops::scale(data, count, req.dtype, post);
-}
-
-void Runtime::run_fused_allreduce(const Response& response) {
-  std::vector<TensorEntry> entries;
-  size_t total = 0;
-  for (const auto& name : response.names) {
-    entries.push_back(queue_.take(name));
-    check_submitted(entries.back(), name);
-    total += entries.back().output.num_bytes();
-  }
-  const std::byte* before = fusion_buffer_.data();
-  if (fusion_buffer_.size() < total) fusion_buffer_.resize(total);
-  if (fusion_buffer_.data() != before) ++fusion_generation_;
-  size_t offset = 0;
-  for (auto& e : entries) {
-    if (e.input.num_bytes() > 0) {
-      std::memcpy(fusion_buffer_.data() + offset, e.input.data, e.input.num_bytes());
-    }
-    timeline_.execution_started(e.request.name, "allreduce (fused)", e.input.num_bytes());
-    offset += e.input.num_bytes();
-  }
-  const Request& first = entries.front().request;
-  try {
-    reduce_in_place(
-        fusion_buffer_.data(), total / element_size(first.dtype), first,
-        {"cohort.fusion." + std::to_string(fusion_generation_), fusion_buffer_.data() != before});
-  } catch (const Error& e) {
-    for (auto& entry : entries) {
-      timeline_.execution_ended(entry.request.name, e.what());
-      entry.handle->complete(std::current_exception());
-    }
-    if (dynamic_cast<const InternalError*>(&e)) throw;
-    return;
-  }
-  offset = 0;
-  for (auto& e : entries) {
-    if (e.output.num_bytes() > 0) {
-      std::memcpy(e.output.data, fusion_buffer_.data() + offset, e.output.num_bytes());
-    }
-    offset += e.output.num_bytes();
-    timeline_.execution_ended(e.request.name, "ok");
-    e.handle->complete();
-  }
-}
-
-void Runtime::run_collective(const Response& response, TensorEntry& entry) {
-  const Request& req = entry.request;
-  Tensor& out = entry.output;
-  switch (response.type) {
-    case OpType::kAllreduce:
-      if (entry.input.data != out.data && out.num_bytes() > 0) {
-        std::memcpy(out.data, entry.input.data, out.num_bytes());
-      }
-      reduce_in_place(out.data, static_cast<size_t>(out.num_elements()), req,
-                      {req.name, response.rebind});
-      return;
-    case OpType::kBroadcast:
-      backend_->broadcast(out.data, out.num_bytes(), req.root);
-      return;
-    case OpType::kAllgather: {
-      int64_t row = num_elements(Shape(req.shape.begin() + 1, req.shape.end()));
-      size_t row_bytes = static_cast<size_t>(row) * element_size(req.dtype);
-      std::vector<size_t> counts;
-      int64_t first = 0;
-      for (int64_t d : response.first_dims) {
-        counts.push_back(static_cast<size_t>(d) * row_bytes);
-        first += d;
-      }
-      OwnedTensor& result = entry.handle->output;
-      result.dtype = req.dtype;
-      result.shape = req.shape;
-      result.shape[0] = first;
-      result.bytes.resize(static_cast<size_t>(first) * row_bytes);
-      backend_->allgatherv(entry.input.data, result.bytes.data(), counts);
-      return;
-    }
-    case OpType::kBarrier:
-      backend_->barrier();
-      return;
-  }
 }
 
 }  // namespace cohort

@@ -13,6 +13,7 @@
 #include "cohort/handle.h"
 #include "core/config.h"
 #include "core/control_channel.h"
+#include "core/executor.h"
 #include "core/negotiator.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
@@ -34,12 +35,17 @@ class Runtime {
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
+  // Queues entries that complete as one handle (a grouped allreduce): all of them or none.
+  Handle submit_group(std::vector<TensorEntry> entries);
+  // The global ranks of a process set; throws InvalidArgument if it does not exist.
+  std::vector<int> process_set_ranks(int id) const;
 
   // Waits (bounded by the shutdown timeout) until every rank has shut down, then stops.
   void shutdown();
 
  private:
   void connect_control_channel();
+  void check_process_set(const Request& request) const;
   void compute_topology();
 
   using Clock = std::chrono::steady_clock;
@@ -55,14 +61,6 @@ class Runtime {
   std::chrono::microseconds wait_timeout();
   void worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
   void execute(const ResponseList& list);
-  void execute(const Response& response);
-  void run_collective(const Response& response, TensorEntry& entry);
-  void run_fused_allreduce(const Response& response);
-  // A response to execute names only tensors this rank submitted; anything else is a broken peer.
-  static void check_submitted(const TensorEntry& entry, const std::string& name);
-  // Prescale, reduce, postscale (and average) `count` elements in place.
-  void reduce_in_place(void* data, size_t count, const Request& request,
-                       const ops::BufferBinding& binding);
   void finish(std::exception_ptr error);
   // Fails everything pending and later with InternalError(reason) and closes all connections.
   void fail(const std::string& reason);
@@ -70,24 +68,20 @@ class Runtime {
   void tear_down_connections();
 
   const Config config_;
-  std::unique_ptr<ops::Backend> backend_;  // background thread only, once it runs
+  // Until the executor takes it over: builds the topology and the control channel.
+  std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
   Topology topology_;
   ControlChannel control_;
   TensorQueue queue_;
   std::optional<Negotiator> negotiator_;  // rank 0 only
   Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
+  std::optional<Executor> executor_;      // background thread only, but for members()
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
   bool shutdown_announced_ = false;                         // background thread only
   std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
-  // Where fused allreduces are packed (background thread only). It only grows, by the same steps
-  // on every rank, so whether it moved is the same everywhere (see ops::BufferBinding).
-  std::vector<std::byte> fusion_buffer_;
-  int fusion_generation_ =
-      0;  // counts the buffer's moves: algorithms bound to an old one are stale
-
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
   bool finished_ = false;

@@ -1,30 +1,42 @@
 #include "core/tensor_queue.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "cohort/errors.h"
 
 namespace cohort {
 
-void TensorQueue::add(TensorEntry entry) {
-  bool wake;
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) std::rethrow_exception(closed_);
-    const std::string& name = entry.request.name;
-    if (in_flight_.contains(name)) {
+void TensorQueue::check_new_names(const std::vector<TensorEntry>& entries) const {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string& name = entries[i].request.name;
+    bool repeated = std::any_of(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(i),
+                                [&](const TensorEntry& e) { return e.request.name == name; });
+    if (repeated || in_flight_.contains(name)) {
       throw InvalidArgument("a collective named '" + name +
                             "' is already in flight on this rank; wait for it before reusing "
                             "the name");
     }
-    void*& last = last_output_[name];
-    entry.request.buffer_changed = last != entry.output.data;
-    last = entry.output.data;
+  }
+}
+
+void TensorQueue::add(std::vector<TensorEntry> entries) {
+  bool wake;
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) std::rethrow_exception(closed_);
+    check_new_names(entries);
     auto now = std::chrono::steady_clock::now();
     if (new_requests_.empty()) arrivals_.first = now;
     arrivals_.last = now;
-    new_requests_.push_back(entry.request);
-    in_flight_.emplace(name, std::move(entry));
+    for (auto& entry : entries) {
+      const std::string& name = entry.request.name;
+      void*& last = last_output_[name];
+      entry.request.buffer_changed = last != entry.output.data;
+      last = entry.output.data;
+      new_requests_.push_back(entry.request);
+      in_flight_.emplace(name, std::move(entry));
+    }
     wake = !std::exchange(wake_pending_, true);
   }
   if (wake) wake_();

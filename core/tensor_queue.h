@@ -32,9 +32,15 @@ class TensorQueue {
   // not per add, since a burst of submissions needs the thread woken only once.
   explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
 
-  // Sets the request's buffer_changed flag. Throws InvalidArgument if the name is already in
-  // flight, or the stored error once the queue was closed; in both cases nothing is added.
-  void add(TensorEntry entry);
+  // Adds entries (several for a grouped allreduce) and sets their buffer_changed flags. Throws
+  // InvalidArgument if a name is already in flight or given twice, or the stored error once the
+  // queue was closed; in both cases nothing is added.
+  void add(std::vector<TensorEntry> entries);
+  void add(TensorEntry entry) {
+    std::vector<TensorEntry> one;
+    one.push_back(std::move(entry));
+    add(std::move(one));
+  }
 
   std::vector<Request> take_new_requests();
   // When the oldest and the newest of the requests not yet taken arrived; nullopt when none.
@@ -49,6 +55,8 @@ class TensorQueue {
   void close(std::exception_ptr error);
 
  private:
+  void check_new_names(const std::vector<TensorEntry>& entries) const;
+
   std::function<void()> wake_;
   std::mutex mutex_;
   std::unordered_map<std::string, TensorEntry> in_flight_;

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cohort/errors.h"
 #include "cohort/handle.h"
@@ -33,12 +34,26 @@ int cross_size();
 // "gloo", "mpi" or "none" (a world of one).
 std::string_view backend_name();
 
+// A subset of the ranks that runs collectives among themselves, with its own negotiation. The
+// default, id 0, is every rank. Results of a process set's collectives are ordered by its ranks
+// in ascending order, and a broadcast's root is given as a global rank that must be a member.
+struct ProcessSet {
+  int id = 0;
+};
+
+// Called by every rank with the same sorted, distinct ranks (any order is accepted and sorted):
+// creates the process set over them. Blocks until every rank has called it.
+ProcessSet add_process_set(std::vector<int> ranks);
+// The global ranks of a process set, ascending.
+std::vector<int> process_set_ranks(ProcessSet set);
+
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
   // Multiplies the input before the reduction and the result after it (average multiplies the
-  // result by a further 1/size). Integer results are rounded to nearest.
+  // result by a further 1/size of the process set). Integer results are rounded to nearest.
   double prescale = 1.0;
   double postscale = 1.0;
+  ProcessSet process_set;
 };
 
 // Reduces `input` across ranks into `output` (which may be `input`); shapes and dtypes must match.
@@ -52,17 +67,34 @@ inline void allreduce(std::string name, Tensor inout, AllreduceOptions options =
   allreduce(std::move(name), inout, inout, options);
 }
 
+// Reduces every tensor of `tensors` in place, as one unit: the group is negotiated together and
+// its members are fused together, and the handle completes when all of them have. Member i is
+// negotiated under the name "<name>.<i>"; every rank must pass the same number of tensors with
+// matching shapes.
+Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
+                               AllreduceOptions options = {});
+void grouped_allreduce(std::string name, std::vector<Tensor> tensors,
+                       AllreduceOptions options = {});
+
 // Overwrites `buffer` on every rank with `root`'s.
-Handle broadcast_async(std::string name, Tensor buffer, int root);
-void broadcast(std::string name, Tensor buffer, int root);
+Handle broadcast_async(std::string name, Tensor buffer, int root, ProcessSet set = {});
+void broadcast(std::string name, Tensor buffer, int root, ProcessSet set = {});
 
 // Concatenates every rank's `input` along the first dimension, in rank order. The first
 // dimension may differ between ranks; the others must match. The result is in Handle::output().
-Handle allgather_async(std::string name, Tensor input);
-OwnedTensor allgather(std::string name, Tensor input);
+Handle allgather_async(std::string name, Tensor input, ProcessSet set = {});
+OwnedTensor allgather(std::string name, Tensor input, ProcessSet set = {});
 
 // Returns once every rank has reached the barrier of the same name.
-Handle barrier_async(std::string name = "cohort.barrier");
-void barrier(std::string name = "cohort.barrier");
+Handle barrier_async(std::string name = "cohort.barrier", ProcessSet set = {});
+void barrier(std::string name = "cohort.barrier", ProcessSet set = {});
+
+// For a rank that has run out of data while the others have not. Blocks until every rank has
+// called join(); meanwhile the other ranks' allreduces (of the whole world) go on, with this
+// rank contributing the reduction's identity (zeros for sum and average; average still divides
+// by the full world size) to every allreduce it does not submit. Any other collective submitted
+// while some rank has joined fails with MismatchError naming the joined ranks, and a joined rank
+// may not submit anything but its join. Returns the rank that joined last.
+int join();
 
 }  // namespace cohort

@@ -142,3 +142,84 @@ TEST_CASE("stalled names expire into errors for every rank and leave the table")
         "(COHORT_STALL_SHUTDOWN_TIME_SECONDS)");
   CHECK(n.pending() == 0);
 }
+
+TEST_CASE("grouped members are released together, next to each other") {
+  Negotiator n(2);
+  auto member = [](std::string name) {
+    Request r = allreduce(std::move(name));
+    r.group = "g";
+    r.group_size = 2;
+    return r;
+  };
+  n.add(0, member("g.0"));
+  n.add(1, member("g.0"));
+  n.add(0, allreduce("x"));
+  n.add(1, allreduce("x"));
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"x"});  // g.0 waits for g.1
+  n.add(1, member("g.1"));
+  n.add(0, member("g.1"));
+  auto ready = n.take_ready(1 << 20);
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].names == std::vector<std::string>{"g.0", "g.1"});
+  CHECK(ready[0].counts == std::vector<int64_t>{4, 4});
+}
+
+TEST_CASE("joined ranks let allreduces run and fail everything else") {
+  Negotiator n(3);
+  Request join{.name = "cohort.join", .type = OpType::kJoin};
+  n.add(0, allreduce("a"));
+  n.add(1, allreduce("a"));
+  n.add(2, join);
+  auto ready = n.take_ready();
+  REQUIRE(names(ready) == std::vector<std::string>{"a"});
+  CHECK(ready[0].kind == Response::Kind::kExecute);
+  CHECK(ready[0].rebind);  // rank 2 reduces a scratch buffer
+
+  Request gather{.name = "g", .type = OpType::kAllgather, .shape = {1}};
+  n.add(0, gather);
+  n.add(1, gather);
+  ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK_THAT(ready[0].error, Catch::Matchers::Contains("cannot run while ranks [2] have joined"));
+
+  n.add(2, allreduce("late"));  // a joined rank may submit nothing but its join
+  ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK_THAT(ready[0].error, Catch::Matchers::Contains("after calling join()"));
+
+  n.add(1, join);
+  CHECK(n.take_ready().empty());
+  n.add(0, join);
+  ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].type == OpType::kJoin);
+  CHECK(ready[0].last_joined == 0);
+  // After the join completes nobody is joined any more.
+  n.add(0, allreduce("b"));
+  n.add(1, allreduce("b"));
+  CHECK(n.take_ready().empty());
+}
+
+TEST_CASE("process sets negotiate among their members only") {
+  Negotiator n(3);
+  n.add_process_set(1, {0, 2});
+  Request r = allreduce("s");
+  r.process_set = 1;
+  n.add(0, r);
+  CHECK(n.take_ready().empty());
+  n.add(2, r);
+  auto ready = n.take_ready();
+  REQUIRE(names(ready) == std::vector<std::string>{"s"});
+  CHECK(ready[0].process_set == 1);
+
+  n.add(1, r);  // rank 1 is not a member
+  ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK_THAT(ready[0].error, Catch::Matchers::Contains("rank 1 is not a member of process set 1"));
+
+  Request unknown = allreduce("u");
+  unknown.process_set = 7;
+  n.add(0, unknown);
+  CHECK_THAT(n.take_ready().at(0).error, Catch::Matchers::Contains("process set 7 does not exist"));
+}

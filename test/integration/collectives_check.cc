@@ -9,23 +9,13 @@
 #include <sstream>
 #include <thread>
 
+#include "check.h"
 #include "cohort/cohort.h"
 
 using namespace cohort;
+using namespace cohort::testing;
 
 namespace {
-
-int g_checks = 0;
-
-[[noreturn]] void fail(const std::string& what) {
-  std::cerr << "collectives_check FAILED on rank " << cohort::rank() << ": " << what << std::endl;
-  std::exit(1);
-}
-
-void check(bool ok, const std::string& what) {
-  if (!ok) fail(what);
-  ++g_checks;
-}
 
 // Exact conversions for the small integers and halves used here.
 uint16_t to_bf16(double v) {
@@ -275,19 +265,6 @@ void check_threads() {
   for (auto& d : data) check(d[99] == cohort::size(), "allreduce from several threads");
 }
 
-template <typename E>
-void expect_error(const std::function<void()>& call, const std::string& fragment,
-                  const std::string& what) {
-  try {
-    call();
-  } catch (const E& e) {
-    check(std::string(e.what()).find(fragment) != std::string::npos,
-          what + ": message '" + e.what() + "' lacks '" + fragment + "'");
-    return;
-  }
-  fail(what + ": no error raised");
-}
-
 void check_errors() {
   // Shape mismatch: every rank gets the error, naming the tensor and the ranks; then work goes on.
   std::vector<float> v(static_cast<size_t>(cohort::rank()) + 1, 1.0f);
@@ -341,6 +318,7 @@ int main() {
     return 1;
   } catch (const NotInitialized&) {
   }
+  g_program = "collectives_check";
   cohort::init();
   if (cohort::size() < 2) fail("needs at least 2 ranks");
   check_every_allreduce();

@@ -1,0 +1,322 @@
+#include "core/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "cohort/errors.h"
+#include "core/log.h"
+#include "ops/identity.h"
+#include "ops/reduce.h"
+
+namespace cohort {
+namespace {
+
+void check_submitted(const TensorEntry& entry, const std::string& name) {
+  if (!entry.handle) {
+    throw InternalError("rank 0 scheduled '" + name + "', which this rank never submitted");
+  }
+}
+
+int set_rank_of(const std::vector<int>& members, int global_rank) {
+  auto it = std::lower_bound(members.begin(), members.end(), global_rank);
+  if (it == members.end() || *it != global_rank) {
+    throw InvalidArgument("rank " + std::to_string(global_rank) + " is not in the process set");
+  }
+  return static_cast<int>(it - members.begin());
+}
+
+void copy_bytes(void* to, const void* from, size_t bytes) {
+  if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
+}
+
+// A small value (a rank, a process set id) handed back through the handle's output.
+void set_scalar_output(TensorEntry& entry, int32_t value) {
+  OwnedTensor& out = entry.handle->output;
+  out.dtype = DataType::kInt32;
+  out.shape = {1};
+  out.bytes.resize(sizeof value);
+  std::memcpy(out.bytes.data(), &value, sizeof value);
+}
+
+}  // namespace
+
+Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline)
+    : queue_(queue), timeline_(timeline), rank_(world->rank()) {
+  std::vector<int> everyone(world->size());
+  std::iota(everyone.begin(), everyone.end(), 0);
+  sets_[0] = ProcessSetState{.members = std::move(everyone), .backend = std::move(world)};
+}
+
+std::optional<std::vector<int>> Executor::members(int id) const {
+  std::lock_guard lock(sets_mutex_);
+  auto it = sets_.find(id);
+  if (it == sets_.end()) return std::nullopt;
+  return it->second.members;
+}
+
+void Executor::close() {
+  std::lock_guard lock(sets_mutex_);
+  // Sub-sets first: their connections were made after the world's.
+  for (auto it = sets_.rbegin(); it != sets_.rend(); ++it) {
+    try {
+      it->second.backend.reset();
+    } catch (const std::exception& e) {
+      log::warning("closing a backend after a failure: ", e.what());
+    }
+  }
+}
+
+bool Executor::is_member(int process_set) const {
+  auto it = sets_.find(process_set);
+  return it != sets_.end() && it->second.backend != nullptr;
+}
+
+Executor::ProcessSetState& Executor::member_set(int id) {
+  auto it = sets_.find(id);
+  if (it == sets_.end() || !it->second.backend) {
+    throw InternalError("rank 0 scheduled a collective on process set " + std::to_string(id) +
+                        ", of which this rank is not a member");
+  }
+  return it->second;
+}
+
+void Executor::execute(const Response& response) {
+  // Every rank receives every response; a set's collectives concern its members only (an
+  // outsider may have a tensor of the same name in flight elsewhere).
+  // (Adding a set is the world's business; its response carries the new set's id.)
+  bool adds_set = response.type == OpType::kAddProcessSet;
+  if (!adds_set && !is_member(response.process_set)) return;
+  if (response.kind != Response::Kind::kExecute) {
+    fail_all(response);
+    return;
+  }
+  switch (response.type) {
+    case OpType::kAllreduce:
+      return run_allreduce(response);
+    case OpType::kJoin:
+      return finish_join(response);
+    case OpType::kAddProcessSet:
+      return add_process_set(response);
+    default:
+      return run_single(response);
+  }
+}
+
+void Executor::fail_all(const Response& response) {
+  auto error = response.kind == Response::Kind::kStalled
+                   ? std::make_exception_ptr(StallError(response.error))
+                   : std::make_exception_ptr(MismatchError(response.error));
+  for (const auto& name : response.names) {
+    // Also sent for names this rank never submitted (another rank left, a stall): nothing to
+    // fail here then.
+    TensorEntry entry = queue_.take(name);
+    if (entry.handle) entry.handle->complete(error);
+  }
+}
+
+std::vector<TensorEntry> Executor::take_entries(const Response& response) {
+  std::vector<TensorEntry> entries;
+  for (const auto& name : response.names) {
+    entries.push_back(queue_.take(name));
+    if (!joined_) check_submitted(entries.back(), name);
+  }
+  return entries;
+}
+
+void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
+  auto error = std::current_exception();
+  std::string what;
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  for (auto& entry : entries) {
+    if (!entry.handle) continue;
+    timeline_.execution_ended(entry.request.name, what);
+    entry.handle->complete(error);
+  }
+  try {
+    throw;
+  } catch (const InternalError&) {
+    throw;
+  } catch (...) {
+  }
+}
+
+void Executor::run_allreduce(const Response& response) {
+  std::vector<TensorEntry> entries = take_entries(response);
+  try {
+    // The path depends only on the response, never on what this rank holds: every rank must
+    // bind the backend's algorithms the same way.
+    if (entries.size() == 1) {
+      run_in_place(response, entries[0]);
+    } else {
+      run_fused(response, entries);
+    }
+  } catch (...) {
+    complete_with_current_error(entries);
+    return;
+  }
+  for (auto& entry : entries) {
+    if (!entry.handle) continue;
+    timeline_.execution_ended(entry.request.name, "ok");
+    entry.handle->complete();
+  }
+}
+
+void Executor::run_in_place(const Response& response, TensorEntry& entry) {
+  const std::string& name = response.names[0];
+  ProcessSetState& set = member_set(response.process_set);
+  ops::BufferBinding binding{name, response.rebind};
+  if (!entry.handle) {
+    // This rank has joined: it reduces the identity (rank 0 made every rank rebind for this).
+    auto count = static_cast<size_t>(response.counts.at(0));
+    scratch_.resize(count * element_size(response.dtype));
+    ops::fill_identity(scratch_.data(), count, response.dtype, response.reduce_op);
+    Request plain{.dtype = response.dtype, .reduce_op = response.reduce_op};
+    reduce_in_place(set, scratch_.data(), count, plain, binding, /*prescale=*/false);
+    return;
+  }
+  const Request& req = entry.request;
+  Tensor& out = entry.output;
+  timeline_.execution_started(req.name, "allreduce", out.num_bytes());
+  copy_bytes(out.data, entry.input.data, out.num_bytes());
+  reduce_in_place(set, out.data, static_cast<size_t>(out.num_elements()), req, binding);
+}
+
+void Executor::run_fused(const Response& response, std::vector<TensorEntry>& entries) {
+  ProcessSetState& set = member_set(response.process_set);
+  size_t element = element_size(response.dtype);
+  size_t total = 0;
+  for (int64_t count : response.counts) total += static_cast<size_t>(count) * element;
+  const std::byte* before = set.fusion_buffer.data();
+  if (set.fusion_buffer.size() < total) set.fusion_buffer.resize(total);
+  bool moved = set.fusion_buffer.data() != before;
+  if (moved) ++set.generation;
+
+  const Request* description = nullptr;
+  size_t offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    size_t count = static_cast<size_t>(response.counts.at(i));
+    std::byte* slot = set.fusion_buffer.data() + offset;
+    offset += count * element;
+    if (!entries[i].handle) {
+      // This rank has joined: it adds nothing to the tensors it never submitted.
+      ops::fill_identity(slot, count, response.dtype, response.reduce_op);
+      continue;
+    }
+    const Request& req = entries[i].request;
+    description = &req;
+    copy_bytes(slot, entries[i].input.data, count * element);
+    if (req.prescale != 1.0) ops::scale(slot, count, req.dtype, req.prescale);
+    timeline_.execution_started(req.name, "allreduce (fused)", count * element);
+  }
+  Request plain{.dtype = response.dtype, .reduce_op = response.reduce_op};
+  reduce_in_place(set, set.fusion_buffer.data(), total / element,
+                  description ? *description : plain,
+                  {"cohort.fusion." + std::to_string(set.generation), moved},
+                  /*prescale=*/false);
+  offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    size_t bytes = static_cast<size_t>(response.counts[i]) * element;
+    if (entries[i].handle)
+      copy_bytes(entries[i].output.data, set.fusion_buffer.data() + offset, bytes);
+    offset += bytes;
+  }
+}
+
+void Executor::reduce_in_place(ProcessSetState& set, void* data, size_t count, const Request& req,
+                               const ops::BufferBinding& binding, bool prescale) {
+  if (prescale && req.prescale != 1.0) ops::scale(data, count, req.dtype, req.prescale);
+  bool average = req.reduce_op == ReduceOp::kAverage;
+  set.backend->allreduce(data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op, binding);
+  double post = req.postscale / (average ? static_cast<double>(set.members.size()) : 1.0);
+  if (post != 1.0) ops::scale(data, count, req.dtype, post);
+}
+
+void Executor::run_single(const Response& response) {
+  const std::string& name = response.names.at(0);
+  std::vector<TensorEntry> entries{queue_.take(name)};
+  TensorEntry& entry = entries[0];
+  check_submitted(entry, name);
+  timeline_.execution_started(name, to_string(response.type), entry.output.num_bytes());
+  try {
+    run_collective(response, entry);
+  } catch (...) {
+    complete_with_current_error(entries);
+    return;
+  }
+  timeline_.execution_ended(name, "ok");
+  entry.handle->complete();
+}
+
+void Executor::run_collective(const Response& response, TensorEntry& entry) {
+  const Request& req = entry.request;
+  ProcessSetState& set = member_set(response.process_set);
+  ops::Backend& backend = *set.backend;
+  switch (response.type) {
+    case OpType::kBroadcast:
+      backend.broadcast(entry.output.data, entry.output.num_bytes(),
+                        set_rank_of(set.members, req.root));
+      return;
+    case OpType::kAllgather: {
+      size_t row_bytes =
+          static_cast<size_t>(num_elements(Shape(req.shape.begin() + 1, req.shape.end()))) *
+          element_size(req.dtype);
+      std::vector<size_t> counts;
+      int64_t first = 0;
+      for (int64_t d : response.first_dims) {
+        counts.push_back(static_cast<size_t>(d) * row_bytes);
+        first += d;
+      }
+      OwnedTensor& result = entry.handle->output;
+      result.dtype = req.dtype;
+      result.shape = req.shape;
+      result.shape[0] = first;
+      result.bytes.resize(static_cast<size_t>(first) * row_bytes);
+      backend.allgatherv(entry.input.data, result.bytes.data(), counts);
+      return;
+    }
+    case OpType::kBarrier:
+      backend.barrier();
+      return;
+    default:
+      throw InternalError("rank 0 scheduled " + std::string(to_string(response.type)) + " '" +
+                          req.name + "', which this engine cannot run");
+  }
+}
+
+void Executor::finish_join(const Response& response) {
+  TensorEntry entry = queue_.take(response.names.at(0));
+  check_submitted(entry, response.names[0]);
+  joined_ = false;
+  set_scalar_output(entry, response.last_joined);
+  entry.handle->complete();
+}
+
+void Executor::add_process_set(const Response& response) {
+  std::vector<TensorEntry> entries{queue_.take(response.names.at(0))};
+  TensorEntry& entry = entries[0];
+  check_submitted(entry, response.names[0]);
+  const auto& ranks = entry.request.members;
+  ProcessSetState state{.members = std::vector<int>(ranks.begin(), ranks.end())};
+  try {
+    if (std::binary_search(state.members.begin(), state.members.end(), rank_)) {
+      state.backend = world().split(state.members,
+                                    "cohort.process_set." + std::to_string(response.process_set));
+    }
+  } catch (...) {
+    complete_with_current_error(entries);
+    return;
+  }
+  {
+    std::lock_guard lock(sets_mutex_);
+    sets_[response.process_set] = std::move(state);
+  }
+  set_scalar_output(entry, response.process_set);
+  entry.handle->complete();
+}
+
+}  // namespace cohort

@@ -1,0 +1,75 @@
+// The execution half of the engine: runs the collectives rank 0 scheduled, in the order given, on
+// this rank. For each response it takes the named entries from the queue, moves the data through
+// the backend of the response's process set (packing fused allreduces into that set's fusion
+// buffer) and completes the handles. Used by the background thread only, except members().
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/request.h"
+#include "core/tensor_queue.h"
+#include "core/timeline.h"
+#include "ops/backend.h"
+
+namespace cohort {
+
+class Executor {
+ public:
+  // `world` is the backend over every rank (process set 0).
+  Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline);
+
+  // Runs one response. Communication failures complete the handles concerned with
+  // InternalError and then throw it; any other error only completes the handles.
+  void execute(const Response& response);
+
+  ops::Backend& world() { return *sets_.at(0).backend; }
+  // This rank submitted join(): until the join completes, it contributes the operator's identity
+  // to allreduces it never submitted.
+  void mark_joined() { joined_ = true; }
+  // Thread-safe: the global ranks of process set `id`, or nullopt if there is no such set.
+  std::optional<std::vector<int>> members(int id) const;
+  // Closes every backend (after a failure, so that peers see closed connections at once).
+  void close();
+
+ private:
+  struct ProcessSetState {
+    std::vector<int> members;               // global ranks, sorted
+    std::unique_ptr<ops::Backend> backend;  // null where this rank is not a member
+    // Where this set's fused allreduces are packed. It only grows, by the same steps on every
+    // member, so whether it moved is the same on all of them (see ops::BufferBinding).
+    std::vector<std::byte> fusion_buffer;
+    int generation = 0;  // counts the buffer's moves: algorithms bound to an old one are stale
+  };
+
+  bool is_member(int process_set) const;
+  ProcessSetState& member_set(int id);
+  // The entries of `names`; a missing one is allowed only while this rank has joined.
+  std::vector<TensorEntry> take_entries(const Response& response);
+  void fail_all(const Response& response);
+  void run_allreduce(const Response& response);
+  void run_in_place(const Response& response, TensorEntry& entry);
+  void run_fused(const Response& response, std::vector<TensorEntry>& entries);
+  void run_single(const Response& response);
+  void run_collective(const Response& response, TensorEntry& entry);
+  void finish_join(const Response& response);
+  void add_process_set(const Response& response);
+  // Prescale, reduce, postscale (and average) `count` elements in place.
+  void reduce_in_place(ProcessSetState& set, void* data, size_t count, const Request& request,
+                       const ops::BufferBinding& binding, bool prescale = true);
+  // Completes `entries` with the error being handled; rethrows it if it is an InternalError.
+  void complete_with_current_error(std::vector<TensorEntry>& entries);
+
+  TensorQueue& queue_;
+  Timeline& timeline_;
+  int rank_;
+  bool joined_ = false;
+  std::vector<std::byte> scratch_;  // a joined rank's contribution to a single allreduce
+  mutable std::mutex sets_mutex_;   // guards sets_' keys and members against members()
+  std::map<int, ProcessSetState> sets_;
+};
+
+}  // namespace cohort
