@@ -4,6 +4,7 @@
 #include <csignal>
 #include <memory>
 #include <mutex>
+#include <numeric>
 
 #include "cohort/cohort.h"
 #include "core/log.h"
@@ -207,6 +208,55 @@ Handle barrier_async(std::string name, ProcessSet set) {
 
 void barrier(std::string name, ProcessSet set) {
   barrier_async(std::move(name), set).wait();
+}
+
+Handle alltoall_async(std::string name, Tensor input, std::vector<int64_t> splits, ProcessSet set) {
+  check_name(name);
+  check_data(name, input, "input");
+  auto rt = runtime();
+  auto set_size = static_cast<int64_t>(rt->process_set_ranks(set.id).size());
+  std::string what = "alltoall '" + name + "': ";
+  if (input.shape.empty()) throw InvalidArgument(what + "needs at least one dimension to split");
+  int64_t rows = input.shape[0];
+  if (splits.empty()) {
+    if (rows % set_size != 0) {
+      throw InvalidArgument(what + "first dimension " + std::to_string(rows) +
+                            " does not divide evenly over " + std::to_string(set_size) +
+                            " ranks; pass splits");
+    }
+    splits.assign(static_cast<size_t>(set_size), rows / set_size);
+  }
+  bool negative = std::any_of(splits.begin(), splits.end(), [](int64_t s) { return s < 0; });
+  int64_t total = std::accumulate(splits.begin(), splits.end(), int64_t{0});
+  if (static_cast<int64_t>(splits.size()) != set_size || negative || total != rows) {
+    throw InvalidArgument(what + "splits must be " + std::to_string(set_size) +
+                          " non-negative row counts adding up to the first dimension " +
+                          std::to_string(rows));
+  }
+  Request r = make_request(std::move(name), OpType::kAlltoall, input, set);
+  r.splits = std::move(splits);
+  return rt->submit(std::move(r), input, input);
+}
+
+AlltoallResult alltoall(std::string name, Tensor input, std::vector<int64_t> splits,
+                        ProcessSet set) {
+  Handle h = alltoall_async(std::move(name), std::move(input), std::move(splits), set);
+  return {h.output(), h.received_splits()};
+}
+
+Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions options) {
+  check_name(name);
+  check_allreduce(name, input, input, options);
+  if (input.shape.empty()) {
+    throw InvalidArgument("reducescatter '" + name + "': needs at least one dimension to split");
+  }
+  Request r = allreduce_request(std::move(name), input, options);
+  r.type = OpType::kReducescatter;
+  return runtime()->submit(std::move(r), input, input);
+}
+
+OwnedTensor reducescatter(std::string name, Tensor input, AllreduceOptions options) {
+  return reducescatter_async(std::move(name), std::move(input), options).output();
 }
 
 int join() {

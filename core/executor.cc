@@ -262,30 +262,93 @@ void Executor::run_collective(const Response& response, TensorEntry& entry) {
                         set_rank_of(set.members, req.root));
       return;
     case OpType::kAllgather: {
-      size_t row_bytes =
-          static_cast<size_t>(num_elements(Shape(req.shape.begin() + 1, req.shape.end()))) *
-          element_size(req.dtype);
+      size_t row = row_bytes(req);
       std::vector<size_t> counts;
       int64_t first = 0;
       for (int64_t d : response.first_dims) {
-        counts.push_back(static_cast<size_t>(d) * row_bytes);
+        counts.push_back(static_cast<size_t>(d) * row);
         first += d;
       }
       OwnedTensor& result = entry.handle->output;
       result.dtype = req.dtype;
       result.shape = req.shape;
       result.shape[0] = first;
-      result.bytes.resize(static_cast<size_t>(first) * row_bytes);
+      result.bytes.resize(static_cast<size_t>(first) * row);
       backend.allgatherv(entry.input.data, result.bytes.data(), counts);
       return;
     }
     case OpType::kBarrier:
       backend.barrier();
       return;
+    case OpType::kAlltoall:
+      return run_alltoall(response, set, entry);
+    case OpType::kReducescatter:
+      return run_reducescatter(set, entry);
     default:
       throw InternalError("rank 0 scheduled " + std::string(to_string(response.type)) + " '" +
                           req.name + "', which this engine cannot run");
   }
+}
+
+size_t Executor::row_bytes(const Request& req) {
+  Shape row(req.shape.begin() + 1, req.shape.end());
+  return static_cast<size_t>(num_elements(row)) * element_size(req.dtype);
+}
+
+void Executor::run_alltoall(const Response& response, ProcessSetState& set, TensorEntry& entry) {
+  // response.first_dims[i * n + j]: the rows member i sends to member j.
+  const Request& req = entry.request;
+  size_t n = set.members.size();
+  size_t me = static_cast<size_t>(set_rank_of(set.members, rank_));
+  size_t row = row_bytes(req);
+  std::vector<size_t> send(n), receive(n);
+  std::vector<int64_t>& received = entry.handle->received_splits;
+  received.assign(n, 0);
+  int64_t rows = 0;
+  for (size_t j = 0; j < n; ++j) {
+    send[j] = static_cast<size_t>(response.first_dims.at(me * n + j)) * row;
+    received[j] = response.first_dims.at(j * n + me);
+    receive[j] = static_cast<size_t>(received[j]) * row;
+    rows += received[j];
+  }
+  OwnedTensor& result = entry.handle->output;
+  result.dtype = req.dtype;
+  result.shape = req.shape;
+  result.shape[0] = rows;
+  result.bytes.resize(static_cast<size_t>(rows) * row);
+  set.backend->alltoallv(entry.input.data, send, result.bytes.data(), receive);
+}
+
+void Executor::run_reducescatter(ProcessSetState& set, TensorEntry& entry) {
+  const Request& req = entry.request;
+  auto n = static_cast<int64_t>(set.members.size());
+  int64_t rows = req.shape.at(0);
+  size_t row_elements = row_bytes(req) / element_size(req.dtype);
+  std::vector<size_t> counts;
+  for (int64_t r = 0; r < n; ++r) {
+    counts.push_back(static_cast<size_t>(rows / n + (r < rows % n ? 1 : 0)) * row_elements);
+  }
+  int64_t me = set_rank_of(set.members, rank_);
+  OwnedTensor& result = entry.handle->output;
+  result.dtype = req.dtype;
+  result.shape = req.shape;
+  result.shape[0] = rows / n + (me < rows % n ? 1 : 0);
+  result.bytes.resize(counts[static_cast<size_t>(me)] * element_size(req.dtype));
+  const void* input = entry.input.data;
+  if (req.prescale != 1.0) {
+    // The caller's input is read-only here: scale a copy.
+    scratch_.assign(static_cast<const std::byte*>(input),
+                    static_cast<const std::byte*>(input) + entry.input.num_bytes());
+    ops::scale(scratch_.data(), static_cast<size_t>(entry.input.num_elements()), req.dtype,
+               req.prescale);
+    input = scratch_.data();
+  }
+  bool average = req.reduce_op == ReduceOp::kAverage;
+  set.backend->reduce_scatter(input, result.bytes.data(), counts, req.dtype,
+                              average ? ReduceOp::kSum : req.reduce_op);
+  double post = req.postscale / (average ? static_cast<double>(n) : 1.0);
+  if (post != 1.0)
+    ops::scale(result.bytes.data(), counts[static_cast<size_t>(me)], req.dtype, post);
 }
 
 void Executor::finish_join(const Response& response) {

@@ -55,6 +55,9 @@ class Executor {
   void run_fused(const Response& response, std::vector<TensorEntry>& entries);
   void run_single(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
+  void run_alltoall(const Response& response, ProcessSetState& set, TensorEntry& entry);
+  void run_reducescatter(ProcessSetState& set, TensorEntry& entry);
+  static size_t row_bytes(const Request& req);
   void finish_join(const Response& response);
   void add_process_set(const Response& response);
   // Prescale, reduce, postscale (and average) `count` elements in place.
@@ -67,8 +70,9 @@ class Executor {
   Timeline& timeline_;
   int rank_;
   bool joined_ = false;
-  std::vector<std::byte> scratch_;  // a joined rank's contribution to a single allreduce
-  mutable std::mutex sets_mutex_;   // guards sets_' keys and members against members()
+  // A joined rank's contribution to a single allreduce; a prescaled copy of a reducescatter input.
+  std::vector<std::byte> scratch_;
+  mutable std::mutex sets_mutex_;  // guards sets_' keys and members against members()
   std::map<int, ProcessSetState> sets_;
 };
 

@@ -91,4 +91,9 @@ const OwnedTensor& Handle::output() const {
   return state_->output;
 }
 
+const std::vector<int64_t>& Handle::received_splits() const {
+  wait();
+  return state_->received_splits;
+}
+
 }  // namespace cohort

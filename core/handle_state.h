@@ -5,6 +5,7 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "cohort/types.h"
 
@@ -52,7 +53,8 @@ struct HandleState {
   int remaining;
   bool done = false;
   ErrorRecord error;
-  OwnedTensor output;  // written by the background thread before complete()
+  OwnedTensor output;                    // written by the background thread before complete()
+  std::vector<int64_t> received_splits;  // alltoall, likewise
 };
 
 }  // namespace cohort::detail

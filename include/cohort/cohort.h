@@ -85,6 +85,27 @@ void broadcast(std::string name, Tensor buffer, int root, ProcessSet set = {});
 Handle allgather_async(std::string name, Tensor input, ProcessSet set = {});
 OwnedTensor allgather(std::string name, Tensor input, ProcessSet set = {});
 
+// Sends rows of `input` (along its first dimension) to every rank of the set: splits[j] rows, in
+// order, to the set's j-th rank. Empty splits divide the first dimension evenly (it must then be
+// a multiple of the set's size). The result, in Handle::output(), concatenates in rank order the
+// rows every rank sent to this one; Handle::received_splits() says how many came from each.
+// Ranks may send different numbers of rows; dtypes and the other dimensions must match.
+Handle alltoall_async(std::string name, Tensor input, std::vector<int64_t> splits = {},
+                      ProcessSet set = {});
+struct AlltoallResult {
+  OwnedTensor output;
+  std::vector<int64_t> received_splits;
+};
+AlltoallResult alltoall(std::string name, Tensor input, std::vector<int64_t> splits = {},
+                        ProcessSet set = {});
+
+// Reduces `input` (same shape on every rank) like allreduce and gives each rank one block of the
+// result along the first dimension, in Handle::output(). The first dimension is split as evenly
+// as possible: with d rows over n ranks, rank r gets d / n rows, plus one if r < d % n (so the
+// first ranks get the extra rows, and a rank may get none).
+Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions options = {});
+OwnedTensor reducescatter(std::string name, Tensor input, AllreduceOptions options = {});
+
 // Returns once every rank has reached the barrier of the same name.
 Handle barrier_async(std::string name = "cohort.barrier", ProcessSet set = {});
 void barrier(std::string name = "cohort.barrier", ProcessSet set = {});

@@ -5,6 +5,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cohort/types.h"
 
@@ -26,8 +27,11 @@ class Handle {
   void wait() const;
   // Like wait(), but gives up after `timeout`; returns false if the collective is still running.
   bool wait_for(std::chrono::milliseconds timeout) const;
-  // The runtime-owned result of an allgather; valid after a successful wait().
+  // The runtime-owned result of an allgather, alltoall or reducescatter; waits for completion.
   const OwnedTensor& output() const;
+  // Alltoall: how many rows (of the first dimension) came from each rank of the process set, in
+  // rank order; waits for completion.
+  const std::vector<int64_t>& received_splits() const;
 
  private:
   std::shared_ptr<detail::HandleState> state_;

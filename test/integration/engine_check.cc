@@ -81,6 +81,58 @@ void check_join_identity_and_errors() {
   check(last >= 1 && last < n, "last joined rank is one of the late ranks");
 }
 
+// Rank i sends j + 1 rows to rank j; each row is 3 int64 values {i, j, k}.
+void check_alltoall() {
+  int n = cohort::size(), me = cohort::rank();
+  std::vector<int64_t> splits, data;
+  for (int j = 0; j < n; ++j) {
+    splits.push_back(j + 1);
+    for (int k = 0; k <= j; ++k) data.insert(data.end(), {me, j, k});
+  }
+  Tensor input = Tensor::of(std::span<int64_t>(data), {static_cast<int64_t>(data.size() / 3), 3});
+  AlltoallResult got = alltoall("alltoall uneven", input, splits);
+  check(got.received_splits == std::vector<int64_t>(static_cast<size_t>(n), me + 1),
+        "alltoall received splits");
+  check(got.output.shape == Shape{static_cast<int64_t>(n) * (me + 1), 3}, "alltoall shape");
+  auto rows = got.output.as<int64_t>();
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k <= me; ++k) {
+      size_t at = (static_cast<size_t>(i) * (me + 1) + k) * 3;
+      check(rows[at] == i && rows[at + 1] == me && rows[at + 2] == k, "alltoall row contents");
+    }
+  }
+  std::vector<float> even(static_cast<size_t>(2 * n), static_cast<float>(me));
+  AlltoallResult e = alltoall("alltoall even", Tensor::of(even));
+  check(e.output.as<float>()[2 * static_cast<size_t>(n) - 1] == static_cast<float>(n - 1),
+        "even alltoall: the last row comes from the last rank");
+  expect_error<InvalidArgument>([&] { alltoall("bad splits", Tensor::of(even), {1}); },
+                                "splits must be", "alltoall with wrong splits");
+}
+
+// 2n + 1 rows of 2 floats: the first rank gets 3 rows, the others 2.
+void check_reducescatter() {
+  int n = cohort::size(), me = cohort::rank();
+  int64_t rows = 2 * n + 1;
+  std::vector<float> data(static_cast<size_t>(rows) * 2);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) + me;
+  Tensor input = Tensor::of(std::span<float>(data), {rows, 2});
+  OwnedTensor sum = reducescatter("reducescatter", input);
+  int64_t mine = me == 0 ? 3 : 2;
+  int64_t first_row = me == 0 ? 0 : 3 + 2 * (me - 1);
+  check(sum.shape == Shape{mine, 2}, "reducescatter block shape");
+  float ranks_sum = static_cast<float>(n * (n - 1) / 2);
+  for (int64_t i = 0; i < mine * 2; ++i) {
+    float index = static_cast<float>(first_row * 2 + i);
+    check(sum.as<float>()[static_cast<size_t>(i)] == index * n + ranks_sum,
+          "reducescatter sum of element " + std::to_string(i));
+  }
+  OwnedTensor avg = reducescatter("reducescatter avg", input, {ReduceOp::kAverage, 2.0});
+  float index0 = static_cast<float>(first_row * 2);
+  check(avg.as<float>()[0] == 2.0f * (index0 * n + ranks_sum) / n,
+        "reducescatter prescaled average");
+  check(data[0] == static_cast<float>(me), "reducescatter leaves its input alone");
+}
+
 void check_process_sets() {
   int n = cohort::size(), me = cohort::rank();
   std::vector<int> tail(static_cast<size_t>(n - 1));
@@ -111,6 +163,14 @@ void check_process_sets() {
     check(all.shape[0] == n + 1 && all.as<int32_t>()[0] == 0 && all.as<int32_t>()[1] == n - 1,
           "allgather over a set is in the set's rank order");
     barrier("ends barrier", ends);
+    std::vector<int32_t> pair(4, me + 1);
+    OwnedTensor part = reducescatter(
+        "ends reducescatter", Tensor::of(std::span<int32_t>(pair), {4}), {.process_set = ends});
+    check(part.shape == Shape{2} && part.as<int32_t>()[0] == n + 1, "reducescatter over a set");
+    std::vector<int32_t> sent(2, me);
+    AlltoallResult swapped = alltoall("ends alltoall", Tensor::of(sent), {}, ends);
+    int other = me == 0 ? n - 1 : 0;
+    check(swapped.output.as<int32_t>()[me == 0 ? 1 : 0] == other, "alltoall over a set");
   }
   // The world keeps working, and the same names can be reused in another set.
   std::vector<float> w(2, 1.0f);
@@ -132,6 +192,8 @@ int main() {
   check_grouped_allreduce();
   check_join_uneven_steps();
   check_join_identity_and_errors();
+  check_alltoall();
+  check_reducescatter();
   check_process_sets();
   int rank = cohort::rank();
   cohort::shutdown();
