@@ -146,6 +146,10 @@ Config Config::from(const Getenv& getenv) {
     c.fusion_threshold =
         static_cast<size_t>(parse_integer("COHORT_FUSION_THRESHOLD", *v, 0, int64_t{1} << 40));
   }
+  if (auto v = getenv("COHORT_CACHE_CAPACITY")) {
+    c.cache_capacity =
+        static_cast<size_t>(parse_integer("COHORT_CACHE_CAPACITY", *v, 0, int64_t{1} << 24));
+  }
   if (auto v = getenv("COHORT_CYCLE_TIME")) {
     c.cycle_time = *v == "0" ? std::chrono::microseconds(0)
                              : parse_duration("COHORT_CYCLE_TIME", *v, "milliseconds", 1000);

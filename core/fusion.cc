@@ -38,6 +38,8 @@ std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t th
         taken[j] = true;
         group.names.push_back(ready[j].response.names.front());
         group.counts.push_back(num_elements(ready[j].description.shape));
+        const auto& ids = ready[j].response.cache_ids;
+        if (!group.cache_ids.empty()) group.cache_ids.push_back(ids.empty() ? 0 : ids.front());
         group.rebind = group.rebind || ready[j].response.rebind;
       }
     }

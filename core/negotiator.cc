@@ -138,7 +138,8 @@ std::optional<std::string> find_mismatch(const std::string& name,
   return std::nullopt;
 }
 
-Negotiator::Negotiator(int size) : size_(size), shut_down_(size, false), joined_(size, false) {
+Negotiator::Negotiator(int size, ResponseCache* cache)
+    : size_(size), cache_(cache), shut_down_(size, false), joined_(size, false) {
   std::vector<int> everyone(size);
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = std::move(everyone);
@@ -279,6 +280,9 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
       response.process_set = sets_.rbegin()->first + 1;
       const auto& ranks = description(entry).members;
       add_process_set(response.process_set, std::vector<int>(ranks.begin(), ranks.end()));
+    }
+    if (cache_ && response.kind == Response::Kind::kExecute) {
+      response.cache_ids = {cache_->put(description(entry))};
     }
     ready.push_back({std::move(response), description(entry)});
     table_.erase(key);

@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "core/request.h"
+#include "core/response_cache.h"
 
 namespace cohort {
 
 class Negotiator {
  public:
-  explicit Negotiator(int size);
+  // With a `cache`, responses carry response-cache ids (see core/response_cache.h).
+  explicit Negotiator(int size, ResponseCache* cache = nullptr);
 
   // Records that `rank` submitted `request`; returns how many ranks have now submitted its name.
   int add(int rank, Request request);
@@ -68,6 +70,7 @@ class Negotiator {
   std::optional<std::string> orphaned_by_shutdown(const Entry& entry) const;
 
   int size_;
+  ResponseCache* cache_;
   std::map<Key, Entry> table_;
   std::vector<Key> ready_order_;
   // Members of grouped allreduces that are ready, held until their whole group is.

@@ -1,6 +1,7 @@
 #include "core/request.h"
 
 #include "cohort/errors.h"
+#include "core/response_cache.h"
 #include "core/wire.h"
 
 namespace cohort {
@@ -78,6 +79,8 @@ std::string_view to_string(OpType type) {
 std::vector<std::byte> encode(const RequestList& list) {
   wire::Writer w;
   w.u8(list.shutdown ? 1 : 0);
+  w.u64(list.applied);
+  w.u32s(list.hits);
   w.u32(static_cast<uint32_t>(list.requests.size()));
   for (const auto& r : list.requests) write_request(w, r);
   return std::move(w.bytes());
@@ -87,6 +90,8 @@ RequestList decode_request_list(std::span<const std::byte> bytes) {
   wire::Reader rd(bytes);
   RequestList list;
   list.shutdown = rd.u8() != 0;
+  list.applied = rd.u64();
+  list.hits = rd.u32s();
   uint32_t n = rd.u32();
   for (uint32_t i = 0; i < n; ++i) list.requests.push_back(read_request(rd));
   rd.expect_done();
@@ -97,12 +102,17 @@ std::vector<std::byte> encode(const ResponseList& list) {
   wire::Writer w;
   w.u8(list.shutdown ? 1 : 0);
   w.str(list.abort_reason);
+  w.u32s(list.evicted);
   w.u32(static_cast<uint32_t>(list.responses.size()));
   for (const auto& r : list.responses) {
     w.u8(static_cast<uint8_t>(r.kind));
     w.u8(static_cast<uint8_t>(r.type));
     w.u32(static_cast<uint32_t>(r.names.size()));
-    for (const auto& name : r.names) w.str(name);
+    for (size_t i = 0; i < r.names.size(); ++i) {
+      uint32_t id = i < r.cache_ids.size() ? r.cache_ids[i] : 0;
+      w.u32(id);
+      if (id == 0 || introduces(id)) w.str(r.names[i]);
+    }
     w.str(r.error);
     w.i32(r.process_set);
     w.i64s(r.first_dims);
@@ -120,13 +130,19 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
   ResponseList list;
   list.shutdown = rd.u8() != 0;
   list.abort_reason = rd.str();
+  list.evicted = rd.u32s();
   uint32_t n = rd.u32();
   for (uint32_t i = 0; i < n; ++i) {
     Response r;
     r.kind = checked_enum<Response::Kind>(rd.u8(), 3, "response kind");
     r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
     uint32_t names = rd.u32();
-    for (uint32_t j = 0; j < names; ++j) r.names.push_back(rd.str());
+    for (uint32_t j = 0; j < names; ++j) {
+      uint32_t id = rd.u32();
+      r.cache_ids.push_back(id);
+      // A known id comes alone: CacheView::apply fills in its name.
+      r.names.push_back(id == 0 || introduces(id) ? rd.str() : std::string());
+    }
     r.error = rd.str();
     r.process_set = rd.i32();
     r.first_dims = rd.i64s();

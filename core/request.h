@@ -51,7 +51,10 @@ struct Request {
 
 struct RequestList {
   std::vector<Request> requests;
+  // Cached submissions: (id << 1) | buffer_changed, for ids of the response cache.
+  std::vector<uint32_t> hits;
   bool shutdown = false;  // this rank has asked to shut down
+  uint64_t applied = 0;   // how many response lists this rank has applied
 };
 
 struct Response {
@@ -60,6 +63,9 @@ struct Response {
   Kind kind = Kind::kExecute;
   OpType type = OpType::kAllreduce;
   std::vector<std::string> names;
+  // Parallel to names when not empty: response-cache ids (see core/response_cache.h). On the
+  // wire a name whose id is known is sent as the id alone.
+  std::vector<uint32_t> cache_ids;
   std::string error;
   int32_t process_set = 0;
   // For allgather: every member's first dimension, in set-rank order. For alltoall: the rows
@@ -81,6 +87,8 @@ struct ResponseList {
   bool shutdown = false;  // every rank has asked to shut down: stop after these responses
   // Non-empty when rank 0 has failed: why. Receivers fail with this reason.
   std::string abort_reason;
+  // Response-cache ids evicted by this list.
+  std::vector<uint32_t> evicted;
 };
 
 std::vector<std::byte> encode(const RequestList& list);

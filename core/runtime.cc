@@ -46,7 +46,8 @@ Runtime::Runtime(const Config& config) : config_(config), queue_([this] { contro
   compute_topology();
   connect_control_channel();
   if (topology_.rank == 0) {
-    negotiator_.emplace(topology_.size);
+    cache_.emplace(config_.cache_capacity, topology_.size);
+    negotiator_.emplace(topology_.size, &*cache_);
     if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
   }
   executor_.emplace(std::move(backend_), queue_, timeline_);
@@ -242,6 +243,8 @@ void Runtime::coordinator_step(std::vector<ControlMessage> messages, std::vector
   }
   for (auto& message : messages) {
     RequestList list = decode_request_list(message.payload);
+    cache_->acknowledge(message.peer, list.applied);
+    for (uint32_t hit : list.hits) negotiate(message.peer, cached_request(hit));
     for (auto& request : list.requests) negotiate(message.peer, std::move(request));
     if (list.shutdown) negotiator.mark_shut_down(message.peer);
   }
@@ -251,11 +254,24 @@ void Runtime::coordinator_step(std::vector<ControlMessage> messages, std::vector
     for (const auto& name : response.names) timeline_.negotiation_ended(name);
   }
   if (out.responses.empty() && !out.shutdown) return;
+  out.evicted = cache_->take_evicted();
+  cache_->sent(++sent_lists_);
   auto bytes = encode(out);
   for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
   // Every rank needs the whole list before it can join the collectives in it.
   control_.flush(config_.timeout);
   execute(out);
+}
+
+Request Runtime::cached_request(uint32_t hit) const {
+  const Request* cached = cache_->find(hit >> 1);
+  if (!cached) {
+    throw InternalError("a rank referred to cached tensor id " + std::to_string(hit >> 1) +
+                        ", which rank 0 does not know");
+  }
+  Request request = *cached;
+  request.buffer_changed = (hit & 1) != 0;
+  return request;
 }
 
 void Runtime::negotiate(int rank, Request request) {
@@ -303,16 +319,29 @@ void Runtime::inspect_stalls(std::vector<Response>& responses) {
 }
 
 void Runtime::worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
-  RequestList list{std::move(fresh)};
+  RequestList list;
+  list.applied = applied_lists_;
+  for (auto& request : fresh) {
+    if (auto id = cache_view_.hit(request)) {
+      list.hits.push_back((*id << 1) | (request.buffer_changed ? 1 : 0));
+    } else {
+      cache_view_.sent_in_full(request);
+      list.requests.push_back(std::move(request));
+    }
+  }
   if (shutdown_requested_ && !shutdown_announced_) {
     list.shutdown = true;
     shutdown_announced_ = true;
   }
-  if (!list.requests.empty() || list.shutdown) control_.send(0, encode(list));
+  if (!list.requests.empty() || !list.hits.empty() || list.shutdown) {
+    control_.send(0, encode(list));
+  }
   for (auto& message : messages) {
     ResponseList responses = decode_response_list(message.payload);
     if (!responses.abort_reason.empty()) throw InternalError(responses.abort_reason);
+    cache_view_.apply(responses);
     execute(responses);
+    ++applied_lists_;
     if (responses.shutdown) break;
   }
 }

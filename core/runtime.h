@@ -15,6 +15,7 @@
 #include "core/control_channel.h"
 #include "core/executor.h"
 #include "core/negotiator.h"
+#include "core/response_cache.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "core/topology.h"
@@ -58,6 +59,8 @@ class Runtime {
   void coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
   void inspect_stalls(std::vector<Response>& responses);
   void negotiate(int rank, Request request);
+  // The request a worker's cache hit stands for.
+  Request cached_request(uint32_t hit) const;
   std::chrono::microseconds wait_timeout();
   void worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
   void execute(const ResponseList& list);
@@ -74,7 +77,11 @@ class Runtime {
   Topology topology_;
   ControlChannel control_;
   TensorQueue queue_;
+  std::optional<ResponseCache> cache_;    // rank 0 only
   std::optional<Negotiator> negotiator_;  // rank 0 only
+  uint64_t sent_lists_ = 0;               // rank 0: response lists sent
+  CacheView cache_view_;                  // other ranks
+  uint64_t applied_lists_ = 0;            // other ranks: response lists applied
   Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
   std::optional<Executor> executor_;      // background thread only, but for members()
 

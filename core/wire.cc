@@ -21,8 +21,11 @@ void Writer::str(const std::string& s) {
 }
 
 void Writer::i64s(const std::vector<int64_t>& values) {
-  u32(static_cast<uint32_t>(values.size()));
-  for (int64_t v : values) i64(v);
+  numbers(values);
+}
+
+void Writer::u32s(const std::vector<uint32_t>& values) {
+  numbers(values);
 }
 
 void Reader::raw(void* out, size_t n) {
@@ -55,6 +58,11 @@ int64_t Reader::i64() {
   raw(&v, sizeof v);
   return v;
 }
+uint64_t Reader::u64() {
+  uint64_t v;
+  raw(&v, sizeof v);
+  return v;
+}
 double Reader::f64() {
   double v;
   raw(&v, sizeof v);
@@ -69,12 +77,21 @@ std::string Reader::str() {
   return s;
 }
 
-std::vector<int64_t> Reader::i64s() {
+template <typename T>
+std::vector<T> Reader::numbers() {
   uint32_t n = u32();
   if (n > kMaxFieldElements) throw InternalError("malformed control message: list too long");
-  std::vector<int64_t> values(n);
-  for (auto& v : values) v = i64();
+  std::vector<T> values(n);
+  if (n > 0) raw(values.data(), n * sizeof(T));
   return values;
+}
+
+std::vector<int64_t> Reader::i64s() {
+  return numbers<int64_t>();
+}
+
+std::vector<uint32_t> Reader::u32s() {
+  return numbers<uint32_t>();
 }
 
 void Reader::expect_done() const {

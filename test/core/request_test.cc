@@ -2,6 +2,7 @@
 
 #include "cohort/errors.h"
 #include "core/request.h"
+#include "core/response_cache.h"
 
 using namespace cohort;
 
@@ -51,6 +52,60 @@ TEST_CASE("corrupt messages raise instead of reading out of bounds") {
   trailing.push_back(std::byte{0});
   CHECK_THROWS_AS(decode_request_list(trailing), InternalError);
   auto bad_enum = bytes;
-  bad_enum[1 + 4 + 4 + 6] = std::byte{200};  // the op type after shutdown, count, name
+  // The op type after shutdown, applied, no hits, count, name.
+  bad_enum[1 + 8 + 4 + 4 + 4 + 6] = std::byte{200};
   CHECK_THROWS_WITH(decode_request_list(bad_enum), Catch::Matchers::Contains("bad op type"));
+}
+
+TEST_CASE("cached names travel as ids and resolve through the cache view") {
+  ResponseCache cache(2, 2);
+  CacheView view;
+  Request a{.name = "a", .shape = {4}};
+  view.sent_in_full(a);
+  uint32_t wire = cache.put(a);
+  REQUIRE(introduces(wire));
+  ResponseList list;
+  list.responses.push_back({.names = {"a"}, .cache_ids = {wire}});
+  ResponseList back = decode_response_list(encode(list));
+  view.apply(back);
+  REQUIRE(view.hit(a) == cache_id(wire));
+  CHECK(*cache.find(cache_id(wire)) == Request{.name = "a", .shape = {4}, .buffer_changed = false});
+
+  // Known ids travel without their name and are resolved by the view.
+  uint32_t again = cache.put(a);
+  CHECK(again == cache_id(wire));
+  list.responses[0].cache_ids = {again};
+  auto bytes = encode(list);
+  back = decode_response_list(bytes);
+  CHECK(back.responses[0].names[0].empty());
+  view.apply(back);
+  CHECK(back.responses[0].names[0] == "a");
+  CHECK(bytes.size() < encode(ResponseList{.responses = {{.names = {"a"}}}}).size() + 1);
+
+  // Other parameters under the same name are a miss, and never reuse the old id.
+  Request a8 = a;
+  a8.shape = {8};
+  CHECK_FALSE(view.hit(a8));
+  uint32_t other = cache.put(a8);
+  CHECK(cache_id(other) != cache_id(wire));
+  CHECK(cache.take_evicted() == std::vector<uint32_t>{cache_id(wire)});
+  // The evicted id still resolves until every rank has applied the list that evicted it.
+  CHECK(cache.find(cache_id(wire)) != nullptr);
+  cache.sent(1);  // the list announcing the eviction
+  cache.acknowledge(1, 0);
+  CHECK(cache.find(cache_id(wire)) != nullptr);
+  cache.acknowledge(1, 1);
+  CHECK(cache.find(cache_id(wire)) == nullptr);
+}
+
+TEST_CASE("the cache evicts the least recently used entry and can be turned off") {
+  ResponseCache cache(2, 2);
+  auto a = cache_id(cache.put(Request{.name = "a"}));
+  auto b = cache_id(cache.put(Request{.name = "b"}));
+  cache.put(Request{.name = "a"});  // a is now the most recently used
+  cache.put(Request{.name = "c"});
+  CHECK(cache.take_evicted() == std::vector<uint32_t>{b});
+  CHECK(cache.find(a) != nullptr);
+  CHECK(ResponseCache(0, 2).put(Request{.name = "a"}) == 0);
+  CHECK(ResponseCache(4, 2).put(Request{.name = "g", .type = OpType::kAllgather}) == 0);
 }

@@ -1,0 +1,136 @@
+#include "core/response_cache.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "cohort/errors.h"
+
+namespace cohort {
+namespace {
+
+// Ids rank 0 introduces in a response carry this bit: the name follows on the wire.
+constexpr uint32_t kIntroduced = 0x8000'0000u;
+constexpr uint32_t kLastId = kIntroduced - 1;
+
+bool same_parameters(Request a, const Request& b) {
+  a.buffer_changed = b.buffer_changed;
+  return a == b;
+}
+
+}  // namespace
+
+bool cacheable(const Request& request) {
+  return request.type == OpType::kAllreduce || request.type == OpType::kBroadcast ||
+         request.type == OpType::kReducescatter;
+}
+
+uint32_t cache_id(uint32_t wire) {
+  return wire & ~kIntroduced;
+}
+bool introduces(uint32_t wire) {
+  return (wire & kIntroduced) != 0;
+}
+
+ResponseCache::ResponseCache(size_t capacity, int size) : capacity_(capacity), applied_(size, 0) {}
+
+uint32_t ResponseCache::put(const Request& request) {
+  if (capacity_ == 0 || !cacheable(request)) return 0;
+  if (auto it = by_name_.find(request.name); it != by_name_.end()) {
+    Slot& slot = live_.at(it->second);
+    if (same_parameters(slot.request, request)) {
+      lru_.splice(lru_.begin(), lru_, slot.lru);
+      return it->second;
+    }
+    evict(it->second);  // the same name with other parameters: never reuse the old entry
+  }
+  if (next_id_ > kLastId) return 0;  // ids are never reused; after 2^31 of them, stop caching
+  if (live_.size() >= capacity_) evict(lru_.back());
+  uint32_t id = next_id_++;
+  lru_.push_front(id);
+  Request stored = request;
+  stored.buffer_changed = false;
+  live_.emplace(id, Slot{std::move(stored), lru_.begin()});
+  by_name_[request.name] = id;
+  return id | kIntroduced;
+}
+
+void ResponseCache::evict(uint32_t id) {
+  auto it = live_.find(id);
+  by_name_.erase(it->second.request.name);
+  lru_.erase(it->second.lru);
+  // Until the list announcing it has been applied everywhere, a rank may still send this id.
+  retired_[sequence_ + 1].emplace_back(id, std::move(it->second.request));
+  live_.erase(it);
+  evicted_.push_back(id);
+}
+
+const Request* ResponseCache::find(uint32_t id) const {
+  if (auto it = live_.find(id); it != live_.end()) return &it->second.request;
+  for (const auto& [sequence, ids] : retired_) {
+    for (const auto& [retired, request] : ids) {
+      if (retired == id) return &request;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<uint32_t> ResponseCache::take_evicted() {
+  return std::exchange(evicted_, {});
+}
+
+void ResponseCache::acknowledge(int rank, uint64_t applied) {
+  applied_.at(static_cast<size_t>(rank)) = applied;
+  // Rank 0 itself applies every list as it sends it.
+  applied_[0] = sequence_;
+  uint64_t everywhere = *std::min_element(applied_.begin(), applied_.end());
+  retired_.erase(retired_.begin(), retired_.upper_bound(everywhere));
+}
+
+std::optional<uint32_t> CacheView::hit(const Request& request) const {
+  if (!cacheable(request)) return std::nullopt;
+  auto id = id_of_.find(request.name);
+  if (id == id_of_.end()) return std::nullopt;
+  const Known& known = by_id_.at(id->second);
+  if (!known.request || !same_parameters(*known.request, request)) return std::nullopt;
+  return id->second;
+}
+
+void CacheView::sent_in_full(const Request& request) {
+  if (cacheable(request)) in_full_[request.name] = request;
+}
+
+void CacheView::apply(ResponseList& list) {
+  for (auto& response : list.responses) {
+    for (size_t i = 0; i < response.cache_ids.size(); ++i) {
+      uint32_t wire = response.cache_ids[i];
+      uint32_t id = cache_id(wire);
+      std::string& name = response.names[i];
+      if (id != 0 && introduces(wire)) {
+        auto sent = in_full_.find(name);
+        Known known{name, std::nullopt};
+        if (sent != in_full_.end()) known.request = sent->second;
+        by_id_[id] = std::move(known);
+        id_of_[name] = id;
+      } else if (id != 0) {
+        auto known = by_id_.find(id);
+        if (known == by_id_.end()) {
+          throw InternalError("rank 0 referred to cached tensor id " + std::to_string(id) +
+                              ", which this rank does not know");
+        }
+        name = known->second.name;
+      }
+    }
+    for (const auto& name : response.names) in_full_.erase(name);
+  }
+  // Last: an id may be introduced and evicted by the same list.
+  for (uint32_t id : list.evicted) {
+    auto it = by_id_.find(id);
+    if (it == by_id_.end()) continue;
+    if (auto named = id_of_.find(it->second.name); named != id_of_.end() && named->second == id) {
+      id_of_.erase(named);
+    }
+    by_id_.erase(it);
+  }
+}
+
+}  // namespace cohort
