@@ -58,23 +58,27 @@ bool per_rank_first_dim(OpType type) {
   return type == OpType::kAllgather || type == OpType::kAlltoall;
 }
 
-// True when every submitted request says the same as the first in everything the ranks must
-// agree on: the common case, checked without building any message.
+// Whether two ranks' requests agree in everything the ranks must agree on (for allgather and
+// alltoall the first dimension and the splits are each rank's own).
+bool agree(const Request& a, const Request& b) {
+  bool scalars = a.type == b.type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
+                 a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
+                 a.process_set == b.process_set && a.group_size == b.group_size &&
+                 a.group == b.group && a.members == b.members;
+  if (!scalars) return false;
+  if (!per_rank_first_dim(a.type)) return a.shape == b.shape && a.splits == b.splits;
+  return a.shape.size() == b.shape.size() &&
+         (a.shape.empty() || std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1));
+}
+
+// True when every submitted request agrees with the first: the common case, checked without
+// building any message.
 bool all_agree(const std::vector<std::optional<Request>>& by_rank) {
   const Request* first = nullptr;
   for (const auto& r : by_rank) {
     if (!r) continue;
-    if (!first) {
-      first = &*r;
-      continue;
-    }
-    Request a = *first, b = *r;
-    a.buffer_changed = b.buffer_changed;
-    if (per_rank_first_dim(a.type)) {
-      a.splits = b.splits;
-      if (!a.shape.empty() && !b.shape.empty()) a.shape[0] = b.shape[0];
-    }
-    if (!(a == b)) return false;
+    if (!first) first = &*r;
+    if (!agree(*first, *r)) return false;
   }
   return true;
 }
