@@ -1,8 +1,8 @@
 // The NCCL backend on real GPUs: every operation on device memory against results computed on the
-// host (the same checks as the Gloo and MPI backends, through a wrapper that stages host buffers
-// in device memory). Runs alone (a world of one), under mpirun or under cohortrun, one GPU per
-// rank of a host. Exits 77 (reported by ctest as skipped) when there is no usable GPU or fewer
-// GPUs than ranks on this host, 1 on any mismatch (printed), 0 otherwise.
+// host (the checks of backend_checks.h that the MPI and Gloo backends pass, through a wrapper
+// that stages host buffers in device memory). Runs alone (a world of one), under mpirun or under
+// cohortrun, one GPU per rank of a host. Exits 77 (reported by ctest as skipped) when there is no
+// usable GPU or fewer GPUs than ranks on this host, 1 on any mismatch (printed), 0 otherwise.
 #include <cuda_runtime.h>
 
 #include <csignal>
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "backend_checks.h"
 #include "cohort/errors.h"
-#include "collective_matrix.h"
 #include "core/backend_factory.h"
 #include "core/config.h"
 #include "ops/nccl_backend.h"
@@ -22,14 +22,6 @@ using namespace cohort;
 using namespace cohort::ops;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what, int rank) {
-  if (ok) return;
-  std::fprintf(stderr, "rank %d: %s\n", rank, what.c_str());
-  ++failures;
-}
 
 void cuda(cudaError_t rc, const char* call) {
   if (rc != cudaSuccess)
@@ -107,76 +99,6 @@ class HostStaged final : public Backend {
   std::unique_ptr<Backend> device_;
 };
 
-void check_collectives(Backend& b) {
-  std::string error = testing::check_allreduce_matrix(b, {0, 1, 7, 33, 1000}, size_t{1} << 20);
-  expect(error.empty(), error, b.rank());
-  for (int root = 0; root < b.size(); ++root) {
-    std::vector<int64_t> data(100000, b.rank() == root ? root + 10 : -1);
-    b.broadcast(data.data(), data.size() * sizeof(int64_t), root);
-    expect(data.front() == root + 10 && data.back() == root + 10, "broadcast", b.rank());
-  }
-  for (bool even : {false, true}) {  // grouped broadcasts, then ncclAllGather
-    std::vector<size_t> counts(b.size());
-    for (int r = 0; r < b.size(); ++r) counts[r] = even ? 5 : (r == 0 ? 0 : r + 2);
-    std::vector<char> mine(counts[b.rank()], static_cast<char>(b.rank()));
-    std::vector<char> all(std::accumulate(counts.begin(), counts.end(), size_t{0}), -1);
-    b.allgatherv(mine.data(), all.data(), counts);
-    for (size_t at = 0, r = 0; r < counts.size(); ++r) {
-      for (size_t i = 0; i < counts[r]; ++i, ++at) {
-        expect(all[at] == static_cast<char>(r), "allgatherv byte " + std::to_string(at), b.rank());
-      }
-    }
-  }
-  for (size_t scale : {size_t{1}, size_t{50001}}) {
-    error = testing::check_alltoallv_matrix(b, scale);
-    expect(error.empty(), error, b.rank());
-  }
-  error = testing::check_alltoallv_matrix(b, 7, b.size() - 1);
-  expect(error.empty(), "with an idle rank: " + error, b.rank());
-  const size_t pattern[] = {3, 0, 5, 1};
-  for (size_t scale : {size_t{1}, size_t{20011}}) {
-    std::vector<size_t> uneven, even(b.size(), scale + 2);
-    for (int r = 0; r < b.size(); ++r) uneven.push_back(pattern[r % 4] * scale + (r == 0));
-    for (const auto& counts : {uneven, even}) {
-      error = testing::check_reduce_scatter_matrix(b, counts);
-      expect(error.empty(), error, b.rank());
-    }
-  }
-  b.barrier();
-}
-
-// A split of the last ranks (or of the one rank) and the parent working after it.
-void check_split(Backend& b) {
-  std::vector<int> tail;
-  for (int r = std::max(0, b.size() - 2); r < b.size(); ++r) tail.push_back(r);
-  if (b.rank() >= tail.front()) {
-    auto sub = b.split(tail, "tail");
-    std::string error = testing::check_allreduce_matrix(*sub, {1, 33});
-    expect(error.empty(), "split: " + error, b.rank());
-    error = testing::check_reduce_scatter_matrix(*sub, std::vector<size_t>(sub->size(), 3));
-    expect(error.empty(), "split: " + error, b.rank());
-    sub->barrier();
-  }
-  std::string error = testing::check_allreduce_matrix(b, {7});
-  expect(error.empty(), "parent after a split: " + error, b.rank());
-}
-
-void check_errors(Backend& b) {
-  float x = 1;
-  try {
-    b.allreduce(&x, 1, DataType::kFloat32, ReduceOp::kAverage, {"x", true});
-    expect(false, "allreduce with average did not throw", b.rank());
-  } catch (const InvalidArgument&) {
-  }
-  std::vector<size_t> wrong(b.size() + 1, 1);
-  std::vector<float> in(wrong.size()), out(wrong.size());
-  try {
-    b.reduce_scatter(in.data(), out.data(), wrong, DataType::kFloat32, ReduceOp::kSum);
-    expect(false, "reduce_scatter with a count too many did not throw", b.rank());
-  } catch (const InvalidArgument&) {
-  }
-}
-
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::atoi(value) : fallback;
@@ -203,19 +125,19 @@ int main() {
       return kSkip;
     }
     auto cpu = make_backend(config);
+    int failures = 0;
     {
       HostStaged b(make_nccl_backend(*cpu, local_rank, config.timeout));
-      check_collectives(b);
-      check_split(b);
-      check_errors(b);
-      b.barrier();
+      testing::BackendChecks checks(b);
+      checks.run_all();
+      failures = checks.failures();
     }
     cpu->barrier();  // no rank closes its connections while a peer still uses them
     std::printf("rank %d of %d: %s\n", cpu->rank(), cpu->size(),
                 failures == 0 ? "every check passed" : "FAILED");
+    return failures == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "exception: %s\n", e.what());
     return 1;
   }
-  return failures == 0 ? 0 : 1;
 }
