@@ -1,0 +1,343 @@
+#include "ops/nccl_backend.h"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cohort/errors.h"
+#include "ops/backend_args.h"
+#include "ops/nccl_call.h"
+
+namespace cohort::ops {
+namespace {
+
+ncclDataType_t nccl_type(DataType dtype) {
+  switch (dtype) {
+    case DataType::kUInt8:
+    case DataType::kBool:  // 0 or 1, reduced with max and min (see nccl_op)
+      return ncclUint8;
+    case DataType::kInt8:
+      return ncclInt8;
+    case DataType::kInt32:
+      return ncclInt32;
+    case DataType::kInt64:
+      return ncclInt64;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat64:
+      return ncclFloat64;
+  }
+  throw InvalidArgument("NCCL backend: unknown data type " +
+                        std::to_string(static_cast<int>(dtype)));
+}
+
+// Bool is logical everywhere in Cohort: sum and max are OR, product and min are AND, which on
+// 0/1 values are max and min.
+ncclRedOp_t nccl_op(const char* what, DataType dtype, ReduceOp op) {
+  check_reduce_op(what, op);
+  bool logical = dtype == DataType::kBool;
+  switch (op) {
+    case ReduceOp::kSum:
+      return logical ? ncclMax : ncclSum;
+    case ReduceOp::kProduct:
+      return logical ? ncclMin : ncclProd;
+    case ReduceOp::kMin:
+      return ncclMin;
+    case ReduceOp::kMax:
+    case ReduceOp::kAverage:  // rejected by check_reduce_op above
+      break;
+  }
+  return ncclMax;
+}
+
+bool all_equal(std::span<const size_t> counts) {
+  return std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
+}
+
+struct StreamDestroyer {
+  void operator()(CUstream_st* stream) const { cudaStreamDestroy(stream); }
+};
+struct DeviceFree {
+  void operator()(void* memory) const { cudaFree(memory); }
+};
+
+// Finalizes (bounded) and destroys a communicator; aborts it if finalizing fails or hangs.
+struct CommCloser {
+  std::chrono::milliseconds timeout;
+  void operator()(ncclComm* comm) const {
+    try {
+      check_nccl(ncclCommFinalize(comm), "ncclCommFinalize", comm);
+      wait_comm_ready(comm, timeout, "ncclCommFinalize");
+      check_nccl(ncclCommDestroy(comm), "ncclCommDestroy", comm);
+    } catch (const InternalError&) {
+      ncclCommAbort(comm);
+    }
+  }
+};
+
+class NcclBackend final : public Backend {
+ public:
+  // `owned` is null or the object `bootstrap` refers to (a split's CPU backend).
+  NcclBackend(Backend& bootstrap, std::unique_ptr<Backend> owned, int device,
+              std::chrono::milliseconds timeout)
+      : owned_bootstrap_(std::move(owned)),
+        bootstrap_(bootstrap),
+        rank_(bootstrap.rank()),
+        size_(bootstrap.size()),
+        device_(device),
+        timeout_(timeout),
+        comm_(nullptr, CommCloser{timeout}) {
+    ncclUniqueId id{};
+    agree_on_readiness(prepare(id));
+    bootstrap_.broadcast(&id, sizeof id, 0);
+    join(id);
+  }
+
+  ~NcclBackend() override { cudaSetDevice(device_); }
+
+  std::string_view name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
+                 const BufferBinding&) override {
+    ncclRedOp_t nop = nccl_op("NCCL allreduce", dtype, op);
+    if (count == 0) return;
+    run("allreduce", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclAllReduce(buffer, buffer, count, nccl_type(dtype), nop, comm, stream),
+                 "ncclAllReduce", comm);
+    });
+  }
+
+  void broadcast(void* buffer, size_t bytes, int root) override {
+    if (root < 0 || root >= size_) {
+      throw InvalidArgument("NCCL broadcast: root " + std::to_string(root) + " is not a rank");
+    }
+    if (bytes == 0) return;
+    run("broadcast", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, comm, stream),
+                 "ncclBroadcast", comm);
+    });
+  }
+
+  void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
+    check_rank_counts("NCCL allgatherv", counts, size_);
+    if (std::accumulate(counts.begin(), counts.end(), size_t{0}) == 0) return;
+    run("allgatherv", [&](ncclComm_t comm, cudaStream_t stream) {
+      if (all_equal(counts)) {
+        check_nccl(ncclAllGather(input, output, counts[0], ncclUint8, comm, stream),
+                   "ncclAllGather", comm);
+        return;
+      }
+      // NCCL has no allgatherv: one broadcast per contributing rank, fused by the group so
+      // that they progress together.
+      auto* out = static_cast<std::byte*>(output);
+      for (int r = 0; r < size_; out += counts[r], ++r) {
+        if (counts[r] == 0) continue;
+        check_nccl(ncclBroadcast(input, out, counts[r], ncclUint8, r, comm, stream),
+                   "ncclBroadcast", comm);
+      }
+    });
+  }
+
+  void barrier() override {
+    run("barrier", [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclAllReduce(scratch_.get(), scratch_.get(), 1, ncclInt32, ncclSum, comm, stream),
+                 "ncclAllReduce", comm);
+    });
+  }
+
+  void alltoallv(const void* input, std::span<const size_t> send_counts, void* output,
+                 std::span<const size_t> recv_counts) override {
+    check_alltoallv("NCCL alltoallv", send_counts, recv_counts, rank_, size_);
+    size_t sent = std::accumulate(send_counts.begin(), send_counts.end(), size_t{0});
+    size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), size_t{0});
+    check_disjoint("NCCL alltoallv", input, sent, output, received);
+    // Transfers are pairwise, so a rank that moves nothing has no peer waiting for it.
+    if (sent == 0 && received == 0) return;
+    run("alltoallv", [&](ncclComm_t comm, cudaStream_t stream) {
+      const auto* in = static_cast<const std::byte*>(input);
+      auto* out = static_cast<std::byte*>(output);
+      for (int p = 0; p < size_; in += send_counts[p], out += recv_counts[p], ++p) {
+        if (p == rank_) {
+          if (send_counts[p] == 0) continue;
+          check_cuda(cudaMemcpyAsync(out, in, send_counts[p], cudaMemcpyDefault, stream),
+                     "cudaMemcpyAsync");
+          continue;
+        }
+        // Both ends of an empty transfer skip it: send_counts[p] here is recv_counts[r] there.
+        if (send_counts[p] > 0) {
+          check_nccl(ncclSend(in, send_counts[p], ncclUint8, p, comm, stream), "ncclSend", comm);
+        }
+        if (recv_counts[p] > 0) {
+          check_nccl(ncclRecv(out, recv_counts[p], ncclUint8, p, comm, stream), "ncclRecv", comm);
+        }
+      }
+    });
+  }
+
+  void reduce_scatter(const void* input, void* output, std::span<const size_t> counts,
+                      DataType dtype, ReduceOp op) override {
+    check_reduce_scatter("NCCL reduce_scatter", input, output, counts, dtype, op, rank_, size_);
+    ncclRedOp_t nop = nccl_op("NCCL reduce_scatter", dtype, op);
+    ncclDataType_t type = nccl_type(dtype);
+    if (std::accumulate(counts.begin(), counts.end(), size_t{0}) == 0) return;
+    run("reduce_scatter", [&](ncclComm_t comm, cudaStream_t stream) {
+      if (all_equal(counts)) {
+        check_nccl(ncclReduceScatter(input, output, counts[0], type, nop, comm, stream),
+                   "ncclReduceScatter", comm);
+        return;
+      }
+      // ncclReduceScatter takes equal blocks: uneven ones are reduced one per owner, fused by
+      // the group. The traffic is the same; NCCL only schedules P operations instead of one.
+      const auto* in = static_cast<const std::byte*>(input);
+      for (int r = 0; r < size_; in += counts[r] * element_size(dtype), ++r) {
+        if (counts[r] == 0) continue;
+        void* mine = r == rank_ ? output : nullptr;  // NCCL writes only on the root
+        check_nccl(ncclReduce(in, mine, counts[r], type, nop, r, comm, stream), "ncclReduce", comm);
+      }
+    });
+  }
+
+  std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
+    check_split("NCCL split", ranks, rank_, size_);
+    // The members alone need a channel to share the new id: a split of the CPU bootstrap, keyed
+    // apart from any split the caller makes of that backend itself.
+    auto members = bootstrap_.split(ranks, "nccl." + key);
+    Backend& channel = *members;
+    return std::make_unique<NcclBackend>(channel, std::move(members), device_, timeout_);
+  }
+
+ private:
+  // Readies this rank's device (and, on rank 0, the communicator's id); returns "" or the reason
+  // it failed.
+  std::string prepare(ncclUniqueId& id) {
+    try {
+      check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+      cudaStream_t stream = nullptr;
+      check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+      stream_.reset(stream);
+      void* scratch = nullptr;
+      check_cuda(cudaMalloc(&scratch, sizeof(int32_t)), "cudaMalloc");
+      scratch_.reset(scratch);
+      if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      return "";
+    } catch (const InternalError& e) {
+      return e.what();
+    }
+  }
+
+  // Every rank learns whether every rank is ready before any waits in ncclCommInitRank for a
+  // rank that will never come; all throw together, naming the ranks that failed.
+  void agree_on_readiness(const std::string& local_failure) {
+    std::vector<char> ready(size_);
+    char mine = local_failure.empty() ? 1 : 0;
+    std::vector<size_t> ones(size_, 1);
+    bootstrap_.allgatherv(&mine, ready.data(), ones);
+    std::string failed;
+    for (int r = 0; r < size_; ++r) {
+      if (!ready[r]) failed += (failed.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (failed.empty()) return;
+    std::string message = "NCCL backend: rank(s) " + failed + " of " + std::to_string(size_) +
+                          " could not prepare their CUDA device; no communicator was created";
+    if (!local_failure.empty()) {
+      message += ". Rank " + std::to_string(rank_) + ", device " + std::to_string(device_) + ": " +
+                 local_failure;
+    }
+    throw InternalError(message);
+  }
+
+  // Joins the communicator without blocking inside NCCL, so that a rank that never arrives
+  // costs `timeout_` and an abort rather than a hang.
+  void join(const ncclUniqueId& id) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclComm_t comm = nullptr;
+    try {
+      check_nccl(ncclCommInitRankConfig(&comm, size_, id, rank_, &config),
+                 "ncclCommInitRankConfig");
+      wait_comm_ready(comm, timeout_, "ncclCommInitRankConfig");
+    } catch (const InternalError& e) {
+      if (comm != nullptr) ncclCommAbort(comm);
+      throw InternalError("NCCL backend on rank " + std::to_string(rank_) + " of " +
+                          std::to_string(size_) + ": " + e.what());
+    }
+    comm_.reset(comm);
+  }
+
+  // Enqueues one operation as a group, waits until it has run, and turns any failure into an
+  // aborted communicator and an InternalError naming the operation and rank.
+  template <typename Enqueue>
+  void run(const char* what, Enqueue&& enqueue) {
+    if (!comm_) {
+      throw InternalError("NCCL " + std::string(what) + " on rank " + std::to_string(rank_) +
+                          ": the communicator was aborted after an earlier failure");
+    }
+    ncclComm_t comm = comm_.get();
+    try {
+      check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+      check_nccl(ncclGroupStart(), "ncclGroupStart");
+      try {
+        enqueue(comm, stream_.get());
+      } catch (...) {
+        ncclGroupEnd();  // NCCL keeps the group open per thread otherwise
+        throw;
+      }
+      check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
+      wait_comm_ready(comm, timeout_, what);
+      wait_stream(comm, stream_.get(), timeout_, what);
+    } catch (const InternalError& e) {
+      ncclCommAbort(comm_.release());
+      throw InternalError("NCCL " + std::string(what) + " failed on rank " + std::to_string(rank_) +
+                          " of " + std::to_string(size_) + ": " + e.what());
+    }
+  }
+
+  std::unique_ptr<Backend> owned_bootstrap_;
+  Backend& bootstrap_;
+  int rank_;
+  int size_;
+  int device_;
+  std::chrono::milliseconds timeout_;
+  // Destroyed in reverse order: the communicator before the memory and stream it uses.
+  std::unique_ptr<CUstream_st, StreamDestroyer> stream_;
+  std::unique_ptr<void, DeviceFree> scratch_;  // one int32 for barrier()
+  std::unique_ptr<ncclComm, CommCloser> comm_;
+};
+
+}  // namespace
+
+bool cuda_device_available() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // leave no error behind for the caller's next CUDA call
+    return false;
+  }
+  return count > 0;
+}
+
+int nccl_version() {
+  int version = 0;
+  check_nccl(ncclGetVersion(&version), "ncclGetVersion");
+  return version;
+}
+
+std::unique_ptr<Backend> make_nccl_backend(Backend& bootstrap, int cuda_device,
+                                           std::chrono::milliseconds timeout) {
+  // A bad device number is not rejected here but by cudaSetDevice, so that every rank learns of
+  // it through agree_on_readiness instead of waiting for this one.
+  return std::make_unique<NcclBackend>(bootstrap, nullptr, cuda_device, timeout);
+}
+
+}  // namespace cohort::ops

@@ -1,0 +1,47 @@
+// The NCCL data plane: every Backend operation on CUDA device memory. Built only when CMake finds
+// CUDA and NCCL, into the library cohort_nccl, which defines COHORT_HAVE_NCCL=1 for its users:
+//
+//   #if COHORT_HAVE_NCCL
+//   if (ops::cuda_device_available()) gpu = ops::make_nccl_backend(*cpu_backend, local_rank);
+//   #endif
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "ops/backend.h"
+
+namespace cohort::ops {
+
+// True when a CUDA driver is loaded and at least one device is visible. Never throws: false
+// without a GPU or without a driver.
+bool cuda_device_available();
+
+// NCCL's version code as the loaded library reports it (22809 for 2.28.9). Needs no GPU.
+int nccl_version();
+
+// Collective over `bootstrap`'s ranks (a CPU backend; every rank calls it, and the new backend
+// keeps bootstrap's rank numbering): each rank prepares `cuda_device`, the ranks agree over
+// `bootstrap` that all did, rank 0 makes an ncclUniqueId and broadcasts it, and every rank joins
+// the communicator. If any rank cannot prepare its device (no GPU, no driver, a bad device
+// number), every rank throws InternalError naming the failing ranks; none waits for the others.
+//
+// The backend takes device pointers on `cuda_device` and returns when the result is in memory.
+// It works on one CUDA stream of its own, created with default flags, so it starts after work
+// queued on the legacy default stream; work on other streams must be finished by the caller.
+// Every wait (communicator set-up, each operation) is bounded by `timeout`: a dead or frozen peer
+// makes the call abort the communicator and throw InternalError, and the backend is then
+// unusable. Every NCCL and CUDA error becomes an InternalError naming the call.
+//
+// All nine Cohort types are supported; bool travels as uint8 with sum and max as max (OR) and
+// product and min as min (AND), so its values must be 0 or 1. kAverage is rejected with
+// InvalidArgument, as in every backend.
+//
+// `bootstrap` must outlive the returned backend and must not be used concurrently with it:
+// split() first splits `bootstrap` to hand the new communicator's id to the members only
+// (ncclCommSplit would need every rank of the parent, while only members call Backend::split).
+std::unique_ptr<Backend> make_nccl_backend(
+    Backend& bootstrap, int cuda_device,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+}  // namespace cohort::ops
