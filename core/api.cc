@@ -68,8 +68,43 @@ void check_allreduce(const std::string& name, const Tensor& in, const Tensor& ou
   }
 }
 
+// Device tensors go through NCCL: in place, without scaling, and only where the result fits the
+// caller's buffer (the runtime-owned outputs of allgather, alltoall and reducescatter are host
+// memory).
+void check_device(const std::string& name, OpType type, const Tensor& t) {
+  if (t.device == kCpuDevice) return;
+  std::string what = std::string(to_string(type)) + " '" + name + "': ";
+  if (t.device < kCpuDevice) {
+    throw InvalidArgument(what + "device " + std::to_string(t.device) + " is not a device");
+  }
+#if !COHORT_HAVE_NCCL
+  throw InvalidArgument(what + "a CUDA device tensor, but this Cohort was built without NCCL");
+#endif
+  if (type != OpType::kAllreduce && type != OpType::kBroadcast) {
+    throw InvalidArgument(what +
+                          "device tensors are supported by allreduce and broadcast only; "
+                          "copy to host memory for this collective");
+  }
+}
+
+void check_device_allreduce(const std::string& name, const Tensor& in, const Tensor& out,
+                            const AllreduceOptions& o) {
+  if (in.device == kCpuDevice && out.device == kCpuDevice) return;
+  std::string what = "allreduce '" + name + "': ";
+  if (in.data != out.data || in.device != out.device) {
+    throw InvalidArgument(what + "device tensors are reduced in place (input = output)");
+  }
+  if (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0) {
+    throw InvalidArgument(what +
+                          "device tensors support sum, min, max and product without "
+                          "scale factors (divide by size() on the device for an average)");
+  }
+}
+
 Request make_request(std::string name, OpType type, const Tensor& t, ProcessSet set = {}) {
+  check_device(name, type, t);
   Request r;
+  r.device = t.device;
   r.name = std::move(name);
   r.type = type;
   r.dtype = t.dtype;
@@ -79,6 +114,7 @@ Request make_request(std::string name, OpType type, const Tensor& t, ProcessSet 
 }
 
 Request allreduce_request(std::string name, const Tensor& input, const AllreduceOptions& o) {
+  check_device_allreduce(name, input, input, o);
   Request r = make_request(std::move(name), OpType::kAllreduce, input, o.process_set);
   r.reduce_op = o.op;
   r.prescale = o.prescale;
@@ -137,6 +173,7 @@ std::string_view backend_name() {
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
   check_allreduce(name, input, output, options);
+  check_device_allreduce(name, input, output, options);
   Request r = allreduce_request(std::move(name), input, options);
   return runtime()->submit(std::move(r), std::move(input), std::move(output));
 }

@@ -7,6 +7,9 @@
 #include "cohort/errors.h"
 #include "core/log.h"
 #include "ops/identity.h"
+#if COHORT_HAVE_NCCL
+#include "ops/nccl_backend.h"
+#endif
 #include "ops/reduce.h"
 
 namespace cohort {
@@ -41,8 +44,9 @@ void set_scalar_output(TensorEntry& entry, int32_t value) {
 
 }  // namespace
 
-Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline)
-    : queue_(queue), timeline_(timeline), rank_(world->rank()) {
+Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
+                   std::chrono::milliseconds timeout)
+    : queue_(queue), timeline_(timeline), rank_(world->rank()), timeout_(timeout) {
   std::vector<int> everyone(world->size());
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = ProcessSetState{.members = std::move(everyone), .backend = std::move(world)};
@@ -60,6 +64,7 @@ void Executor::close() {
   // Sub-sets first: their connections were made after the world's.
   for (auto it = sets_.rbegin(); it != sets_.rend(); ++it) {
     try {
+      it->second.device_backend.reset();
       it->second.backend.reset();
     } catch (const std::exception& e) {
       log::warning("closing a backend after a failure: ", e.what());
@@ -70,6 +75,29 @@ void Executor::close() {
 bool Executor::is_member(int process_set) const {
   auto it = sets_.find(process_set);
   return it != sets_.end() && it->second.backend != nullptr;
+}
+
+ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
+  if (device == kCpuDevice) return *set.backend;
+#if COHORT_HAVE_NCCL
+  if (set.device_backend && set.device != device) {
+    throw InvalidArgument("device tensors of one process set must stay on one CUDA device (" +
+                          std::to_string(set.device) + "), not move to " + std::to_string(device));
+  }
+  if (!set.device_backend) {
+    try {
+      set.device_backend = ops::make_nccl_backend(*set.backend, device, timeout_);
+    } catch (const InternalError& e) {
+      // Every member fails together here (the ranks agree on device readiness first), and the
+      // host backend is intact: the collective fails, the runtime goes on.
+      throw Error(std::string("no NCCL communicator for device tensors: ") + e.what());
+    }
+    set.device = device;
+  }
+  return *set.device_backend;
+#else
+  throw InvalidArgument("a CUDA device tensor, but this Cohort was built without NCCL");
+#endif
 }
 
 Executor::ProcessSetState& Executor::member_set(int id) {
@@ -183,6 +211,13 @@ void Executor::run_in_place(const Response& response, TensorEntry& entry) {
   Tensor& out = entry.output;
   timeline_.execution_started(req.name, "allreduce", out.num_bytes());
   copy_bytes(out.data, entry.input.data, out.num_bytes());
+  if (req.device != kCpuDevice) {
+    // In place and unscaled (checked at submission): the data never leaves the device.
+    backend_for(set, req.device)
+        .allreduce(out.data, static_cast<size_t>(out.num_elements()), req.dtype, req.reduce_op,
+                   binding);
+    return;
+  }
   reduce_in_place(set, out.data, static_cast<size_t>(out.num_elements()), req, binding);
 }
 
@@ -258,8 +293,9 @@ void Executor::run_collective(const Response& response, TensorEntry& entry) {
   ops::Backend& backend = *set.backend;
   switch (response.type) {
     case OpType::kBroadcast:
-      backend.broadcast(entry.output.data, entry.output.num_bytes(),
-                        set_rank_of(set.members, req.root));
+      backend_for(set, req.device)
+          .broadcast(entry.output.data, entry.output.num_bytes(),
+                     set_rank_of(set.members, req.root));
       return;
     case OpType::kAllgather: {
       size_t row = row_bytes(req);

@@ -4,6 +4,7 @@
 // buffer) and completes the handles. Used by the background thread only, except members().
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,7 +21,8 @@ namespace cohort {
 class Executor {
  public:
   // `world` is the backend over every rank (process set 0).
-  Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline);
+  Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
+           std::chrono::milliseconds timeout);
 
   // Runs one response. Communication failures complete the handles concerned with
   // InternalError and then throw it; any other error only completes the handles.
@@ -39,6 +41,9 @@ class Executor {
   struct ProcessSetState {
     std::vector<int> members;               // global ranks, sorted
     std::unique_ptr<ops::Backend> backend;  // null where this rank is not a member
+    // NCCL over the same members for device tensors, made on first use (NCCL builds only).
+    std::unique_ptr<ops::Backend> device_backend;
+    int device = kCpuDevice;
     // Where this set's fused allreduces are packed. It only grows, by the same steps on every
     // member, so whether it moved is the same on all of them (see ops::BufferBinding).
     std::vector<std::byte> fusion_buffer;
@@ -46,6 +51,8 @@ class Executor {
   };
 
   bool is_member(int process_set) const;
+  // The backend for tensors on `device` in `set`: the set's own, or its NCCL backend.
+  ops::Backend& backend_for(ProcessSetState& set, int device);
   ProcessSetState& member_set(int id);
   // The entries of `names`; a missing one is allowed only while this rank has joined.
   std::vector<TensorEntry> take_entries(const Response& response);
@@ -69,6 +76,7 @@ class Executor {
   TensorQueue& queue_;
   Timeline& timeline_;
   int rank_;
+  std::chrono::milliseconds timeout_;
   bool joined_ = false;
   // A joined rank's contribution to a single allreduce; a prescaled copy of a reducescatter input.
   std::vector<std::byte> scratch_;

@@ -4,7 +4,9 @@ namespace cohort {
 namespace {
 
 bool fusible(const ReadyResponse& r) {
-  return r.response.kind == Response::Kind::kExecute && r.response.type == OpType::kAllreduce;
+  // Device tensors are not fused: the fusion buffer is host memory.
+  return r.response.kind == Response::Kind::kExecute && r.response.type == OpType::kAllreduce &&
+         r.description.device == kCpuDevice;
 }
 
 bool same_kind(const Request& a, const Request& b) {

@@ -63,8 +63,8 @@ bool per_rank_first_dim(OpType type) {
 bool agree(const Request& a, const Request& b) {
   bool scalars = a.type == b.type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
                  a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-                 a.process_set == b.process_set && a.group_size == b.group_size &&
-                 a.group == b.group && a.members == b.members;
+                 a.process_set == b.process_set && a.device == b.device &&
+                 a.group_size == b.group_size && a.group == b.group && a.members == b.members;
   if (!scalars) return false;
   if (!per_rank_first_dim(a.type)) return a.shape == b.shape && a.splits == b.splits;
   return a.shape.size() == b.shape.size() &&
@@ -90,6 +90,7 @@ std::vector<Check> checks_for(OpType type, const std::vector<std::optional<Reque
   std::vector<Check> checks = {
       [&] { return differing(by_rank, "operations", [](R r) { return to_string(r.type); }); },
       [&] { return differing(by_rank, "process sets", [](R r) { return r.process_set; }); },
+      [&] { return differing(by_rank, "devices (-1 is the host)", [](R r) { return r.device; }); },
       [&] { return differing(by_rank, "data types", [](R r) { return to_string(r.dtype); }); },
       [&] { return differing(by_rank, "group sizes", [](R r) { return r.group_size; }); },
   };
@@ -370,19 +371,21 @@ std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::d
 
 std::optional<std::string> Negotiator::cannot_run(const Entry& entry) const {
   const Request& d = description(entry);
-  if (d.type == OpType::kAllreduce || d.type == OpType::kJoin) return std::nullopt;
+  bool host_allreduce = d.type == OpType::kAllreduce && d.device == kCpuDevice;
+  if (host_allreduce || d.type == OpType::kJoin) return std::nullopt;
   std::vector<int> absent;
   for (int rank : members(entry)) {
     if (!entry.by_rank[rank]) absent.push_back(rank);
   }
   if (absent.empty()) return std::nullopt;
   return std::string(to_string(d.type)) + " cannot run while ranks " + rank_list(absent) +
-         " have joined: only allreduce continues without them";
+         " have joined: only allreduce of host tensors continues without them";
 }
 
 Response Negotiator::construct(const std::string& name, const Entry& entry) const {
   const Request& d = description(entry);
-  Response response{.type = d.type, .names = {name}, .process_set = d.process_set};
+  Response response{
+      .type = d.type, .names = {name}, .process_set = d.process_set, .device = d.device};
   auto problem = find_mismatch(name, entry.by_rank);
   if (!problem) {
     if (auto why = cannot_run(entry))

@@ -27,6 +27,7 @@ void write_request(wire::Writer& w, const Request& r) {
   w.i64s(r.shape);
   w.u8(r.buffer_changed ? 1 : 0);
   w.i32(r.process_set);
+  w.i32(r.device);
   w.str(r.group);
   w.i32(r.group_size);
   w.i64s(r.splits);
@@ -45,6 +46,7 @@ Request read_request(wire::Reader& rd) {
   r.shape = rd.i64s();
   r.buffer_changed = rd.u8() != 0;
   r.process_set = rd.i32();
+  r.device = rd.i32();
   r.group = rd.str();
   r.group_size = rd.i32();
   r.splits = rd.i64s();
@@ -115,6 +117,7 @@ std::vector<std::byte> encode(const ResponseList& list) {
     }
     w.str(r.error);
     w.i32(r.process_set);
+    w.i32(r.device);
     w.i64s(r.first_dims);
     w.u8(static_cast<uint8_t>(r.dtype));
     w.u8(static_cast<uint8_t>(r.reduce_op));
@@ -145,6 +148,7 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
     }
     r.error = rd.str();
     r.process_set = rd.i32();
+    r.device = rd.i32();
     r.first_dims = rd.i64s();
     r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
     r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");

@@ -38,6 +38,8 @@ struct Request {
   bool buffer_changed = true;
   // The process set the collective runs over (0: every rank).
   int32_t process_set = 0;
+  // The CUDA device of the tensor (kCpuDevice for host memory).
+  int32_t device = kCpuDevice;
   // Members of a grouped allreduce name their group and its size; they run together.
   std::string group;
   int32_t group_size = 0;
@@ -68,6 +70,7 @@ struct Response {
   std::vector<uint32_t> cache_ids;
   std::string error;
   int32_t process_set = 0;
+  int32_t device = kCpuDevice;
   // For allgather: every member's first dimension, in set-rank order. For alltoall: the rows
   // member i sends to member j at [i * set size + j].
   std::vector<int64_t> first_dims;

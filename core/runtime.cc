@@ -50,7 +50,7 @@ Runtime::Runtime(const Config& config) : config_(config), queue_([this] { contro
     negotiator_.emplace(topology_.size, &*cache_);
     if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
   }
-  executor_.emplace(std::move(backend_), queue_, timeline_);
+  executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout);
   thread_ = std::thread([this] { background_loop(); });
   log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_name_);
 }

@@ -82,12 +82,16 @@ using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& shape);
 std::string to_string(const Shape& shape);
 
+// Tensor::device of memory in the host's RAM.
+inline constexpr int kCpuDevice = -1;
+
 // A view of caller-owned memory: the caller keeps it alive and untouched until the collective's
-// handle completes.
+// handle completes. `device` >= 0 means the memory is on that CUDA device (NCCL builds only).
 struct Tensor {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
   Shape shape;
+  int device = kCpuDevice;
 
   int64_t num_elements() const { return cohort::num_elements(shape); }
   size_t num_bytes() const { return static_cast<size_t>(num_elements()) * element_size(dtype); }
