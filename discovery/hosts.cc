@@ -20,8 +20,18 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+HostSlots checked_host(std::string_view host, int slots, const std::string& context) {
+  if (!valid_host_name(host)) {
+    throw InvalidArgument(context + ": '" + std::string(host) + "' is not a valid host name");
+  }
+  return {std::string(host), slots};
+}
+
+}  // namespace
+
 bool valid_host_name(std::string_view host) {
   if (host.empty() || host.size() > 253) return false;
+  if (!std::isalnum(static_cast<unsigned char>(host.front()))) return false;
   for (char c : host) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
       return false;
@@ -39,15 +49,6 @@ int parse_slots(std::string_view text, const std::string& context) {
   }
   return slots;
 }
-
-HostSlots checked_host(std::string_view host, int slots, const std::string& context) {
-  if (!valid_host_name(host)) {
-    throw InvalidArgument(context + ": '" + std::string(host) + "' is not a valid host name");
-  }
-  return {std::string(host), slots};
-}
-
-}  // namespace
 
 std::vector<HostSlots> parse_host_list(std::string_view text) {
   std::vector<HostSlots> hosts;

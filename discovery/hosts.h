@@ -25,6 +25,12 @@ struct SlotAssignment {
   int cross_size = 1;
 };
 
+// Letters, digits, '.', '-' and '_', starting with a letter or digit (so a name can never be
+// taken for an option by ssh), at most 253 characters. IPv6 literals are not accepted yet.
+bool valid_host_name(std::string_view host);
+// A slot count between 1 and 4096; throws InvalidArgument starting with `context` otherwise.
+int parse_slots(std::string_view text, const std::string& context);
+
 // "host:slots,host,..." (slots default 1). Throws InvalidArgument naming the bad entry.
 std::vector<HostSlots> parse_host_list(std::string_view text);
 // Lines "host slots=N" (or just "host"); '#' starts a comment. Errors name the line number.

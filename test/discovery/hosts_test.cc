@@ -13,6 +13,9 @@ TEST_CASE("host lists parse with default and explicit slots") {
   CHECK_THROWS_WITH(parse_host_list("a:x"), Contains("slot count 'x'"));
   CHECK_THROWS_WITH(parse_host_list("a,,b"), Contains("is not a valid host name"));
   CHECK_THROWS_WITH(parse_host_list("bad host:2"), Contains("'bad host'"));
+  // A name that ssh could take for an option is never a host.
+  CHECK_THROWS_WITH(parse_host_list("-oProxyCommand:1"), Contains("is not a valid host name"));
+  CHECK_THROWS_WITH(parse_host_list(".hidden"), Contains("is not a valid host name"));
 }
 
 TEST_CASE("hostfiles parse and errors name the line") {
