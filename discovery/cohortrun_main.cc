@@ -60,6 +60,8 @@ int run(const Options& o) {
 
 // CLI11 accepts only one-character short options, but "-np" is what mpirun and horovodrun users
 // type: spell it "--np" before parsing, up to the worker command (whose own arguments stay as is).
+// An option cohortrun does not know, before the program, is an error here: CLI11 would take it
+// for the start of the worker command (and its value for the program).
 std::vector<std::string> normalized_args(int argc, char** argv) {
   const std::set<std::string> takes_value = {"-n",
                                              "-np",
@@ -70,9 +72,15 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
                                              "--hostfile",
                                              "--term-grace-seconds",
                                              "--start-timeout"};
+  const std::set<std::string> flags = {"-v", "--verbose", "-h", "--help"};
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--" || args[i].empty() || args[i][0] != '-') break;
+    std::string option = args[i].substr(0, args[i].find('='));
+    if (!takes_value.contains(option) && !flags.contains(option)) {
+      throw InvalidArgument("unknown option '" + option +
+                            "' before the program (see cohortrun --help)");
+    }
     if (args[i] == "-np") args[i] = "--np";
     if (takes_value.contains(args[i])) ++i;
   }
@@ -115,8 +123,14 @@ int main(int argc, char** argv) {
   std::string program;
   CLI::App app("cohortrun: start and supervise a Cohort job");
   add_options(app, o, program);
+  std::vector<std::string> args;
   try {
-    std::vector<std::string> args = normalized_args(argc, argv);
+    args = normalized_args(argc, argv);
+  } catch (const InvalidArgument& e) {
+    std::cerr << "cohortrun: " << e.what() << std::endl;
+    return 2;
+  }
+  try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
