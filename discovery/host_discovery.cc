@@ -13,12 +13,6 @@
 namespace cohort::discovery {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 // The text of a bad line as the user should see it: escaped, and short even if the line is not.
 std::string quoted(std::string_view text) {
   return "'" + excerpt(std::string(text), 200, false) + "'";

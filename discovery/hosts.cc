@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <fstream>
 #include <map>
@@ -14,12 +15,6 @@
 namespace cohort::discovery {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 HostSlots checked_host(std::string_view host, int slots, const std::string& context) {
   if (!valid_host_name(host)) {
     throw InvalidArgument(context + ": '" + std::string(host) + "' is not a valid host name");
@@ -28,6 +23,12 @@ HostSlots checked_host(std::string_view host, int slots, const std::string& cont
 }
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
 
 bool valid_host_name(std::string_view host) {
   if (host.empty() || host.size() > 253) return false;

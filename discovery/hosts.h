@@ -25,6 +25,9 @@ struct SlotAssignment {
   int cross_size = 1;
 };
 
+// `s` without leading and trailing whitespace; shared by the hostfile and discovery-script parsers.
+std::string_view trim(std::string_view s);
+
 // Letters, digits, '.', '-' and '_', starting with a letter or digit (so a name can never be
 // taken for an option by ssh), at most 253 characters. IPv6 literals are not accepted yet.
 bool valid_host_name(std::string_view host);
