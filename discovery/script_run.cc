@@ -1,7 +1,6 @@
 #include "discovery/script_run.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,9 +10,8 @@
 #include <cstring>
 
 #include "cohort/errors.h"
+#include "discovery/spawn.h"
 #include "discovery/supervisor.h"
-
-extern char** environ;
 
 namespace cohort::discovery {
 namespace {
@@ -34,35 +32,15 @@ std::pair<Fd, Fd> make_pipe() {
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-// Like a worker: its own process group, so one kill() reaches everything it started, with the
-// signal mask and dispositions that cohortrun changed for itself put back.
+// Like a worker (spawn_in_own_group), but with stdin from /dev/null and argv[0] taken as a path.
 pid_t spawn(const std::vector<std::string>& argv, int out, int err) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err, STDERR_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGPIPE}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<std::string> args = argv;
-  std::vector<char*> c_args;
-  for (auto& a : args) c_args.push_back(a.data());
-  c_args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, c_args[0], &actions, &attr, c_args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw Error("cannot run '" + argv[0] + "': " + std::strerror(rc));
-  return pid;
+  Spawned spawned =
+      spawn_in_own_group(argv, nullptr, {.out_fd = out, .err_fd = err, .stdin_from_dev_null = true},
+                         /*search_path=*/false);
+  if (spawned.error != 0) {
+    throw Error("cannot run '" + argv[0] + "': " + std::strerror(spawned.error));
+  }
+  return spawned.pid;
 }
 
 std::string escaped(std::string_view bytes) {
