@@ -9,7 +9,6 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "fork_ranks.h"
 
 namespace {
 
@@ -90,21 +91,6 @@ int main(int argc, char** argv) {
   int size = argc > 1 ? std::atoi(argv[1]) : 2;
   char dir[] = "/tmp/gloo_bench_XXXXXX";
   if (mkdtemp(dir) == nullptr) return 1;
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < size; ++rank) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      run_rank(rank, size, dir);
-      std::_Exit(0);
-    }
-    children.push_back(pid);
-  }
-  int failures = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  std::string cleanup = std::string("rm -rf ") + dir;
-  return failures == 0 && std::system(cleanup.c_str()) == 0 ? 0 : 1;
+  return cohort::bench::run_forked_ranks(
+      size, [&](int rank) { run_rank(rank, size, dir); }, dir);
 }
