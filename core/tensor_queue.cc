@@ -1,6 +1,7 @@
 #include "core/tensor_queue.h"
 
-#include <algorithm>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "cohort/errors.h"
@@ -8,10 +9,10 @@
 namespace cohort {
 
 void TensorQueue::check_new_names(const std::vector<TensorEntry>& entries) const {
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const std::string& name = entries[i].request.name;
-    bool repeated = std::any_of(entries.begin(), entries.begin() + static_cast<ptrdiff_t>(i),
-                                [&](const TensorEntry& e) { return e.request.name == name; });
+  std::unordered_set<std::string_view> seen;  // a group may not name a tensor twice either
+  for (const auto& entry : entries) {
+    const std::string& name = entry.request.name;
+    bool repeated = entries.size() > 1 && !seen.insert(name).second;
     if (repeated || in_flight_.contains(name)) {
       throw InvalidArgument("a collective named '" + name +
                             "' is already in flight on this rank; wait for it before reusing "
