@@ -11,6 +11,14 @@ uint64_t valid_bits(uint64_t n, uint64_t w) {
   return first >= n ? 0 : (uint64_t{1} << (n - first)) - 1;
 }
 
+uint64_t range_mask(uint64_t w, uint64_t lo, uint64_t hi) {
+  uint64_t first = std::max(lo, w * 64), last = std::min(hi, w * 64 + 64);
+  if (first >= last) return 0;
+  uint64_t width = last - first;
+  uint64_t bits = width == 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
+  return bits << (first - w * 64);
+}
+
 namespace {
 
 // Bits [lo, hi) of a word, 0 <= lo <= hi <= 64.
@@ -54,11 +62,13 @@ void ProcessedSet::set(uint64_t p) {
   cover(p / 64);
   words_[p / 64] |= uint64_t{1} << (p % 64);
   ++uncommitted_;
+  ++count_;
 }
 
 void ProcessedSet::unset(uint64_t p) {
   words_[p / 64] &= ~(uint64_t{1} << (p % 64));
   --uncommitted_;
+  --count_;
 }
 
 uint64_t ProcessedSet::committed_word(uint64_t w) const {
@@ -111,14 +121,19 @@ std::vector<uint64_t> ProcessedSet::select_zeros(std::span<const uint64_t> ranks
   return out;
 }
 
-uint64_t ProcessedSet::count() const {
-  uint64_t ones = 0;
-  for (uint64_t word : words_) ones += static_cast<uint64_t>(std::popcount(word));
-  return ones;
+void ProcessedSet::recount() {
+  count_ = 0;
+  for (uint64_t word : words_) count_ += static_cast<uint64_t>(std::popcount(word));
+}
+
+void ProcessedSet::merge_word(uint64_t w, uint64_t bits) {
+  words_[w] |= bits;
+  count_ += static_cast<uint64_t>(std::popcount(bits));
 }
 
 void ProcessedSet::rollback() {
   std::copy(undo_.begin(), undo_.end(), words_.begin() + static_cast<ptrdiff_t>(undo_first_));
+  count_ -= uncommitted_;
   mark_committed();
 }
 
@@ -130,11 +145,13 @@ void ProcessedSet::mark_committed() {
 
 void ProcessedSet::clear_all() {
   std::fill(words_.begin(), words_.end(), 0);
+  count_ = 0;
   mark_committed();
 }
 
 void ProcessedSet::fill_all() {
   for (uint64_t w = 0; w < words_.size(); ++w) words_[w] = valid_bits(n_, w);
+  count_ = n_;
   mark_committed();
 }
 

@@ -17,8 +17,9 @@ class ProcessedSet {
   uint64_t num_words() const { return words_.size(); }
   std::span<const uint64_t> words() const { return words_; }
   // For receiving a broadcast or a checkpoint: the caller keeps the bits past size() clear and
-  // calls mark_committed() afterwards.
+  // calls recount() and mark_committed() afterwards.
   std::span<uint64_t> mutable_words() { return words_; }
+  void recount();
 
   bool test(uint64_t p) const { return (words_[p / 64] >> (p % 64)) & 1; }
   // Sets a clear bit as an uncommitted change.
@@ -36,7 +37,8 @@ class ProcessedSet {
   // The positions of the clear bits of ranks [k_0, k_1, ...] (ascending, 0-based), n for a rank
   // past the last clear bit.
   std::vector<uint64_t> select_zeros(std::span<const uint64_t> ranks) const;
-  uint64_t count() const;
+  // Set positions; kept up to date so that a commit costs what changed, not the whole set.
+  uint64_t count() const { return count_; }
 
   // Drops the changes since the last commit.
   void rollback();
@@ -58,7 +60,7 @@ class ProcessedSet {
   // The committed value of word w (the undo log's copy if this rank changed it).
   uint64_t committed_word(uint64_t w) const;
   // ORs other ranks' committed changes into the set (their bits must be clear here).
-  void merge_word(uint64_t w, uint64_t bits) { words_[w] |= bits; }
+  void merge_word(uint64_t w, uint64_t bits);
 
  private:
   void cover(uint64_t w);
@@ -69,9 +71,12 @@ class ProcessedSet {
   uint64_t undo_first_ = 0;
   std::vector<uint64_t> undo_;
   uint64_t uncommitted_ = 0;
+  uint64_t count_ = 0;
 };
 
 // The mask of the valid bits of word w in a set of n positions.
 uint64_t valid_bits(uint64_t n, uint64_t w);
+// The bits of word w that are positions in [lo, hi).
+uint64_t range_mask(uint64_t w, uint64_t lo, uint64_t hi);
 
 }  // namespace cohort::elastic::detail

@@ -2,29 +2,16 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <string>
 
 #include "cohort/errors.h"
+#include "state/delta_codec.h"
 
 namespace cohort::elastic::detail {
 namespace {
 
 constexpr uint64_t kWordsPerChunk = 1 << 17;  // 1 MiB of bitmap per emitted chunk
-
-uint64_t read_word(std::span<const std::byte> words, size_t i) {
-  uint64_t w;
-  std::memcpy(&w, words.data() + i * 8, 8);
-  return w;
-}
-
-// The bits of word w that are positions in [lo, hi).
-uint64_t range_mask(uint64_t w, uint64_t lo, uint64_t hi) {
-  uint64_t first = std::max(lo, w * 64), last = std::min(hi, w * 64 + 64);
-  if (first >= last) return 0;
-  uint64_t width = last - first;
-  uint64_t bits = width == 64 ? ~uint64_t{0} : (uint64_t{1} << width) - 1;
-  return bits << (first - w * 64);
-}
 
 void check_world(int rank, int world_size) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
@@ -162,9 +149,7 @@ void SamplerCore::write_delta(ByteWriter& out) const {
   out.u64(fingerprint());
   out.u64(set_.count() - set_.uncommitted());
   out.u64(set_.uncommitted());
-  out.u64(d.first_word);
-  out.u64(d.words.size());
-  out.raw(std::as_bytes(std::span(d.words)));
+  encode_delta(out, d, set_, begin(rank_), end(rank_));
 }
 
 void SamplerCore::check_segment_header(ByteReader& in, int sender, uint64_t committed) const {
@@ -196,17 +181,13 @@ SamplerCore::Merge SamplerCore::check_merge(std::span<ByteReader> ranks) const {
   for (int s = 0; s < world_size_; ++s) {
     ByteReader& in = ranks[static_cast<size_t>(s)];
     check_segment_header(in, s, committed);
-    uint64_t declared = in.u64(), first = in.u64(), count = in.u64();
-    if (first > set_.num_words() || count > set_.num_words() - first) {
-      throw MismatchError("rank " + std::to_string(s) + " sent words outside the bitmap");
-    }
-    auto words = in.raw(count * 8);
+    uint64_t declared = in.u64();
+    ProcessedSet::Delta delta = decode_delta(in, set_, begin(s), end(s));
     uint64_t seen = 0;
-    for (uint64_t i = 0; i < count; ++i) {
-      uint64_t w = first + i, bits = read_word(words, i);
+    for (size_t i = 0; i < delta.words.size(); ++i) {
+      uint64_t w = delta.first_word + i, bits = delta.words[i];
       seen += static_cast<uint64_t>(std::popcount(bits));
-      if ((bits & ~range_mask(w, begin(s), end(s))) != 0 ||
-          (s != rank_ && (bits & set_.words()[w]) != 0)) {
+      if ((bits & ~range_mask(w, begin(s), end(s))) != 0 || (bits & set_.committed_word(w)) != 0) {
         throw MismatchError("rank " + std::to_string(s) +
                             " recorded positions outside its partition or already processed");
       }
@@ -215,7 +196,7 @@ SamplerCore::Merge SamplerCore::check_merge(std::span<ByteReader> ranks) const {
       throw MismatchError("rank " + std::to_string(s) + " declared " + std::to_string(declared) +
                           " new samples but sent " + std::to_string(seen));
     }
-    merge.segments.push_back({s, first, words});
+    merge.segments.push_back({s, std::move(delta)});
   }
   return merge;
 }
@@ -223,8 +204,8 @@ SamplerCore::Merge SamplerCore::check_merge(std::span<ByteReader> ranks) const {
 void SamplerCore::apply_merge(const Merge& merge) {
   for (const auto& seg : merge.segments) {
     if (seg.rank == rank_) continue;  // already in the set
-    for (size_t i = 0; i < seg.words.size() / 8; ++i) {
-      set_.merge_word(seg.first_word + i, read_word(seg.words, i));
+    for (size_t i = 0; i < seg.delta.words.size(); ++i) {
+      set_.merge_word(seg.delta.first_word + i, seg.delta.words[i]);
     }
   }
   set_.mark_committed();
@@ -245,6 +226,7 @@ void SamplerCore::adopt(ByteReader& header, int rank, int world_size) {
   seed_ = seed;
   epoch_ = epoch;
   perm_ = Permutation(dataset_size(), seed_, epoch_);
+  set_.recount();
   set_.mark_committed();
   previous_.reset();
   repartition(rank, world_size);
@@ -299,6 +281,7 @@ void SamplerCore::load(Image image) {
   epoch_ = image.epoch;
   perm_ = Permutation(dataset_size(), seed_, epoch_);
   std::copy(image.words.begin(), image.words.end(), set_.mutable_words().begin());
+  set_.recount();
   set_.mark_committed();
   previous_.reset();
   repartition(rank_, world_size_);

@@ -66,8 +66,7 @@ class SamplerCore {
   struct Merge {
     struct Segment {
       int rank;
-      uint64_t first_word;
-      std::span<const std::byte> words;
+      ProcessedSet::Delta delta;  // the bits it recorded
     };
     std::vector<Segment> segments;
   };
