@@ -149,6 +149,36 @@ const Entry& find_entry(const StateImpl& s, const std::string& name) {
   throw MalformedBytes("it holds '" + name + "', which is not tracked");
 }
 
+// Parses one value's contents and checks them against the tracked value `e`; returns what
+// applies them.
+std::function<void()> stage_value(StateImpl& s, ByteReader& in, const Entry& e,
+                                  const std::string& type, const std::string& where) {
+  if (e.kind == ValueKind::kBuffer) {
+    BufferValue& b = s.buffers[e.index];
+    auto bytes = in.raw(in.u64());
+    if (type != cohort::to_string(b.dtype()) || bytes.size() != b.num_bytes()) {
+      throw MalformedBytes("'" + e.name + "' is " + type + ", " + std::to_string(bytes.size()) +
+                           " bytes in it but " + std::string(cohort::to_string(b.dtype())) + ", " +
+                           std::to_string(b.num_bytes()) + " bytes here");
+    }
+    std::span<std::byte> live = b.live();
+    return [live, bytes] {
+      if (!bytes.empty()) std::memcpy(live.data(), bytes.data(), bytes.size());
+    };
+  }
+  if (e.kind == ValueKind::kObject) {
+    const ObjectValue& o = s.objects[e.index];
+    if (type != o.type_name()) {
+      throw MalformedBytes("'" + e.name + "' has type " + type + " in it but " + o.type_name() +
+                           " here");
+    }
+    return o.parse(in.str(), where);
+  }
+  SamplerCore& core = s.sampler(e.index);
+  auto image = std::make_shared<SamplerCore::Image>(core.read_image(in));
+  return [&core, image] { core.load(std::move(*image)); };
+}
+
 // Parses and checks the whole payload against the tracked values; returns what applies it.
 std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte> payload,
                                          const std::string& where, uint64_t& commit_count) {
@@ -168,41 +198,22 @@ std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte
       throw MalformedBytes("'" + name + "' is a " + std::string(to_string(kind)) +
                            " in it but a tracked " + std::string(to_string(e.kind)));
     }
-    if (kind == ValueKind::kBuffer) {
-      BufferValue& b = s.buffers[e.index];
-      auto bytes = in.raw(in.u64());
-      if (type != cohort::to_string(b.dtype()) || bytes.size() != b.num_bytes()) {
-        throw MalformedBytes("'" + name + "' is " + type + ", " + std::to_string(bytes.size()) +
-                             " bytes in it but " + std::string(cohort::to_string(b.dtype())) +
-                             ", " + std::to_string(b.num_bytes()) + " bytes here");
-      }
-      std::span<std::byte> live = b.live();
-      apply.push_back([live, bytes] { std::memcpy(live.data(), bytes.data(), bytes.size()); });
-    } else if (kind == ValueKind::kObject) {
-      const ObjectValue& o = s.objects[e.index];
-      if (type != o.type_name()) {
-        throw MalformedBytes("'" + name + "' has type " + type + " in it but " + o.type_name() +
-                             " here");
-      }
-      std::string bytes = in.str();
-      apply.push_back(o.parse(bytes, where));
-    } else {
-      SamplerCore& core = s.sampler(e.index);
-      auto image = std::make_shared<SamplerCore::Image>(core.read_image(in));
-      apply.push_back([&core, image] { core.load(std::move(*image)); });
-    }
+    apply.push_back(stage_value(s, in, e, type, where));
   }
-  if (seen.size() != s.entries.size()) {
-    for (const Entry& e : s.entries) {
-      if (!seen.count(e.name)) throw MalformedBytes("'" + e.name + "' is tracked but not in it");
-    }
+  for (const Entry& e : s.entries) {
+    if (!seen.count(e.name)) throw MalformedBytes("'" + e.name + "' is tracked but not in it");
   }
   if (!in.done()) throw MalformedBytes("bytes left over after the last value");
   return apply;
 }
 
 std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
-  std::vector<Found> all = list(dir);
+  std::vector<Found> all;
+  try {
+    all = list(dir);
+  } catch (const fs::filesystem_error& e) {
+    throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
+  }
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     std::string where = "checkpoint " + it->path.string();
     std::vector<std::byte> file = read_file(it->path);

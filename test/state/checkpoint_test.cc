@@ -231,6 +231,7 @@ TEST_CASE("I/O errors raise CheckpointError and leave the previous checkpoint lo
   fs::path blocked = dir / "not-a-directory";
   std::ofstream(blocked) << "a file";
   CHECK_THROWS_AS(save(v.state, blocked / "sub"), CheckpointError);
+  CHECK_THROWS_AS(load_latest(v.state, blocked), CheckpointError);
 
   test::Values loaded(0, 1 << 16);
   REQUIRE(load_latest(loaded.state, dir));

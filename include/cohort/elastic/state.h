@@ -17,7 +17,7 @@
 //
 // commit() and sync() are collective: every rank calls them at the same point of the program.
 // restore() is local. A call that fails on any rank with bad input throws on every rank and
-// changes no value anywhere.
+// changes no value anywhere. A State is used from one thread at a time. See docs/state.md.
 #pragma once
 
 #include <cstdint>
