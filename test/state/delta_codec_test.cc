@@ -94,3 +94,15 @@ TEST_CASE("a rank whose committed set silently differs fails the commit everywhe
     }
   }
 }
+
+TEST_CASE("a rank's whole commit message stays small however many samples it recorded in order") {
+  sim::World w = sim::make_world(1'000'000, 8, 2);
+  for (int r = 0; r < 2; ++r) w[r].record(*w[r].batches(1000).begin());
+  w.commit();
+  w.restore();
+  w.resize_and_sync(3);  // ranges now hold committed holes
+  w[1].record(*w[1].batches(300'000).begin());
+  ByteWriter out;
+  sim::core(w[1]).write_delta(out);
+  CHECK(out.bytes().size() < 200);
+}
