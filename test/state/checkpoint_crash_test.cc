@@ -63,6 +63,13 @@ TEST_CASE(
   cohort::init();
   fs::path base = fs::temp_directory_path() / ("cohort-crash-test-" + std::to_string(getpid()));
   fs::remove_all(base);
+  struct RemoveAtEnd {
+    fs::path path;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  } cleanup{base};
 
   // A complete run tells the steps of a generation-2 save after a generation-1 save.
   std::string trace;
@@ -97,5 +104,4 @@ TEST_CASE(
       CHECK(e.path().filename().string().rfind(".ckpt-", 0) != 0);
     }
   }
-  fs::remove_all(base);
 }

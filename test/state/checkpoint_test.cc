@@ -19,12 +19,21 @@ using namespace cohort::elastic;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path dir =
-      fs::temp_directory_path() / ("cohort-ckpt-test-" + std::to_string(getpid())) / name;
-  fs::remove_all(dir);
-  return dir;
-}
+// An empty scratch directory (not created yet), removed with everything in it at the end.
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(fs::temp_directory_path() /
+             ("cohort-ckpt-test-" + std::to_string(getpid()) + "-" + name)) {
+    fs::remove_all(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  operator const fs::path&() const { return path; }
+  fs::path operator/(const std::string& s) const { return path / s; }
+};
 
 std::vector<std::string> files(const fs::path& dir) {
   std::vector<std::string> out;
@@ -37,7 +46,7 @@ std::vector<std::string> files(const fs::path& dir) {
 
 TEST_CASE("checkpoint round trip of buffers, objects and a sampler into fresh values") {
   cohort::init();
-  fs::path dir = fresh_dir("roundtrip");
+  ScratchDir dir("roundtrip");
   test::Values saved(3, 1 << 10);
   saved.commit_generation(3);
   CheckpointInfo info = save(saved.state, dir);
@@ -60,7 +69,7 @@ TEST_CASE("checkpoint round trip of buffers, objects and a sampler into fresh va
 
 TEST_CASE("save writes the last commit, not the values as they are now") {
   cohort::init();
-  fs::path dir = fresh_dir("last-commit");
+  ScratchDir dir("last-commit");
   test::Values v(1, 256);
   v.commit_generation(1);
   v.weights.assign(v.weights.size(), 99.0f);
@@ -75,8 +84,8 @@ TEST_CASE("an empty or missing directory loads nothing and changes nothing") {
   cohort::init();
   test::Values v(2, 64);
   v.commit_generation(2);
-  CHECK_FALSE(load_latest(v.state, fresh_dir("missing")));
-  fs::path empty = fresh_dir("empty");
+  CHECK_FALSE(load_latest(v.state, ScratchDir("missing")));
+  ScratchDir empty("empty");
   fs::create_directories(empty);
   CHECK_FALSE(load_latest(v.state, empty));
   CHECK(v.generation_matches(2));
@@ -84,7 +93,7 @@ TEST_CASE("an empty or missing directory loads nothing and changes nothing") {
 
 TEST_CASE("save keeps the newest keep_last checkpoints and removes leftover temporaries") {
   cohort::init();
-  fs::path dir = fresh_dir("prune");
+  ScratchDir dir("prune");
   fs::create_directories(dir);
   std::ofstream(dir / ".ckpt-00000000000000000009.cohort.tmp") << "left by a crash";
   test::Values v(1, 64);
@@ -102,7 +111,7 @@ TEST_CASE("save keeps the newest keep_last checkpoints and removes leftover temp
 
 TEST_CASE("load skips damaged newer checkpoints and takes the newest good one") {
   cohort::init();
-  fs::path dir = fresh_dir("damaged");
+  ScratchDir dir("damaged");
   test::Values v(1, 4096);
   v.commit_generation(1);
   save(v.state, dir, {.keep_last = 10});
@@ -134,7 +143,7 @@ TEST_CASE("load skips damaged newer checkpoints and takes the newest good one") 
 
 TEST_CASE("a checkpoint cut at any byte offset is skipped for the previous one") {
   cohort::init();
-  fs::path dir = fresh_dir("cut");
+  ScratchDir dir("cut");
   test::Values v(1, 4096);
   v.commit_generation(1);
   save(v.state, dir, {.keep_last = 10});
@@ -156,7 +165,7 @@ TEST_CASE("a checkpoint cut at any byte offset is skipped for the previous one")
 
 TEST_CASE("a checkpoint that does not match the tracked values is refused, changing nothing") {
   cohort::init();
-  fs::path dir = fresh_dir("mismatch");
+  ScratchDir dir("mismatch");
   test::Values v(1, 128);
   v.commit_generation(1);
   save(v.state, dir);
@@ -196,7 +205,7 @@ TEST_CASE("a checkpoint that does not match the tracked values is refused, chang
 
 TEST_CASE("save without a commit, or with a value tracked after it, is refused") {
   cohort::init();
-  fs::path dir = fresh_dir("refused");
+  ScratchDir dir("refused");
   State state;
   int x = 1;
   state.track("x", x);
@@ -210,7 +219,7 @@ TEST_CASE("save without a commit, or with a value tracked after it, is refused")
 
 TEST_CASE("I/O errors raise CheckpointError and leave the previous checkpoint loadable") {
   cohort::init();
-  fs::path dir = fresh_dir("io-errors");
+  ScratchDir dir("io-errors");
   test::Values v(1, 1 << 16);
   v.commit_generation(1);
   save(v.state, dir);
