@@ -50,4 +50,11 @@ class ShutdownError : public Error {
   using Error::Error;
 };
 
+// A checkpoint could not be written (disk full, permission, ...) or no checkpoint could be loaded
+// into the tracked values. Raised on every rank; the previous checkpoint stays loadable.
+class CheckpointError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace cohort

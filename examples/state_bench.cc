@@ -1,0 +1,145 @@
+// State benchmarks:
+//  1. commit() of float32 buffers (default 256 MiB in 4 buffers: weights and optimizer moments)
+//     against one plain memcpy of the same number of bytes, in the same run;
+//  2. the elastic sampler's merge at commit (default 10,000,000 samples): a commit after a few
+//     training steps, and after each rank processed its whole share; plus the processed set's
+//     measured memory.
+//   state_bench                     cohortrun -np 2 ./state_bench
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "bench_util.h"
+#include "cohort/cohort.h"
+#include "cohort/elastic/state.h"
+
+namespace {
+
+using namespace cohort;
+using namespace cohort::bench;
+using cohort::elastic::ElasticSampler;
+using cohort::elastic::State;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Resident memory of this process in bytes.
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t total = 0, resident = 0;
+  statm >> total >> resident;
+  return resident * 4096;
+}
+
+void bench_commit(size_t mib, size_t buffers, int trials) {
+  size_t bytes = mib << 20, floats = bytes / sizeof(float) / buffers;
+  std::vector<std::vector<float>> values(buffers, std::vector<float>(floats, 1.0f));
+  std::vector<std::byte> src(bytes, std::byte{1}), dst(bytes, std::byte{0});
+  State state("bench");
+  for (size_t i = 0; i < buffers; ++i) state.track("buffer" + std::to_string(i), values[i]);
+  state.commit();  // first touch is done at track(); this warms the path
+  auto copy = [&] { std::memcpy(dst.data(), src.data(), bytes); };
+  auto commit = [&] { state.commit(); };
+  std::vector<double> t_copy, t_commit;
+  for (int t = 0; t < trials; ++t) {
+    t_copy.push_back(time_per_op(copy, start_together, slowest, 0.3, 3));
+    t_commit.push_back(time_per_op(commit, start_together, slowest, 0.3, 3));
+  }
+  double c = median(t_copy), s = median(t_commit);
+  if (cohort::rank() != 0) return;
+  std::printf("commit of %zu MiB float32 in %zu buffers, %d ranks, median of %d trials:\n", mib,
+              buffers, cohort::size(), trials);
+  std::printf("  memcpy %zu MiB:  %8.2f ms  %6.2f GB/s\n", mib, c * 1e3,
+              algbw_gbps(double(bytes), c));
+  std::printf("  commit():        %8.2f ms  %6.2f GB/s   commit / memcpy = %.3f (target <= 1.5)\n",
+              s * 1e3, algbw_gbps(double(bytes), s), s / c);
+}
+
+// Times one commit of the sampler after each rank recorded `per_rank` samples; the slowest rank.
+// Adds this rank's time to produce and record the batch to `*recording`.
+double timed_merge(State& state, ElasticSampler& sampler, uint64_t per_rank, double* recording) {
+  double r0 = now();
+  auto range = sampler.batches(per_rank);
+  sampler.record(*range.begin());
+  *recording += now() - r0;
+  start_together();
+  double t0 = now();
+  state.commit();
+  return slowest(now() - t0);
+}
+
+void bench_merge(uint64_t samples, uint64_t per_commit, int commits, int trials) {
+  // The resident growth of building a sampler, least of 3 built side by side (other threads
+  // allocate too; freeing one would let the allocator reuse resident memory for the next).
+  size_t set_bytes = SIZE_MAX;
+  std::vector<std::unique_ptr<ElasticSampler>> built;
+  for (int i = 0; i < 3; ++i) {
+    size_t before = resident_bytes();
+    built.push_back(std::make_unique<ElasticSampler>(samples, 42));
+    set_bytes = std::min(set_bytes, resident_bytes() - before);
+  }
+  std::unique_ptr<ElasticSampler> sampler = std::move(built.back());
+  built.clear();
+  State state("merge");
+  state.track("sampler", *sampler);
+  state.sync();
+  std::vector<double> small;
+  double unused = 0, recording = 0;
+  uint64_t recorded = 0;
+  for (int i = 0; i < commits; ++i) {
+    small.push_back(timed_merge(state, *sampler, per_commit, &unused));
+  }
+  std::vector<double> whole;
+  for (int t = 0; t < trials; ++t) {
+    sampler->set_epoch(static_cast<uint64_t>(t) + 1);
+    uint64_t share = sampler->remaining();  // every rank's whole share, in one commit
+    recorded += share;
+    whole.push_back(timed_merge(state, *sampler, share, &recording));
+    if (sampler->unprocessed() != 0) std::fprintf(stderr, "merge: the epoch is not complete!\n");
+  }
+  if (cohort::rank() != 0) return;
+  std::printf("elastic sampler, %llu samples, %d ranks:\n",
+              static_cast<unsigned long long>(samples), cohort::size());
+  std::printf("  processed set: %zu bytes resident = %.3f bits per sample (target <= 1)\n",
+              set_bytes, 8.0 * double(set_bytes) / double(samples));
+  std::printf(
+      "  commit merge after %llu samples per rank: median %.3f ms, max %.3f ms over %d "
+      "commits (target <= 10 ms)\n",
+      static_cast<unsigned long long>(per_commit), median(small) * 1e3,
+      *std::max_element(small.begin(), small.end()) * 1e3, commits);
+  std::printf(
+      "  commit merge after each rank's whole share (%llu samples): median %.3f ms, max "
+      "%.3f ms over %d epochs\n",
+      static_cast<unsigned long long>(samples / static_cast<uint64_t>(cohort::size())),
+      median(whole) * 1e3, *std::max_element(whole.begin(), whole.end()) * 1e3, trials);
+  std::printf("  batches() + record() on rank 0: %.1f ns per sample\n",
+              recording / static_cast<double>(recorded) * 1e9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t mib = 256, buffers = 4;
+  uint64_t samples = 10'000'000, per_commit = 2048;
+  int trials = 7, commits = 50;
+  CLI::App app("Cohort state benchmark");
+  app.add_option("--mib", mib, "MiB of float32 buffers to commit")->capture_default_str();
+  app.add_option("--buffers", buffers, "buffers they are split into")->capture_default_str();
+  app.add_option("--samples", samples, "dataset size for the sampler merge")->capture_default_str();
+  app.add_option("--per-commit", per_commit, "samples each rank records between commits")
+      ->capture_default_str();
+  app.add_option("--commits", commits, "timed commits of the sampler")->capture_default_str();
+  app.add_option("--trials", trials, "interleaved trials")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  cohort::init();
+  // The merge first: its memory figure needs a heap that large buffers have not grown yet.
+  bench_merge(samples, per_commit, commits, trials);
+  bench_commit(mib, buffers, trials);
+  cohort::shutdown();
+}

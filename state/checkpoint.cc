@@ -1,0 +1,307 @@
+// save() and load_latest(): rank 0 does the file work, the outcome is broadcast so every rank
+// returns or throws alike, and a load ends with a sync so every rank holds the loaded state.
+#include "cohort/elastic/checkpoint.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <set>
+
+#include "cohort/cohort.h"
+#include "state/agreement.h"
+#include "state/checkpoint_format.h"
+#include "state/state_impl.h"
+
+namespace cohort::elastic {
+namespace detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string file_name(uint64_t sequence) {
+  char name[64];
+  std::snprintf(name, sizeof name, "ckpt-%020" PRIu64 ".cohort", sequence);
+  return name;
+}
+
+// The sequence of a checkpoint's file name; nothing for any other name (temporaries included).
+std::optional<uint64_t> sequence_of(const std::string& name) {
+  if (name.size() != 5 + 20 + 7 || name.rfind("ckpt-", 0) != 0 ||
+      name.compare(25, 7, ".cohort") != 0) {
+    return std::nullopt;
+  }
+  uint64_t value = 0;
+  for (size_t i = 5; i < 25; ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    value = value * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  return value;
+}
+
+bool is_temporary(const std::string& name) {
+  return name.rfind(".ckpt-", 0) == 0 && name.size() > 4 &&
+         name.compare(name.size() - 4, 4, ".tmp") == 0;
+}
+
+struct Found {
+  uint64_t sequence;
+  fs::path path;
+};
+
+// The directory's checkpoints, oldest first (none if it does not exist).
+std::vector<Found> list(const fs::path& dir) {
+  std::vector<Found> out;
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (auto seq = sequence_of(entry.path().filename().string()))
+      out.push_back({*seq, entry.path()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Found& a, const Found& b) { return a.sequence < b.sequence; });
+  return out;
+}
+
+void warn(const std::string& message) {
+  std::cerr << "[cohort] warning: " + message + "\n" << std::flush;
+}
+
+void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
+  ByteWriter& r = w.records();
+  r.u64(sequence);
+  r.u64(s.commit_count);
+  r.u64(s.entries.size());
+  for (const Entry& e : s.entries) {
+    r.str(e.name);
+    r.u8(static_cast<uint8_t>(e.kind));
+    if (e.kind == ValueKind::kBuffer) {
+      const BufferValue& b = s.buffers[e.index];
+      r.str(cohort::to_string(b.dtype()));
+      r.u64(b.num_bytes());
+      w.raw(b.snapshot());
+    } else if (e.kind == ValueKind::kObject) {
+      r.str(s.objects[e.index].type_name());
+      r.str(s.objects[e.index].snapshot());
+    } else {
+      r.str("");
+      s.sampler(e.index).write_committed_header(r);
+      s.sampler(e.index).write_committed_words(
+          [&](std::span<const uint64_t> words) { w.raw(std::as_bytes(words)); });
+    }
+  }
+}
+
+void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
+  if (options.keep_last < 1) throw InvalidArgument("save: keep_last must be at least 1");
+  if (!s.has_commit) throw InvalidArgument("save: there is no commit to save: commit() first");
+  for (const BufferValue& b : s.buffers) {
+    if (!b.has_snapshot())
+      throw InvalidArgument("save: '" + b.name() + "' was tracked after the last commit");
+  }
+  for (const ObjectValue& o : s.objects) {
+    if (!o.has_snapshot())
+      throw InvalidArgument("save: '" + o.name() + "' was tracked after the last commit");
+  }
+}
+
+// Removes what a crashed save left, and checkpoints beyond the newest `keep`.
+void prune(const fs::path& dir, size_t keep) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (is_temporary(entry.path().filename().string())) fs::remove(entry.path(), ec);
+  }
+  std::vector<Found> all = list(dir);
+  for (size_t i = 0; i + keep < all.size(); ++i) {
+    if (!fs::remove(all[i].path, ec) && ec)
+      warn("cannot remove old checkpoint " + all[i].path.string() + ": " + ec.message());
+  }
+}
+
+CheckpointInfo save_on_root(const StateImpl& s, const fs::path& dir,
+                            const CheckpointOptions& options) {
+  check_saveable(s, options);
+  try {
+    fs::create_directories(dir);
+    std::vector<Found> existing = list(dir);
+    uint64_t sequence = existing.empty() ? 1 : existing.back().sequence + 1;
+    CheckpointInfo info{sequence, s.commit_count, ""};
+    {
+      DurableFile file(dir, file_name(sequence), options.on_progress);
+      CheckpointWriter writer(file);
+      write_payload(s, writer, sequence);
+      writer.finish();
+      info.path = file.final_path().string();
+    }
+    prune(dir, static_cast<size_t>(options.keep_last));
+    if (options.on_progress) options.on_progress(SaveStage::kPruned, 0);
+    return info;
+  } catch (const fs::filesystem_error& e) {
+    throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
+  }
+}
+
+const Entry& find_entry(const StateImpl& s, const std::string& name) {
+  for (const Entry& e : s.entries) {
+    if (e.name == name) return e;
+  }
+  throw MalformedBytes("it holds '" + name + "', which is not tracked");
+}
+
+// Parses one value's contents and checks them against the tracked value `e`; returns what
+// applies them.
+std::function<void()> stage_value(StateImpl& s, ByteReader& in, const Entry& e,
+                                  const std::string& type, const std::string& where) {
+  if (e.kind == ValueKind::kBuffer) {
+    BufferValue& b = s.buffers[e.index];
+    auto bytes = in.raw(in.u64());
+    if (type != cohort::to_string(b.dtype()) || bytes.size() != b.num_bytes()) {
+      throw MalformedBytes("'" + e.name + "' is " + type + ", " + std::to_string(bytes.size()) +
+                           " bytes in it but " + std::string(cohort::to_string(b.dtype())) + ", " +
+                           std::to_string(b.num_bytes()) + " bytes here");
+    }
+    std::span<std::byte> live = b.live();
+    return [live, bytes] {
+      if (!bytes.empty()) std::memcpy(live.data(), bytes.data(), bytes.size());
+    };
+  }
+  if (e.kind == ValueKind::kObject) {
+    const ObjectValue& o = s.objects[e.index];
+    if (type != o.type_name()) {
+      throw MalformedBytes("'" + e.name + "' has type " + type + " in it but " + o.type_name() +
+                           " here");
+    }
+    return o.parse(in.str(), where);
+  }
+  SamplerCore& core = s.sampler(e.index);
+  auto image = std::make_shared<SamplerCore::Image>(core.read_image(in));
+  return [&core, image] { core.load(std::move(*image)); };
+}
+
+// Parses and checks the whole payload against the tracked values; returns what applies it.
+std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte> payload,
+                                         const std::string& where, uint64_t& commit_count) {
+  ByteReader in(payload);
+  in.u64();  // sequence (the file name says it too)
+  commit_count = in.u64();
+  uint64_t count = in.u64();
+  std::vector<std::function<void()>> apply;
+  std::set<std::string> seen;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string name = in.str();
+    auto kind = static_cast<ValueKind>(in.u8());
+    std::string type = in.str();
+    const Entry& e = find_entry(s, name);
+    if (!seen.insert(name).second) throw MalformedBytes("it holds '" + name + "' twice");
+    if (kind != e.kind) {
+      throw MalformedBytes("'" + name + "' is a " + std::string(to_string(kind)) +
+                           " in it but a tracked " + std::string(to_string(e.kind)));
+    }
+    apply.push_back(stage_value(s, in, e, type, where));
+  }
+  for (const Entry& e : s.entries) {
+    if (!seen.count(e.name)) throw MalformedBytes("'" + e.name + "' is tracked but not in it");
+  }
+  if (!in.done()) throw MalformedBytes("bytes left over after the last value");
+  return apply;
+}
+
+std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
+  std::vector<Found> all;
+  try {
+    all = list(dir);
+  } catch (const fs::filesystem_error& e) {
+    throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
+  }
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    std::string where = "checkpoint " + it->path.string();
+    std::vector<std::byte> file = read_file(it->path);
+    std::span<const std::byte> payload;
+    try {
+      payload = verified_payload(file);
+    } catch (const DamagedCheckpoint& e) {
+      warn("skipping damaged " + where + ": " + e.what());
+      continue;
+    }
+    uint64_t commit_count = 0;
+    std::vector<std::function<void()>> apply;
+    try {
+      apply = stage(s, payload, where, commit_count);
+    } catch (const MalformedBytes& e) {
+      throw CheckpointError(where + " does not match the tracked values: " + e.what());
+    } catch (const InvalidArgument& e) {
+      throw CheckpointError(where + ": " + e.what());
+    }
+    for (auto& a : apply) a();
+    s.commit_count = commit_count;
+    return CheckpointInfo{it->sequence, commit_count, it->path.string()};
+  }
+  return std::nullopt;
+}
+
+void write_info(ByteWriter& out, const CheckpointInfo& info) {
+  out.u64(info.sequence);
+  out.u64(info.commit_count);
+  out.str(info.path);
+}
+
+CheckpointInfo read_info(ByteReader& in) {
+  CheckpointInfo info;
+  info.sequence = in.u64();
+  info.commit_count = in.u64();
+  info.path = in.str();
+  return info;
+}
+
+// Rank 0's outcome and result, on every rank; throws on every rank if rank 0 failed.
+ByteReader share_outcome(const StateImpl& s, std::string_view what, const Outcome& outcome,
+                         ByteWriter& result, std::vector<std::byte>& storage) {
+  ByteWriter out;
+  write_outcome(out, outcome);
+  out.raw(result.bytes());
+  storage =
+      broadcast_bytes(s.collective(what),
+                      cohort::rank() == 0 ? std::move(out.bytes()) : std::vector<std::byte>{}, 0);
+  ByteReader in(storage);
+  Outcome root = read_outcome(in);
+  if (!root.ok())
+    raise(root.kind, std::string(what) + " failed on rank 0, nothing changed: " + root.message);
+  return in;
+}
+
+}  // namespace
+}  // namespace detail
+
+CheckpointInfo save(const State& state, const std::filesystem::path& dir,
+                    const CheckpointOptions& options) {
+  const detail::StateImpl& s = detail::StateAccess::impl(state);
+  CheckpointInfo info;
+  detail::Outcome outcome;
+  if (cohort::rank() == 0)
+    outcome = detail::capture([&] { info = detail::save_on_root(s, dir, options); });
+  detail::ByteWriter result;
+  detail::write_info(result, info);
+  std::vector<std::byte> storage;
+  detail::ByteReader in = detail::share_outcome(s, "checkpoint/save", outcome, result, storage);
+  return detail::read_info(in);
+}
+
+std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::path& dir) {
+  detail::StateImpl& s = detail::StateAccess::impl(state);
+  detail::agree_on_manifest(s, "load_latest");
+  std::optional<CheckpointInfo> found;
+  detail::Outcome outcome;
+  if (cohort::rank() == 0) outcome = detail::capture([&] { found = detail::load_on_root(s, dir); });
+  detail::ByteWriter result;
+  result.u8(found.has_value());
+  detail::write_info(result, found.value_or(CheckpointInfo{}));
+  std::vector<std::byte> storage;
+  detail::ByteReader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
+  if (in.u8() == 0) return std::nullopt;
+  CheckpointInfo info = detail::read_info(in);
+  detail::sync_state(s, true);
+  return info;
+}
+
+}  // namespace cohort::elastic

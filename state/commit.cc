@@ -1,0 +1,94 @@
+// State::commit(): local checks and serialization, one allgather that carries every rank's
+// outcome and sampler records, identical checks on every rank, then the snapshot.
+#include "cohort/cohort.h"
+#include "state/agreement.h"
+#include "state/state_impl.h"
+
+namespace cohort::elastic::detail {
+namespace {
+
+// Everything that can fail locally, done before the collective: buffer sizes and serializers.
+Outcome prepare(const StateImpl& s, std::vector<std::string>& staged) {
+  return capture([&] {
+    for (const BufferValue& b : s.buffers) b.live();
+    for (const ObjectValue& o : s.objects) {
+      try {
+        staged.push_back(o.save());
+      } catch (const std::exception& e) {
+        throw InvalidArgument("value '" + o.name() + "' failed to serialize: " + e.what());
+      }
+    }
+  });
+}
+
+ByteWriter contribution(const StateImpl& s, const Outcome& outcome) {
+  ByteWriter out;
+  write_outcome(out, outcome);
+  out.u64(s.commit_count);
+  out.u64(s.samplers.size());
+  for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).write_delta(out);
+  return out;
+}
+
+std::string sampler_name(const StateImpl& s, size_t index) {
+  for (const Entry& e : s.entries) {
+    if (e.kind == ValueKind::kSampler && e.index == index) return e.name;
+  }
+  return "?";
+}
+
+// The checks every rank makes on the same gathered bytes, so all reach the same verdict.
+std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<ByteReader>& ranks) {
+  std::vector<Outcome> outcomes;
+  std::vector<uint64_t> counts;
+  for (auto& in : ranks) {
+    outcomes.push_back(read_outcome(in));
+    counts.push_back(in.u64());
+    if (in.u64() != s.samplers.size()) throw MismatchError("ranks track different samplers");
+  }
+  raise_if_failed("commit", outcomes);
+  for (size_t r = 0; r < counts.size(); ++r) {
+    if (counts[r] != s.commit_count) {
+      throw MismatchError("commit failed, nothing changed: rank " + std::to_string(r) +
+                          " is at commit " + std::to_string(counts[r]) + ", this rank at " +
+                          std::to_string(s.commit_count));
+    }
+  }
+  std::vector<SamplerCore::Merge> merges;
+  for (size_t i = 0; i < s.samplers.size(); ++i) {
+    try {
+      merges.push_back(s.sampler(i).check_merge(ranks));
+    } catch (const MismatchError& e) {
+      throw MismatchError("commit failed, nothing changed: elastic sampler '" + sampler_name(s, i) +
+                          "': " + e.what());
+    }
+  }
+  return merges;
+}
+
+}  // namespace
+
+void commit_state(StateImpl& s) {
+  std::vector<std::string> staged;
+  Outcome local = prepare(s, staged);
+  ByteWriter mine = contribution(s, local);
+  Gathered all =
+      allgather_bytes(s.collective("commit/" + std::to_string(s.commit_count)), mine.bytes());
+  std::vector<ByteReader> ranks(all.ranks.begin(), all.ranks.end());
+  std::vector<SamplerCore::Merge> merges;
+  try {
+    merges = check(s, ranks);
+  } catch (const MalformedBytes& e) {
+    throw MismatchError(std::string("commit failed, nothing changed: a rank sent bytes that do "
+                                    "not parse (") +
+                        e.what() + ")");
+  }
+  for (BufferValue& b : s.buffers) b.take_snapshot();
+  for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(std::move(staged[i]));
+  for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).apply_merge(merges[i]);
+  ++s.commit_count;
+  s.has_commit = true;
+  if (s.commit_hook) s.commit_hook();
+}
+
+}  // namespace cohort::elastic::detail

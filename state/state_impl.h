@@ -1,0 +1,58 @@
+// What a State holds, and the operations on it shared by state.cc, commit.cc, sync.cc and the
+// checkpoint code.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/elastic/state.h"
+#include "state/bytes.h"
+#include "state/sampler_core.h"
+#include "state/values.h"
+
+namespace cohort::elastic::detail {
+
+struct Entry {
+  std::string name;
+  ValueKind kind;
+  size_t index;  // into StateImpl::buffers, objects or samplers
+};
+
+struct StateImpl {
+  std::string label;
+  std::vector<Entry> entries;  // in tracking order
+  std::vector<BufferValue> buffers;
+  std::vector<ObjectValue> objects;
+  std::vector<ElasticSampler*> samplers;
+  uint64_t commit_count = 0;
+  bool has_commit = false;
+  std::function<void()> commit_hook;
+  std::vector<std::function<void()>> reset_callbacks;
+
+  // The name of a collective this State submits.
+  std::string collective(std::string_view what) const;
+  SamplerCore& sampler(size_t index) const;
+  // What every rank must agree on: each entry's name, kind, type and size, in order.
+  ByteWriter manifest() const;
+};
+
+// Explains how `theirs` (from `who`) differs from this State's manifest; empty if it does not.
+std::string manifest_difference(const StateImpl& state, std::span<const std::byte> theirs,
+                                std::string_view who);
+
+void commit_state(StateImpl& state);
+void restore_state(StateImpl& state);
+// discard_uncommitted: drop samplers' uncommitted records instead of refusing to sync
+// (a checkpoint load replaces everything).
+void sync_state(StateImpl& state, bool discard_uncommitted);
+// Collective: throws on every rank unless every rank's manifest equals rank 0's.
+void agree_on_manifest(StateImpl& state, std::string_view what);
+
+struct StateAccess {
+  static StateImpl& impl(State& s) { return *s.impl_; }
+  static const StateImpl& impl(const State& s) { return *s.impl_; }
+};
+
+}  // namespace cohort::elastic::detail

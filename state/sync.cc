@@ -1,0 +1,149 @@
+// State::sync(): rank 0 broadcasts its manifest, objects and sampler headers; every rank checks
+// them against its own and the outcomes are agreed; then buffers and processed sets are
+// broadcast in place and every rank takes the result as its last commit.
+#include "cohort/cohort.h"
+#include "state/agreement.h"
+#include "state/state_impl.h"
+
+namespace cohort::elastic::detail {
+namespace {
+
+// Rank 0's side: everything but the buffers and bitmaps. `valid` is false if it could not be
+// made (rank 0's outcome then says why).
+std::vector<std::byte> root_blob(const StateImpl& s, Outcome& outcome) {
+  ByteWriter out;
+  outcome = capture([&] {
+    ByteWriter body, manifest = s.manifest();
+    body.str(std::string_view(reinterpret_cast<const char*>(manifest.bytes().data()),
+                              manifest.bytes().size()));
+    body.u64(s.commit_count);
+    for (const ObjectValue& o : s.objects) {
+      try {
+        body.str(o.save());
+      } catch (const std::exception& e) {
+        throw InvalidArgument("value '" + o.name() + "' failed to serialize: " + e.what());
+      }
+    }
+    for (size_t i = 0; i < s.samplers.size(); ++i) {
+      ByteWriter header;
+      s.sampler(i).write_sync_header(header);
+      body.u64(header.bytes().size());
+      body.raw(header.bytes());
+    }
+    out.u8(1);
+    out.raw(body.bytes());
+  });
+  if (!outcome.ok()) out.u8(0);
+  return std::move(out.bytes());
+}
+
+struct RootState {
+  bool valid = false;
+  std::string manifest;
+  uint64_t commit_count = 0;
+  std::vector<std::string> objects;
+  std::vector<std::span<const std::byte>> sampler_headers;
+};
+
+RootState parse_root(const StateImpl& s, std::span<const std::byte> blob) {
+  ByteReader in(blob);
+  RootState root;
+  root.valid = in.u8() == 1;
+  if (!root.valid) return root;
+  root.manifest = in.str();
+  root.commit_count = in.u64();
+  for (size_t i = 0; i < s.objects.size(); ++i) root.objects.push_back(in.str());
+  for (size_t i = 0; i < s.samplers.size(); ++i) root.sampler_headers.push_back(in.raw(in.u64()));
+  if (!in.done()) throw MalformedBytes("bytes left over");
+  return root;
+}
+
+// This rank's checks of rank 0's state against its own; stages rank 0's objects.
+void check_local(const StateImpl& s, bool discard_uncommitted, std::span<const std::byte> blob,
+                 RootState& root, std::vector<std::function<void()>>& assign) {
+  for (const BufferValue& b : s.buffers) b.live();
+  for (size_t i = 0; i < s.samplers.size() && !discard_uncommitted; ++i) {
+    if (uint64_t n = s.sampler(i).uncommitted(); n > 0) {
+      throw InvalidArgument("the elastic sampler has " + std::to_string(n) +
+                            " uncommitted records here: commit() or restore() before sync()");
+    }
+  }
+  try {
+    root = parse_root(s, blob);
+  } catch (const MalformedBytes& e) {
+    throw MismatchError(std::string("rank 0's state does not parse: ") + e.what());
+  }
+  if (!root.valid || cohort::rank() == 0) return;
+  auto manifest = std::as_bytes(std::span(root.manifest.data(), root.manifest.size()));
+  if (std::string diff = manifest_difference(s, manifest, "rank 0"); !diff.empty()) {
+    throw MismatchError(diff);
+  }
+  for (size_t i = 0; i < s.objects.size(); ++i) {
+    assign.push_back(s.objects[i].parse(root.objects[i], "rank 0's value"));
+  }
+}
+
+void broadcast_values(StateImpl& s) {
+  for (const Entry& e : s.entries) {
+    if (e.kind == ValueKind::kBuffer) {
+      BufferValue& b = s.buffers[e.index];
+      std::span<std::byte> bytes = b.live();
+      if (bytes.empty()) continue;
+      auto count = static_cast<int64_t>(bytes.size() / element_size(b.dtype()));
+      cohort::broadcast(s.collective("sync/buffer/" + e.name),
+                        Tensor{bytes.data(), b.dtype(), {count}}, 0);
+    } else if (e.kind == ValueKind::kSampler) {
+      std::span<uint64_t> words = s.sampler(e.index).bitmap_words();
+      cohort::broadcast(
+          s.collective("sync/sampler/" + e.name),
+          Tensor{words.data(), DataType::kInt64, {static_cast<int64_t>(words.size())}}, 0);
+    }
+  }
+}
+
+}  // namespace
+
+void sync_state(StateImpl& s, bool discard_uncommitted) {
+  Outcome root_outcome;
+  std::vector<std::byte> blob;
+  if (cohort::rank() == 0) blob = root_blob(s, root_outcome);
+  blob = broadcast_bytes(s.collective("sync/state"), std::move(blob), 0);
+
+  RootState root;
+  std::vector<std::function<void()>> assign;
+  Outcome local = root_outcome.ok()
+                      ? capture([&] { check_local(s, discard_uncommitted, blob, root, assign); })
+                      : root_outcome;
+  raise_if_failed("sync", gather_outcomes(s.collective("sync/outcome"), local));
+
+  broadcast_values(s);
+  for (auto& a : assign) a();
+  for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(root.objects[i]);
+  for (BufferValue& b : s.buffers) b.take_snapshot();
+  for (size_t i = 0; i < s.samplers.size(); ++i) {
+    ByteReader header(root.sampler_headers[i]);
+    s.sampler(i).adopt(header, cohort::rank(), cohort::size());
+  }
+  s.commit_count = root.commit_count;
+  s.has_commit = true;
+}
+
+}  // namespace cohort::elastic::detail
+
+namespace cohort::elastic::detail {
+
+void agree_on_manifest(StateImpl& s, std::string_view what) {
+  ByteWriter manifest = s.manifest();
+  std::string name = s.collective(std::string(what) + "/manifest");
+  std::vector<std::byte> root = broadcast_bytes(
+      name, cohort::rank() == 0 ? std::move(manifest.bytes()) : std::vector<std::byte>{}, 0);
+  Outcome local = capture([&] {
+    if (cohort::rank() == 0) return;
+    if (std::string diff = manifest_difference(s, root, "rank 0"); !diff.empty()) {
+      throw MismatchError(diff);
+    }
+  });
+  raise_if_failed(what, gather_outcomes(name + "/outcome", local));
+}
+
+}  // namespace cohort::elastic::detail
