@@ -145,9 +145,15 @@ void Executor::fail_all(const Response& response) {
 
 std::vector<TensorEntry> Executor::take_entries(const Response& response) {
   std::vector<TensorEntry> entries;
-  for (const auto& name : response.names) {
-    entries.push_back(queue_.take(name));
-    if (!joined_) check_submitted(entries.back(), name);
+  for (const auto& name : response.names) entries.push_back(queue_.take(name));
+  if (joined_) return entries;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    try {
+      check_submitted(entries[i], response.names[i]);
+    } catch (const InternalError&) {
+      // The entries taken with it are out of the queue: fail them here, or nobody would.
+      complete_with_current_error(entries);
+    }
   }
   return entries;
 }
