@@ -49,25 +49,6 @@ void check_data(const std::string& name, const Tensor& t, const char* role) {
   }
 }
 
-void check_allreduce(const std::string& name, const Tensor& in, const Tensor& out,
-                     const AllreduceOptions& o) {
-  check_data(name, in, "input");
-  check_data(name, out, "output");
-  if (in.dtype != out.dtype || in.shape != out.shape) {
-    throw InvalidArgument("allreduce '" + name + "': input is " + std::string(to_string(in.dtype)) +
-                          " " + to_string(in.shape) + " but output is " +
-                          std::string(to_string(out.dtype)) + " " + to_string(out.shape));
-  }
-  if (in.dtype == DataType::kBool &&
-      (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0)) {
-    throw InvalidArgument("allreduce '" + name +
-                          "': bool tensors support sum, min, max and product without scaling");
-  }
-  if (!std::isfinite(o.prescale) || !std::isfinite(o.postscale)) {
-    throw InvalidArgument("allreduce '" + name + "': scale factors must be finite");
-  }
-}
-
 // Device tensors go through NCCL: in place, without scaling, and only where the result fits the
 // caller's buffer (the runtime-owned outputs of allgather, alltoall and reducescatter are host
 // memory).
@@ -113,9 +94,30 @@ Request make_request(std::string name, OpType type, const Tensor& t, ProcessSet 
   return r;
 }
 
-Request allreduce_request(std::string name, const Tensor& input, const AllreduceOptions& o) {
-  check_device_allreduce(name, input, input, o);
-  Request r = make_request(std::move(name), OpType::kAllreduce, input, o.process_set);
+void check_allreduce(const std::string& name, const Tensor& in, const Tensor& out,
+                     const AllreduceOptions& o) {
+  check_data(name, in, "input");
+  check_data(name, out, "output");
+  if (in.dtype != out.dtype || in.shape != out.shape) {
+    throw InvalidArgument("allreduce '" + name + "': input is " + std::string(to_string(in.dtype)) +
+                          " " + to_string(in.shape) + " but output is " +
+                          std::string(to_string(out.dtype)) + " " + to_string(out.shape));
+  }
+  if (in.dtype == DataType::kBool &&
+      (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0)) {
+    throw InvalidArgument("allreduce '" + name +
+                          "': bool tensors support sum, min, max and product without scaling");
+  }
+  if (!std::isfinite(o.prescale) || !std::isfinite(o.postscale)) {
+    throw InvalidArgument("allreduce '" + name + "': scale factors must be finite");
+  }
+  check_device_allreduce(name, in, out, o);
+}
+
+// For allreduce and reducescatter, whose arguments check_allreduce has checked.
+Request allreduce_request(std::string name, OpType type, const Tensor& input,
+                          const AllreduceOptions& o) {
+  Request r = make_request(std::move(name), type, input, o.process_set);
   r.reduce_op = o.op;
   r.prescale = o.prescale;
   r.postscale = o.postscale;
@@ -173,8 +175,7 @@ std::string_view backend_name() {
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
   check_allreduce(name, input, output, options);
-  check_device_allreduce(name, input, output, options);
-  Request r = allreduce_request(std::move(name), input, options);
+  Request r = allreduce_request(std::move(name), OpType::kAllreduce, input, options);
   return runtime()->submit(std::move(r), std::move(input), std::move(output));
 }
 
@@ -192,7 +193,7 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::string member = name + "." + std::to_string(i);
     check_allreduce(member, tensors[i], tensors[i], options);
-    Request r = allreduce_request(std::move(member), tensors[i], options);
+    Request r = allreduce_request(std::move(member), OpType::kAllreduce, tensors[i], options);
     r.group = name;
     r.group_size = static_cast<int32_t>(tensors.size());
     entries.push_back({std::move(r), tensors[i], tensors[i], nullptr});
@@ -287,8 +288,8 @@ Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions opti
   if (input.shape.empty()) {
     throw InvalidArgument("reducescatter '" + name + "': needs at least one dimension to split");
   }
-  Request r = allreduce_request(std::move(name), input, options);
-  r.type = OpType::kReducescatter;
+  // The request's own type, so that device tensors are refused as for any other collective.
+  Request r = allreduce_request(std::move(name), OpType::kReducescatter, input, options);
   return runtime()->submit(std::move(r), input, input);
 }
 

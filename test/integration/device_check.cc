@@ -26,6 +26,8 @@ void check_argument_errors(Tensor device_tensor) {
       "without scale factors", "device average");
   expect_error<InvalidArgument>([&] { allgather("device gather", device_tensor); },
                                 "allreduce and broadcast only", "device allgather");
+  expect_error<InvalidArgument>([&] { reducescatter("device reducescatter", device_tensor); },
+                                "allreduce and broadcast only", "device reducescatter");
 }
 
 void check_on_gpu(int device) {
