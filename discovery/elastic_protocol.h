@@ -1,0 +1,72 @@
+// The contract between cohortrun in elastic mode and its workers: which rendezvous keys each side
+// writes and reads, and what the values say. Both sides build keys and values only through the
+// functions here, so they cannot drift apart.
+//
+// Every elastic worker has an id that the launcher gives it once (COHORT_WORKER_ID) and that never
+// changes, whatever its rank. Its n-th entry into a round (n = 0, 1, ...) goes like this:
+//
+//   worker:   SET  elastic/checkin/<id>/<n> = CheckIn      ("I am ready for my n-th round")
+//   launcher: SET  elastic/assign/<id>/<n>  = Assignment   (the round, rank and size, or "exit")
+//   worker:   GET  elastic/assign/<id>/<n>  (the server waits; bounded by the elastic timeout)
+//   workers:  build the Gloo context in scope round_scope(round), as the static job does in ""
+//
+// The launcher publishes an assignment only when every live worker it wants in the round has
+// checked in, so a worker never waits on a peer that is not coming. A worker that leaves a round
+// (a collective failed, or the hosts changed) checks in with n + 1; the reason it gives is for the
+// launcher's log and for deciding whether to wait for the others (see CheckIn).
+//
+// Host changes: the launcher sets elastic/notice/<g> for g = 1, 2, ... Each assignment carries the
+// generation g that was current when it was made. At a commit, rank 0 asks (without waiting)
+// whether notice g + 1 exists and broadcasts the answer, so every rank raises
+// HostsUpdatedInterrupt at the same commit.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cohort::discovery {
+
+// The rendezvous scope of the elastic keys above; it lives as long as the job.
+inline constexpr const char* kElasticScope = "elastic";
+
+// The scope in which the workers of round `round` build their Gloo context.
+std::string round_scope(int round);
+
+std::string checkin_key(std::string_view worker_id, int entry);
+std::string assign_key(std::string_view worker_id, int entry);
+std::string notice_key(int generation);
+
+struct CheckIn {
+  enum class Kind {
+    kStart,        // a new worker, entry 0
+    kFailed,       // a collective failed: the launcher waits a bounded time for the others
+    kInterrupted,  // HostsUpdatedInterrupt: the others are coming too
+  };
+  Kind kind = Kind::kStart;
+  std::string reason;  // free text for the log; may be empty
+};
+
+std::string format_checkin(const CheckIn& checkin);
+// Throws InvalidArgument for text that is not a check-in.
+CheckIn parse_checkin(std::string_view text);
+
+struct Assignment {
+  bool exit = false;  // the worker is not in the job any more: it leaves with status 0
+  int round = 0;
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  int generation = 0;  // the host-notice generation when the round was planned
+};
+
+// "round=3 rank=0 size=4 local_rank=0 local_size=4 cross_rank=0 cross_size=1 generation=2", or
+// "exit".
+std::string format_assignment(const Assignment& assignment);
+// Throws InvalidArgument for a malformed or inconsistent assignment (rank outside [0, size), ...).
+Assignment parse_assignment(std::string_view text);
+
+}  // namespace cohort::discovery

@@ -1,0 +1,63 @@
+#include "discovery/elastic_protocol.h"
+
+#include <catch2/catch.hpp>
+
+#include "cohort/errors.h"
+
+using namespace cohort;
+using namespace cohort::discovery;
+using Catch::Matchers::Contains;
+
+TEST_CASE("elastic protocol: keys name the worker and its entry", "[elastic_protocol]") {
+  CHECK(checkin_key("w3", 2) == "checkin/w3/2");
+  CHECK(assign_key("w3", 0) == "assign/w3/0");
+  CHECK(notice_key(5) == "notice/5");
+  CHECK(round_scope(7) == "round/7");
+}
+
+TEST_CASE("elastic protocol: an assignment survives formatting", "[elastic_protocol]") {
+  Assignment a{.round = 3,
+               .rank = 2,
+               .size = 4,
+               .local_rank = 1,
+               .local_size = 2,
+               .cross_rank = 1,
+               .cross_size = 2,
+               .generation = 6};
+  Assignment b = parse_assignment(format_assignment(a));
+  CHECK_FALSE(b.exit);
+  CHECK(b.round == 3);
+  CHECK(b.rank == 2);
+  CHECK(b.size == 4);
+  CHECK(b.local_rank == 1);
+  CHECK(b.local_size == 2);
+  CHECK(b.cross_rank == 1);
+  CHECK(b.cross_size == 2);
+  CHECK(b.generation == 6);
+  CHECK(parse_assignment(format_assignment({.exit = true})).exit);
+}
+
+TEST_CASE("elastic protocol: bad assignments are refused with the reason", "[elastic_protocol]") {
+  std::string good = format_assignment({});
+  CHECK_THROWS_WITH(parse_assignment("round=1"), Contains("rank is missing"));
+  CHECK_THROWS_WITH(parse_assignment(good + " colour=red"), Contains("unknown field colour"));
+  CHECK_THROWS_WITH(parse_assignment(good + " rank=0"), Contains("given twice"));
+  CHECK_THROWS_WITH(parse_assignment("round=0 rank=4 size=4 local_rank=0 local_size=1 "
+                                     "cross_rank=0 cross_size=1 generation=0"),
+                    Contains("rank 4 is outside [0, 4)"));
+  CHECK_THROWS_WITH(parse_assignment("round=x rank=0 size=1 local_rank=0 local_size=1 "
+                                     "cross_rank=0 cross_size=1 generation=0"),
+                    Contains("round is not a whole number"));
+  CHECK_THROWS_AS(parse_assignment("garbage"), InvalidArgument);
+  CHECK_THROWS_AS(parse_assignment(""), InvalidArgument);
+}
+
+TEST_CASE("elastic protocol: check-ins carry their kind and reason", "[elastic_protocol]") {
+  CheckIn failed = parse_checkin(format_checkin(
+      {.kind = CheckIn::Kind::kFailed, .reason = "control connection to rank 2 closed"}));
+  CHECK(failed.kind == CheckIn::Kind::kFailed);
+  CHECK(failed.reason == "control connection to rank 2 closed");
+  CHECK(parse_checkin(format_checkin({})).kind == CheckIn::Kind::kStart);
+  CHECK(parse_checkin("interrupted").kind == CheckIn::Kind::kInterrupted);
+  CHECK_THROWS_WITH(parse_checkin("hello"), Contains("does not start with"));
+}
