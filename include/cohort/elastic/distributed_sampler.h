@@ -19,7 +19,7 @@ struct DistributedSamplerOptions {
   bool drop_last = false;  // drop the uneven tail instead of padding with repeated samples
 };
 
-// Fixed-world sampling; see the top of this file.
+// Sampling for a fixed world (how it splits an epoch: the top of distributed_sampler.h).
 class DistributedSampler {
  public:
   // Samples [0, dataset_size) (1 to 2^48) over ranks [0, world_size).

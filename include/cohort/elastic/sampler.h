@@ -34,7 +34,7 @@ class SamplerCore;
 struct SamplerAccess;
 }  // namespace detail
 
-// The exactly-once sampler for elastic jobs; see the top of this file.
+// The exactly-once sampler for elastic jobs (how it works: the top of sampler.h).
 class ElasticSampler {
  public:
   // Samples [0, dataset_size) (1 to 2^48), shuffled by `seed` and the epoch, partitioned over

@@ -112,7 +112,7 @@ concept SerializableObject = !is_span_v<T> && !is_buffer_vector_v<T> &&
                              !std::same_as<T, ElasticSampler> && !std::is_const_v<T>;
 }  // namespace detail
 
-// Named values that survive a failure; see the top of this file.
+// Named values that survive a failure (how to use them: the top of state.h).
 class State {
  public:
   // `label` tells States apart in collective names; two States with the same label must not
