@@ -106,6 +106,7 @@ class ElasticJob {
   int noticed_round_ = -2;    // the round whose members were last sent a notice
   bool finishing_ = false;    // a worker finished: start no new ones
   std::optional<TimePoint> checkin_deadline_;
+  std::string last_discovery_error_;  // of the current streak of failed discovery runs
   bool stopping_ = false;
   int exit_code_ = 0;
 };
@@ -260,7 +261,14 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
 }
 
 void ElasticJob::on_discovery(const DiscoveryResult& result) {
-  if (result.status == DiscoveryStatus::kFailed) return announce(result.error);
+  if (result.status == DiscoveryStatus::kFailed) {
+    // A script that keeps failing the same way is reported once, not every interval.
+    if (result.error != last_discovery_error_) announce(result.error);
+    last_discovery_error_ = result.error;
+    return;
+  }
+  if (!last_discovery_error_.empty()) announce("the host discovery script works again");
+  last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
   on_slot_changes(hosts_.update(discovery_->hosts()));
 }

@@ -153,10 +153,12 @@ bad_discovery)  # garbage, then a failing script: logged, the last good set kept
   touch "$tmp/broken"
   wait_for "$tmp/err" "\[cohortrun\] host discovery script '.*' exited with status 3; keeping the last good set of 1 host(s)"
   wait_for "$tmp/err" "  stderr: discovery backend unreachable"
-  rm "$tmp/broken"
   set_hosts localhost:2 127.0.0.2
+  rm "$tmp/broken"
+  wait_for "$tmp/err" "\[cohortrun\] the host discovery script works again"
   expect_exit 0
   expect_no "$tmp/err" ".*removed.*"
+  [[ $(grep -c "exited with status 3" "$tmp/err") -eq 1 ]] || fail "a failure streak was reported more than once"
   expect "$tmp/err" "$(round 1 'size 3: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1, \[2\] worker 2 127.0.0.2:0')"
   ;;
 finish_early)  # a worker exiting 0 while the others still train does not end the job
