@@ -16,5 +16,8 @@ inline constexpr const char* kRendezvousAddr = "COHORT_RENDEZVOUS_ADDR";
 inline constexpr const char* kRendezvousPort = "COHORT_RENDEZVOUS_PORT";
 // 64 hex characters (32 bytes): the per-job HMAC key. Never passed on a command line.
 inline constexpr const char* kSecret = "COHORT_SECRET";
+// Elastic jobs only, instead of the rank and size: the worker's id for the elastic protocol
+// (discovery/elastic_protocol.h), unique in the job and never reused.
+inline constexpr const char* kWorkerId = "COHORT_WORKER_ID";
 
 }  // namespace cohort::env
