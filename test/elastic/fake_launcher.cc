@@ -8,8 +8,10 @@
 //   fake_launcher hosts TRAINER DIR   3 workers; notice 1: they check in "interrupted" at their
 //                                     first commit and go on with a new worker w3 (4); notice 2:
 //                                     again, and w1 is assigned "exit" (3 go on)
+//   fake_launcher timeout TRAINER DIR  1 worker that is never assigned fails after its elastic
+//                                     timeout (1 s), naming the key it waited for
 //
-// In every scenario the finished workers must agree on the model, and the commits rank 0 logged
+// In the first two the finished workers must agree on the model, and the commits rank 0 logged
 // must hold every sample of every epoch exactly once. Exits 0 on success, else 1 naming the
 // first failure (and printing the workers' output).
 #include <fcntl.h>
@@ -78,7 +80,8 @@ class FakeLauncher {
     }
   }
 
-  void spawn(const std::string& id, std::vector<std::string> args = {}) {
+  void spawn(const std::string& id, std::vector<std::string> args = {},
+             const std::string& elastic_timeout = "60") {
     std::vector<std::string> env;
     for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
     env.push_back("COHORT_WORKER_ID=" + id);
@@ -87,7 +90,7 @@ class FakeLauncher {
     env.push_back("COHORT_RENDEZVOUS_PORT=" + std::to_string(server_.port()));
     env.push_back("COHORT_SECRET=" + to_hex(secret_));
     env.push_back("COHORT_LOG_LEVEL=info");
-    env.push_back("COHORT_ELASTIC_TIMEOUT_SECONDS=60");
+    env.push_back("COHORT_ELASTIC_TIMEOUT_SECONDS=" + elastic_timeout);
     args.insert(args.begin(), trainer_);
     Fd out(::open((dir_ + "/" + id + ".out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
     Fd err(::open((dir_ + "/" + id + ".err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644));
@@ -315,11 +318,24 @@ void hosts_scenario(FakeLauncher& l) {
   check_exactly_once(l);
 }
 
+// A worker whose assignment never comes fails init() after the elastic timeout, naming the key.
+void timeout_scenario(FakeLauncher& l) {
+  l.spawn("w0", {}, "1");
+  l.await_checkin("w0", Kind::kStart);
+  int status = l.await_exit("w0");
+  std::string err = l.output("w0", "err");
+  std::string expected = "no assignment 'assign/w0/0' from the launcher";
+  if (status == 0 || err.find(expected) == std::string::npos) {
+    throw Failure("w0 " + describe_exit(status) + "; expected a failure saying \"" + expected +
+                  "\"");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::cerr << "usage: fake_launcher kill|hosts TRAINER DIR" << std::endl;
+    std::cerr << "usage: fake_launcher kill|hosts|timeout TRAINER DIR" << std::endl;
     return 2;
   }
   std::string scenario = argv[1];
@@ -329,6 +345,8 @@ int main(int argc, char** argv) {
       kill_scenario(launcher);
     } else if (scenario == "hosts") {
       hosts_scenario(launcher);
+    } else if (scenario == "timeout") {
+      timeout_scenario(launcher);
     } else {
       std::cerr << "fake_launcher: unknown scenario '" << scenario << "'" << std::endl;
       return 2;
