@@ -5,6 +5,7 @@
 //
 //   fake_launcher kill TRAINER DIR    3 workers; w1 SIGKILLs itself at step 10 of round 0; the
 //                                     survivors check in "failed" and finish as a world of 2
+//   fake_launcher kill-rank0 ...      the same with w0, rank 0: w1 becomes rank 0
 //   fake_launcher hosts TRAINER DIR   3 workers; notice 1: they check in "interrupted" at their
 //                                     first commit and go on with a new worker w3 (4); notice 2:
 //                                     again, and w1 is assigned "exit" (3 go on)
@@ -270,30 +271,31 @@ void check_exactly_once(const FakeLauncher& launcher) {
             << std::endl;
 }
 
-void start_three(FakeLauncher& l, const std::string& victim_args) {
-  l.spawn("w0");
-  if (victim_args.empty()) {
-    l.spawn("w1");
-  } else {
-    l.spawn("w1", {victim_args});
+// Starts w0, w1 and w2 (`victim`, if any, SIGKILLs itself at step 10 of round 0) and waits for
+// their first check-ins.
+void start_three(FakeLauncher& l, const std::string& victim) {
+  for (const char* id : {"w0", "w1", "w2"}) {
+    l.spawn(id, id == victim ? std::vector<std::string>{"10"} : std::vector<std::string>{});
   }
-  l.spawn("w2");
   for (const char* id : {"w0", "w1", "w2"}) l.await_checkin(id, Kind::kStart);
 }
 
-void kill_scenario(FakeLauncher& l) {
-  start_three(l, "10");
+// `victim` dies; the survivors go on in their old order, the lowest of them as rank 0.
+void kill_scenario(FakeLauncher& l, const std::string& victim) {
+  start_three(l, victim);
   l.assign(0, 0, {"w0", "w1", "w2"});
-  int status = l.await_exit("w1");
+  int status = l.await_exit(victim);
   if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
-    throw Failure("the victim w1 " + describe_exit(status) + ", expected SIGKILL");
+    throw Failure("the victim " + victim + " " + describe_exit(status) + ", expected SIGKILL");
   }
-  l.await_checkin("w0", Kind::kFailed);
-  l.await_checkin("w2", Kind::kFailed);
-  l.assign(1, 0, {"w0", "w2"});  // survivors in their old order: w0 stays rank 0
-  l.expect_exit_zero("w0");
-  l.expect_exit_zero("w2");
-  check_finals(l, {{"w0", 1}, {"w2", 1}}, 2);
+  std::vector<std::string> survivors;
+  for (const char* id : {"w0", "w1", "w2"}) {
+    if (id != victim) survivors.push_back(id);
+  }
+  for (const auto& id : survivors) l.await_checkin(id, Kind::kFailed);
+  l.assign(1, 0, survivors);
+  for (const auto& id : survivors) l.expect_exit_zero(id);
+  check_finals(l, {{survivors[0], 1}, {survivors[1], 1}}, 2);
   check_exactly_once(l);
 }
 
@@ -335,14 +337,16 @@ void timeout_scenario(FakeLauncher& l) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::cerr << "usage: fake_launcher kill|hosts|timeout TRAINER DIR" << std::endl;
+    std::cerr << "usage: fake_launcher kill|kill-rank0|hosts|timeout TRAINER DIR" << std::endl;
     return 2;
   }
   std::string scenario = argv[1];
   FakeLauncher launcher(argv[2], argv[3]);
   try {
     if (scenario == "kill") {
-      kill_scenario(launcher);
+      kill_scenario(launcher, "w1");
+    } else if (scenario == "kill-rank0") {
+      kill_scenario(launcher, "w0");
     } else if (scenario == "hosts") {
       hosts_scenario(launcher);
     } else if (scenario == "timeout") {
