@@ -6,7 +6,8 @@ packages=(
   g++ cmake ninja-build pkg-config
   libgloo-dev libopenmpi-dev openmpi-bin
   libcereal-dev catch2 libcli11-dev libssl-dev
-  python3  # the timeline test parses the JSON it writes
+  python3  # the timeline test parses the JSON it writes; the docs checks are Python
+  doxygen  # the API reference (docs.doxygen)
 )
 
 missing=()

@@ -23,13 +23,20 @@ void init();
 // COHORT_SHUTDOWN_TIMEOUT_SECONDS), then releases everything. Pending handles fail with
 // ShutdownError. init() may be called again afterwards.
 void shutdown();
+// Whether init() has run and shutdown() has not since.
 bool is_initialized();
 
+// This process's rank in the world, from 0 to size() - 1.
 int rank();
+// The number of ranks in the world.
 int size();
+// This rank's index among the ranks on its host.
 int local_rank();
+// The number of ranks on this rank's host.
 int local_size();
+// This rank's index among the ranks with its local rank (one per host).
 int cross_rank();
+// The number of ranks with this rank's local rank.
 int cross_size();
 // "gloo", "mpi" or "none" (a world of one).
 std::string_view backend_name();
@@ -38,7 +45,7 @@ std::string_view backend_name();
 // default, id 0, is every rank. Results of a process set's collectives are ordered by its ranks
 // in ascending order, and a broadcast's root is given as a global rank that must be a member.
 struct ProcessSet {
-  int id = 0;
+  int id = 0;  // as returned by add_process_set()
 };
 
 // Called by every rank with the same sorted, distinct ranks (any order is accepted and sorted):
@@ -47,22 +54,26 @@ ProcessSet add_process_set(std::vector<int> ranks);
 // The global ranks of a process set, ascending.
 std::vector<int> process_set_ranks(ProcessSet set);
 
+// How allreduce, grouped_allreduce and reducescatter reduce.
 struct AllreduceOptions {
-  ReduceOp op = ReduceOp::kSum;
+  ReduceOp op = ReduceOp::kSum;  // how the ranks' values combine
   // Multiplies the input before the reduction and the result after it (average multiplies the
   // result by a further 1/size of the process set). Integer results are rounded to nearest.
   double prescale = 1.0;
-  double postscale = 1.0;
-  ProcessSet process_set;
+  double postscale = 1.0;  // see prescale
+  ProcessSet process_set;  // the ranks that take part; all of them by default
 };
 
 // Reduces `input` across ranks into `output` (which may be `input`); shapes and dtypes must match.
 Handle allreduce_async(std::string name, Tensor input, Tensor output,
                        AllreduceOptions options = {});
+// allreduce_async(), then waits for it.
 void allreduce(std::string name, Tensor input, Tensor output, AllreduceOptions options = {});
+// In place: `inout` is both the input and the output.
 inline Handle allreduce_async(std::string name, Tensor inout, AllreduceOptions options = {}) {
   return allreduce_async(std::move(name), inout, inout, options);
 }
+// In place, and waits.
 inline void allreduce(std::string name, Tensor inout, AllreduceOptions options = {}) {
   allreduce(std::move(name), inout, inout, options);
 }
@@ -73,16 +84,19 @@ inline void allreduce(std::string name, Tensor inout, AllreduceOptions options =
 // matching shapes.
 Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
                                AllreduceOptions options = {});
+// grouped_allreduce_async(), then waits for it.
 void grouped_allreduce(std::string name, std::vector<Tensor> tensors,
                        AllreduceOptions options = {});
 
 // Overwrites `buffer` on every rank with `root`'s.
 Handle broadcast_async(std::string name, Tensor buffer, int root, ProcessSet set = {});
+// broadcast_async(), then waits for it.
 void broadcast(std::string name, Tensor buffer, int root, ProcessSet set = {});
 
 // Concatenates every rank's `input` along the first dimension, in rank order. The first
 // dimension may differ between ranks; the others must match. The result is in Handle::output().
 Handle allgather_async(std::string name, Tensor input, ProcessSet set = {});
+// allgather_async(), then waits for it and returns its output.
 OwnedTensor allgather(std::string name, Tensor input, ProcessSet set = {});
 
 // Sends rows of `input` (along its first dimension) to every rank of the set: splits[j] rows, in
@@ -92,10 +106,12 @@ OwnedTensor allgather(std::string name, Tensor input, ProcessSet set = {});
 // Ranks may send different numbers of rows; dtypes and the other dimensions must match.
 Handle alltoall_async(std::string name, Tensor input, std::vector<int64_t> splits = {},
                       ProcessSet set = {});
+// What alltoall() returns: Handle::output() and Handle::received_splits().
 struct AlltoallResult {
-  OwnedTensor output;
-  std::vector<int64_t> received_splits;
+  OwnedTensor output;                    // the rows received, in rank order
+  std::vector<int64_t> received_splits;  // how many rows came from each rank
 };
+// alltoall_async(), then waits for it.
 AlltoallResult alltoall(std::string name, Tensor input, std::vector<int64_t> splits = {},
                         ProcessSet set = {});
 
@@ -104,10 +120,12 @@ AlltoallResult alltoall(std::string name, Tensor input, std::vector<int64_t> spl
 // as possible: with d rows over n ranks, rank r gets d / n rows, plus one if r < d % n (so the
 // first ranks get the extra rows, and a rank may get none).
 Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions options = {});
+// reducescatter_async(), then waits for it and returns this rank's block.
 OwnedTensor reducescatter(std::string name, Tensor input, AllreduceOptions options = {});
 
 // Returns once every rank has reached the barrier of the same name.
 Handle barrier_async(std::string name = "cohort.barrier", ProcessSet set = {});
+// barrier_async(), then waits for it.
 void barrier(std::string name = "cohort.barrier", ProcessSet set = {});
 
 // For a rank that has run out of data while the others have not. Blocks until every rank has

@@ -6,6 +6,7 @@
 
 namespace cohort {
 
+// The base of every exception Cohort raises.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;

@@ -15,11 +15,14 @@ namespace detail {
 struct HandleState;
 }
 
+// Returned by every *_async collective; copies share the same collective.
 class Handle {
  public:
   Handle() = default;
+  // Made by the runtime; programs get handles from the *_async calls.
   explicit Handle(std::shared_ptr<detail::HandleState> state);
 
+  // The collective's name, as submitted.
   const std::string& name() const;
   // True once the collective has completed or failed; never blocks.
   bool poll() const;

@@ -10,6 +10,7 @@
 
 namespace cohort {
 
+// The element type of a tensor.
 enum class DataType : uint8_t {
   kUInt8,
   kInt8,
@@ -21,26 +22,32 @@ enum class DataType : uint8_t {
   kFloat64,
   kBool,
 };
-inline constexpr int kNumDataTypes = 9;
+inline constexpr int kNumDataTypes = 9;  // how many DataType values there are
 
 // Bool reductions are logical: sum and max are OR, product and min are AND; average is rejected.
 enum class ReduceOp : uint8_t { kSum, kAverage, kMin, kMax, kProduct };
-inline constexpr int kNumReduceOps = 5;
+inline constexpr int kNumReduceOps = 5;  // how many ReduceOp values there are
 
+// Bytes per element of `dtype`.
 size_t element_size(DataType dtype);
+// The type's name, as in error messages: "float32", ...
 std::string_view to_string(DataType dtype);
+// The operator's name, as in error messages: "sum", ...
 std::string_view to_string(ReduceOp op);
 
 // IEEE 754 binary16 and bfloat16 as storage types; arithmetic on them is done in float.
 struct float16 {
-  uint16_t bits;
+  uint16_t bits;  // sign, 5 exponent bits, 10 mantissa bits
 };
+// The upper half of a float32: its sign, 8 exponent bits and 7 mantissa bits.
 struct bfloat16 {
-  uint16_t bits;
+  uint16_t bits;  // sign, 8 exponent bits, 7 mantissa bits
 };
 
+// The DataType of C++ element type T, for the nine types above (float16 and bfloat16 included).
 template <typename T>
 constexpr DataType data_type_of();
+// \cond specializations
 template <>
 constexpr DataType data_type_of<uint8_t>() {
   return DataType::kUInt8;
@@ -77,9 +84,13 @@ template <>
 constexpr DataType data_type_of<bool>() {
   return DataType::kBool;
 }
+// \endcond
 
+// A tensor's dimensions, outermost first; {} is a scalar.
 using Shape = std::vector<int64_t>;
+// The product of the dimensions (1 for a scalar).
 int64_t num_elements(const Shape& shape);
+// "[2, 3]", as in error messages.
 std::string to_string(const Shape& shape);
 
 // Tensor::device of memory in the host's RAM.
@@ -88,12 +99,14 @@ inline constexpr int kCpuDevice = -1;
 // A view of caller-owned memory: the caller keeps it alive and untouched until the collective's
 // handle completes. `device` >= 0 means the memory is on that CUDA device (NCCL builds only).
 struct Tensor {
-  void* data = nullptr;
-  DataType dtype = DataType::kFloat32;
-  Shape shape;
-  int device = kCpuDevice;
+  void* data = nullptr;                 // the first element
+  DataType dtype = DataType::kFloat32;  // the elements' type
+  Shape shape;                          // the dimensions, outermost first
+  int device = kCpuDevice;              // kCpuDevice, or a CUDA device index
 
+  // The number of elements the shape holds.
   int64_t num_elements() const { return cohort::num_elements(shape); }
+  // The size of the viewed memory.
   size_t num_bytes() const { return static_cast<size_t>(num_elements()) * element_size(dtype); }
 
   // A 1-D view of a contiguous range.
@@ -103,6 +116,7 @@ struct Tensor {
             data_type_of<std::remove_const_t<T>>(),
             {static_cast<int64_t>(values.size())}};
   }
+  // A 1-D view of a vector's elements.
   template <typename T>
   static Tensor of(std::vector<T>& values) {
     return of(std::span<T>(values));
@@ -123,10 +137,11 @@ struct Tensor {
 // Memory owned by the runtime: the result of a collective whose output size is only known after
 // negotiation (allgather).
 struct OwnedTensor {
-  std::vector<std::byte> bytes;
-  DataType dtype = DataType::kFloat32;
-  Shape shape;
+  std::vector<std::byte> bytes;         // the elements, packed
+  DataType dtype = DataType::kFloat32;  // the elements' type
+  Shape shape;                          // the dimensions, outermost first
 
+  // The elements as T, which should match dtype.
   template <typename T>
   std::span<const T> as() const {
     return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};

@@ -15,10 +15,12 @@
 
 namespace cohort::elastic {
 
+// The range that ElasticSampler::batches() and DistributedSampler::batches() return.
 class Batches {
  public:
   // Fills the next batch (clearing it first).
   using Next = std::function<void(std::vector<uint64_t>& batch)>;
+  // A range of `steps` batches, each filled by `next` (the samplers make these).
   Batches(uint64_t steps, Next next) : steps_(steps), next_(std::move(next)) {}
 
   // How many batches the range yields.
@@ -50,7 +52,9 @@ class Batches {
     advance();
     return iterator(this);
   }
+  // The end of the range.
   std::default_sentinel_t end() const { return {}; }
+  // Whether every batch has been handed out.
   bool exhausted() const { return taken_ > steps_; }
 
  private:

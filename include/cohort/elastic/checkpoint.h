@@ -34,6 +34,7 @@ enum class SaveStage {
   kPruned,           // checkpoints beyond keep_last are removed
 };
 
+// How save() writes a checkpoint.
 struct CheckpointOptions {
   // Checkpoints kept in the directory after a save (at least 1).
   int keep_last = 3;
@@ -42,10 +43,11 @@ struct CheckpointOptions {
   std::function<void(SaveStage stage, uint64_t bytes_written)> on_progress;
 };
 
+// Which checkpoint save() wrote or load_latest() loaded.
 struct CheckpointInfo {
-  uint64_t sequence = 0;
+  uint64_t sequence = 0;      // its place among the directory's saves, from 1
   uint64_t commit_count = 0;  // the State's commit_count() when it was saved
-  std::string path;
+  std::string path;           // the checkpoint file
 };
 
 // Collective. Rank 0 writes the State's last commit (not the values as they are now) into `dir`

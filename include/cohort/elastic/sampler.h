@@ -34,6 +34,7 @@ class SamplerCore;
 struct SamplerAccess;
 }  // namespace detail
 
+// The exactly-once sampler for elastic jobs (how it works: the top of sampler.h).
 class ElasticSampler {
  public:
   // Samples [0, dataset_size) (1 to 2^48), shuffled by `seed` and the epoch, partitioned over
@@ -43,11 +44,15 @@ class ElasticSampler {
   ElasticSampler(const ElasticSampler&) = delete;
   ElasticSampler& operator=(const ElasticSampler&) = delete;
 
+  // The number of samples given to the constructor.
   uint64_t dataset_size() const;
+  // The seed given to the constructor.
   uint64_t seed() const;
+  // The epoch set last (0 at first).
   uint64_t epoch() const;
-  // The world the current partition was made for.
+  // The world the current partition was made for: this rank, and its size.
   int rank() const;
+  // The world size the current partition was made for.
   int world_size() const;
 
   // Starts `epoch` with nothing processed and repartitions. The current epoch again changes

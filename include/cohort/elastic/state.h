@@ -112,6 +112,7 @@ concept SerializableObject = !is_span_v<T> && !is_buffer_vector_v<T> &&
                              !std::same_as<T, ElasticSampler> && !std::is_const_v<T>;
 }  // namespace detail
 
+// Named values that survive a failure (how to use them: the top of state.h).
 class State {
  public:
   // `label` tells States apart in collective names; two States with the same label must not
@@ -130,6 +131,7 @@ class State {
     track_buffer(std::move(name), data_type_of<T>(),
                  [v] { return std::as_writable_bytes(std::span(*v)); });
   }
+  // Any contiguous numeric range, as for a vector (bool included).
   template <detail::BufferElement T>
   void track(std::string name, std::span<T> values) {
     track_buffer(std::move(name), data_type_of<T>(),
@@ -167,11 +169,13 @@ class State {
   // Callbacks for a change of world (e.g. scale the learning rate); run_reset_callbacks() runs
   // them in registration order. elastic::run calls it after rebuilding the runtime, before sync().
   void add_reset_callback(std::function<void()> callback);
+  // Runs the reset callbacks, in the order they were added.
   void run_reset_callbacks();
   // Called by commit() on every rank once the commit is complete (elastic::run uses it to check
   // for host updates, which may throw). Replaces any previous hook; an empty function removes it.
   void set_commit_hook(std::function<void()> hook);
 
+  // The label given to the constructor.
   const std::string& label() const;
   // Successful commits so far (agreed by sync and loaded from checkpoints).
   uint64_t commit_count() const;
