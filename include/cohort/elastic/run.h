@@ -63,13 +63,17 @@ int resets();
 
 // The phases of the last reset, for logs and the recovery benchmark; all zero before the first.
 struct ResetTimings {
-  int round = 0;  // the round joined
-  int old_rank = 0, old_size = 0;
-  int new_rank = 0, new_size = 0;
-  std::chrono::microseconds teardown{0};    // abandoning the old runtime
+  int round = 0;                            // the round joined
+  int old_rank = 0;                         // the rank before the reset
+  int old_size = 0;                         // the size of the world left
+  int new_rank = 0;                         // the rank in the new world
+  int new_size = 0;                         // the size of the new world
+  std::chrono::microseconds teardown{0};    // leaving the old runtime
   std::chrono::microseconds assignment{0};  // check-in until the launcher's assignment arrived
   std::chrono::microseconds connect{0};     // building the new runtime (Gloo rendezvous, control)
 };
+
+// The phases of this process's last reset; all zero before the first. Needs init().
 ResetTimings last_reset_timings();
 
 }  // namespace cohort::elastic
