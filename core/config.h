@@ -30,6 +30,12 @@ struct Config {
   int local_size = -1;
   int cross_rank = -1;
   int cross_size = -1;
+  // COHORT_WORKER_ID: set by cohortrun's elastic mode instead of the rank and size, which come
+  // from the launcher's assignment for each round. Empty outside elastic mode.
+  std::string worker_id;
+  bool elastic() const { return !worker_id.empty(); }
+  // COHORT_ELASTIC_TIMEOUT_SECONDS: how long an elastic worker waits for its assignment.
+  std::chrono::milliseconds elastic_timeout{600'000};
 
   // COHORT_TIMEOUT_SECONDS: bounds rendezvous, connection set-up and every wait on a peer.
   std::chrono::milliseconds timeout{30'000};

@@ -40,8 +40,10 @@ std::string broadcast_string(ops::Backend& backend, std::string value) {
 
 }  // namespace
 
-Runtime::Runtime(const Config& config) : config_(config), queue_([this] { control_.wake(); }) {
-  backend_ = make_backend(config_);
+Runtime::Runtime(const Config& config, std::optional<Membership> membership)
+    : config_(config), membership_(std::move(membership)), queue_([this] { control_.wake(); }) {
+  backend_ = make_backend(
+      config_, membership_ ? discovery::round_scope(membership_->assignment.round) : std::string());
   backend_name_ = backend_->name();
   compute_topology();
   connect_control_channel();
@@ -156,6 +158,18 @@ void Runtime::shutdown() {
   queue_.close(std::make_exception_ptr(ShutdownError("cohort has been shut down on this rank")));
 }
 
+void Runtime::abandon(const std::string& reason) {
+  abandoned_ = true;
+  if (thread_.joinable()) {
+    abort_ = true;
+    control_.wake();
+    thread_.join();
+  }
+  // The background thread is gone: its connections and queue are this thread's now.
+  tear_down_connections();
+  queue_.close(std::make_exception_ptr(InternalError(reason)));
+}
+
 void Runtime::finish(std::exception_ptr error) {
   if (error) queue_.close(error);
   {
@@ -188,7 +202,11 @@ void Runtime::background_loop() {
 }
 
 void Runtime::fail(const std::string& reason) {
-  log::error(reason);
+  if (abandoned_) {
+    log::debug("while abandoning the runtime: ", reason);
+  } else {
+    log::error(reason);
+  }
   if (topology_.rank == 0) announce_abort(reason);
   tear_down_connections();
   finish(std::make_exception_ptr(InternalError(reason)));

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/membership.h"
 #include "core/negotiator.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
@@ -25,14 +26,20 @@ namespace cohort {
 
 class Runtime {
  public:
-  // Joins the job that `config` describes; returns once every rank is connected.
-  explicit Runtime(const Config& config);
+  // Joins the job that `config` describes; returns once every rank is connected. An elastic
+  // worker passes its membership: the Gloo rendezvous then runs in the round's scope.
+  explicit Runtime(const Config& config, std::optional<Membership> membership = std::nullopt);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   const Topology& topology() const { return topology_; }
   std::string_view backend_name() const { return backend_name_; }
+  const Config& config() const { return config_; }
+  // Set in elastic mode only. Mutable only before the Runtime is shared (the elastic reset
+  // records its timings in it).
+  const std::optional<Membership>& membership() const { return membership_; }
+  std::optional<Membership>& membership() { return membership_; }
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
@@ -43,6 +50,11 @@ class Runtime {
 
   // Waits (bounded by the shutdown timeout) until every rank has shut down, then stops.
   void shutdown();
+  // Leaves without the collective shutdown, for a world that is broken or being replaced: fails
+  // everything pending and later with InternalError(reason), closes every connection (so peers
+  // learn at once) and joins the background thread. Waits for no peer; at most for a collective
+  // already running on the background thread, which is bounded by the timeouts.
+  void abandon(const std::string& reason);
 
  private:
   void connect_control_channel();
@@ -71,6 +83,7 @@ class Runtime {
   void tear_down_connections();
 
   const Config config_;
+  std::optional<Membership> membership_;
   // Until the executor takes it over: builds the topology and the control channel.
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
@@ -87,7 +100,8 @@ class Runtime {
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
-  bool shutdown_announced_ = false;                         // background thread only
+  std::atomic<bool> abandoned_{false};  // a failure seen while abandoning is expected, not news
+  bool shutdown_announced_ = false;     // background thread only
   std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
