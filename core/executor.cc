@@ -132,9 +132,17 @@ void Executor::execute(const Response& response) {
 }
 
 void Executor::fail_all(const Response& response) {
-  auto error = response.kind == Response::Kind::kStalled
-                   ? std::make_exception_ptr(StallError(response.error))
-                   : std::make_exception_ptr(MismatchError(response.error));
+  std::exception_ptr error;
+  switch (response.kind) {
+    case Response::Kind::kStalled:
+      error = std::make_exception_ptr(StallError(response.error));
+      break;
+    case Response::Kind::kPeerLeft:
+      error = std::make_exception_ptr(InternalError(response.error));
+      break;
+    default:
+      error = std::make_exception_ptr(MismatchError(response.error));
+  }
   for (const auto& name : response.names) {
     // Also sent for names this rank never submitted (another rank left, a stall): nothing to
     // fail here then.

@@ -39,7 +39,7 @@
 #include "discovery/rendezvous_client.h"
 #include "discovery/rendezvous_server.h"
 #include "discovery/spawn.h"
-#include "discovery/supervisor.h"
+#include "discovery/job_report.h"
 #include "test/elastic/trainer_shape.h"
 
 extern char** environ;
