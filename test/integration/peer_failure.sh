@@ -5,9 +5,11 @@
 # KILL) within LIMIT seconds of the signal,
 # measured between this script's clock and the survivors' (both the realtime clock). Prints each
 # survivor's latency. The victim is SIGKILLed at the end whatever happens.
-#   peer_failure.sh COHORTRUN WORKER NP VICTIM SIGNAL PEER_TIMEOUT LIMIT [RUNS]
+#   peer_failure.sh COHORTRUN WORKER NP VICTIM SIGNAL PEER_TIMEOUT LIMIT [RUNS [FLOATS]]
+# FLOATS: the allreduce's size in float32 elements (default 262144, 1 MiB).
 set -euo pipefail
 cohortrun=$1 worker=$2 np=$3 victim=$4 signal=$5 peer_timeout=$6 limit=$7 runs=${8:-1}
+floats=${9:-262144}
 
 case $signal in
   STOP) expected="rank $victim has sent no heartbeat" ;;
@@ -34,7 +36,7 @@ one_run() {
   local run=$1 fifo=$dir/report.$1
   mkfifo "$fifo"
   exec 3<>"$fifo"  # read-write, so opening never blocks and writers never see it closed
-  COHORT_PEER_TIMEOUT_SECONDS=$peer_timeout "$cohortrun" -np "$np" "$worker" "$fifo" \
+  COHORT_PEER_TIMEOUT_SECONDS=$peer_timeout "$cohortrun" -np "$np" "$worker" "$fifo" "$floats" \
     >"$dir/out" 2>&1 &
   launcher=$!
   local -A pids=()

@@ -1,5 +1,5 @@
-// Worker for the failure-detection tests (peer_failure.sh): every rank loops over 1 MiB
-// allreduces. Once training runs it writes "ready RANK PID" to REPORT (a FIFO the script reads);
+// Worker for the failure-detection tests (peer_failure.sh): every rank loops over allreduces of
+// FLOATS float32 elements. Once training runs it writes "ready RANK PID" to REPORT (a FIFO the script reads);
 // the script then freezes or kills one rank. A survivor that gets an InternalError writes
 // "caught RANK UNIX_NS MESSAGE" there (the time taken on the realtime clock, as the script's) and
 // exits 0. SIGTERM from the launcher is ignored, so its clean-up cannot hide how a survivor ends.
@@ -40,15 +40,16 @@ int64_t unix_ns() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::cerr << "usage: peer_failure_check REPORT_FIFO" << std::endl;
+  if (argc != 3) {
+    std::cerr << "usage: peer_failure_check REPORT_FIFO FLOATS" << std::endl;
     return 2;
   }
   const char* fifo = argv[1];
+  size_t floats = std::strtoull(argv[2], nullptr, 10);
   std::signal(SIGTERM, SIG_IGN);
   cohort::init();
   int rank = cohort::rank();
-  std::vector<float> gradient(1 << 18, 1.0f);
+  std::vector<float> gradient(floats, 1.0f);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   try {
     for (int step = 0; std::chrono::steady_clock::now() < deadline; ++step) {
