@@ -219,9 +219,10 @@ std::string Runtime::diagnose(const std::string& local) {
 }
 
 void Runtime::fail(const std::string& reason) {
+  // A verdict of the heartbeat's own was logged when it came.
+  if (!heartbeat_ || heartbeat_->verdict() != reason) log::error(reason);
   // The heartbeat tells the peers why before the connections below close under them.
   if (heartbeat_) heartbeat_->fail(reason);
-  log::error(reason);
   if (topology_.rank == 0) announce_abort(reason);
   tear_down_connections();
   finish(std::make_exception_ptr(InternalError(reason)));
