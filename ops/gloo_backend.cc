@@ -207,14 +207,20 @@ class GlooBackend final : public Backend {
   template <typename F>
   void guard(const char* what, F&& body) {
     throw_if_aborted(what);
-    gloo_guard(what, rank_, size_, std::forward<F>(body));
+    try {
+      gloo_guard(what, rank_, size_, std::forward<F>(body));
+    } catch (const InternalError&) {
+      // After abort() the sockets it shut down are what failed: report why they were shut down.
+      throw_if_aborted(what);
+      throw;
+    }
   }
 
   void throw_if_aborted(const char* what) {
     if (!aborted_) return;
     std::lock_guard lock(abort_mutex_);
     throw InternalError(std::string("Gloo ") + what + " on rank " + std::to_string(rank_) + " of " +
-                        std::to_string(size_) + " refused: " + abort_reason_);
+                        std::to_string(size_) + " interrupted: " + abort_reason_);
   }
 
   // New-API collectives find their messages by tag; consecutive operations must not share one,
