@@ -170,6 +170,9 @@ Config Config::from(const Getenv& getenv) {
   if (auto v = getenv("COHORT_SHUTDOWN_TIMEOUT_SECONDS")) {
     c.shutdown_timeout = parse_seconds("COHORT_SHUTDOWN_TIMEOUT_SECONDS", *v);
   }
+  if (auto v = getenv("COHORT_PEER_TIMEOUT_SECONDS")) {
+    c.peer_timeout = parse_duration("COHORT_PEER_TIMEOUT_SECONDS", *v, "seconds", 1e6);
+  }
   if (auto v = getenv("COHORT_STALL_CHECK_TIME_SECONDS")) {
     c.stall_check_time = parse_seconds("COHORT_STALL_CHECK_TIME_SECONDS", *v);
   }

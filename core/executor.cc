@@ -45,8 +45,12 @@ void set_scalar_output(TensorEntry& entry, int32_t value) {
 }  // namespace
 
 Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-                   std::chrono::milliseconds timeout)
-    : queue_(queue), timeline_(timeline), rank_(world->rank()), timeout_(timeout) {
+                   std::chrono::milliseconds timeout, Diagnose diagnose)
+    : queue_(queue),
+      timeline_(timeline),
+      rank_(world->rank()),
+      timeout_(timeout),
+      diagnose_(std::move(diagnose)) {
   std::vector<int> everyone(world->size());
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = ProcessSetState{.members = std::move(everyone), .backend = std::move(world)};
@@ -69,6 +73,15 @@ void Executor::close() {
     } catch (const std::exception& e) {
       log::warning("closing a backend after a failure: ", e.what());
     }
+  }
+}
+
+void Executor::abort(const std::string& reason) {
+  std::lock_guard lock(sets_mutex_);
+  // Device backends are made by the background thread outside the lock, and NCCL waits end at
+  // their own timeout anyway: only the host backends are interrupted.
+  for (auto& [id, set] : sets_) {
+    if (set.backend) set.backend->abort(reason);
   }
 }
 
@@ -171,6 +184,9 @@ void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
   std::string what;
   try {
     throw;
+  } catch (const InternalError& e) {
+    what = diagnose_ ? diagnose_(e.what()) : e.what();
+    error = std::make_exception_ptr(InternalError(what));
   } catch (const std::exception& e) {
     what = e.what();
   }
@@ -182,7 +198,7 @@ void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
   try {
     throw;
   } catch (const InternalError&) {
-    throw;
+    std::rethrow_exception(error);
   } catch (...) {
   }
 }

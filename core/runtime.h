@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/heartbeat.h"
 #include "core/membership.h"
 #include "core/negotiator.h"
 #include "core/response_cache.h"
@@ -58,6 +59,14 @@ class Runtime {
 
  private:
   void connect_control_channel();
+  // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
+  ControlChannel connect_star(const std::string& label);
+  // The heartbeat thread found the job failed: interrupt the data plane, wake the background
+  // thread. Runs on the heartbeat thread.
+  void on_peer_failure(const std::string& verdict);
+  // What to report for a failure seen here as `local` (a closed connection is often the echo of
+  // a failure elsewhere): the heartbeat's verdict if one comes soon, else `local`.
+  std::string diagnose(const std::string& local);
   void check_process_set(const Request& request) const;
   void compute_topology();
 
@@ -96,7 +105,8 @@ class Runtime {
   CacheView cache_view_;                  // other ranks
   uint64_t applied_lists_ = 0;            // other ranks: response lists applied
   Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
-  std::optional<Executor> executor_;      // background thread only, but for members()
+  std::optional<Executor> executor_;      // background thread only, but for members(), abort()
+  std::optional<Heartbeat> heartbeat_;    // worlds of more than one rank; stopped before executor_
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};

@@ -42,6 +42,17 @@ TEST_CASE("no launcher means a world of one with defaults") {
   CHECK(c.stall_check_time == std::chrono::seconds(60));
   CHECK(c.stall_shutdown_time.count() == 0);
   CHECK(c.cycle_time == std::chrono::milliseconds(1));
+  CHECK(c.peer_timeout == std::chrono::seconds(5));
+}
+
+TEST_CASE("the peer timeout is read in seconds, fractions allowed, and must be positive") {
+  CHECK(parse({{"COHORT_PEER_TIMEOUT_SECONDS", "0.25"}}).peer_timeout ==
+        std::chrono::milliseconds(250));
+  CHECK(parse({{"COHORT_PEER_TIMEOUT_SECONDS", "2"}}).peer_timeout == std::chrono::seconds(2));
+  for (const char* bad : {"0", "-1", "5s", "", "nan", "inf"}) {
+    expect_rejected({{"COHORT_PEER_TIMEOUT_SECONDS", bad}},
+                    std::string("COHORT_PEER_TIMEOUT_SECONDS='") + bad + "' is invalid");
+  }
 }
 
 TEST_CASE("the cycle time is read in milliseconds, fractions and 0 allowed") {
