@@ -30,7 +30,7 @@ std::shared_ptr<Runtime> runtime() {
 // Log lines name the rank, and in elastic mode the worker, whose rank changes between rounds.
 void set_log_prefix(const Runtime& rt) {
   std::string prefix = "[rank " + std::to_string(rt.topology().rank);
-  if (rt.config().elastic()) prefix += " " + rt.config().worker_id;
+  if (rt.config().elastic()) prefix += ", worker " + rt.config().worker_id;
   log::set_prefix(prefix + "]");
 }
 
