@@ -16,6 +16,41 @@ Enum checked_enum(uint8_t raw, int count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
+void write_group(wire::Writer& w, const std::vector<TensorSpec>& group) {
+  w.u32(static_cast<uint32_t>(group.size()));
+  for (const auto& tensor : group) {
+    w.u8(static_cast<uint8_t>(tensor.dtype));
+    w.i64s(tensor.shape);
+  }
+}
+
+// Element by element, never sized up front from the count: a corrupt count runs out of bytes.
+std::vector<TensorSpec> read_group(wire::Reader& rd) {
+  std::vector<TensorSpec> group;
+  for (uint32_t n = rd.u32(); n > 0; --n) {
+    auto dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
+    group.push_back({dtype, rd.i64s()});
+  }
+  return group;
+}
+
+void write_batches(wire::Writer& w, const std::vector<Response::Batch>& batches) {
+  w.u32(static_cast<uint32_t>(batches.size()));
+  for (const auto& batch : batches) {
+    w.u32(batch.tensors);
+    w.u8(static_cast<uint8_t>(batch.dtype));
+  }
+}
+
+std::vector<Response::Batch> read_batches(wire::Reader& rd) {
+  std::vector<Response::Batch> batches;
+  for (uint32_t n = rd.u32(); n > 0; --n) {
+    uint32_t tensors = rd.u32();
+    batches.push_back({tensors, checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type")});
+  }
+  return batches;
+}
+
 void write_request(wire::Writer& w, const Request& r) {
   w.str(r.name);
   w.u8(static_cast<uint8_t>(r.type));
@@ -28,8 +63,7 @@ void write_request(wire::Writer& w, const Request& r) {
   w.u8(r.buffer_changed ? 1 : 0);
   w.i32(r.process_set);
   w.i32(r.device);
-  w.str(r.group);
-  w.i32(r.group_size);
+  write_group(w, r.group);
   w.i64s(r.splits);
   w.i64s(r.members);
 }
@@ -47,8 +81,7 @@ Request read_request(wire::Reader& rd) {
   r.buffer_changed = rd.u8() != 0;
   r.process_set = rd.i32();
   r.device = rd.i32();
-  r.group = rd.str();
-  r.group_size = rd.i32();
+  r.group = read_group(rd);
   r.splits = rd.i64s();
   r.members = rd.i64s();
   return r;
@@ -122,6 +155,8 @@ std::vector<std::byte> encode(const ResponseList& list) {
     w.u8(static_cast<uint8_t>(r.dtype));
     w.u8(static_cast<uint8_t>(r.reduce_op));
     w.i64s(r.counts);
+    w.i64s(r.parts);
+    write_batches(w, r.batches);
     w.i32(r.last_joined);
     w.u8(r.rebind ? 1 : 0);
   }
@@ -153,6 +188,8 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
     r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
     r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
     r.counts = rd.i64s();
+    r.parts = rd.i64s();
+    r.batches = read_batches(rd);
     r.last_joined = rd.i32();
     r.rebind = rd.u8() != 0;
     list.responses.push_back(std::move(r));

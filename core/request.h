@@ -25,6 +25,13 @@ enum class OpType : uint8_t {
 inline constexpr int kNumOpTypes = 8;
 std::string_view to_string(OpType type);
 
+// One tensor of a grouped allreduce, as every rank must describe it.
+struct TensorSpec {
+  DataType dtype = DataType::kFloat32;
+  Shape shape;
+  friend bool operator==(const TensorSpec&, const TensorSpec&) = default;
+};
+
 struct Request {
   std::string name;
   OpType type = OpType::kAllreduce;
@@ -40,9 +47,9 @@ struct Request {
   int32_t process_set = 0;
   // The CUDA device of the tensor (kCpuDevice for host memory).
   int32_t device = kCpuDevice;
-  // Members of a grouped allreduce name their group and its size; they run together.
-  std::string group;
-  int32_t group_size = 0;
+  // A grouped allreduce travels as one request named after the group: its tensors, in order
+  // (empty for anything else). `dtype` is then its first tensor's and `shape` is unused.
+  std::vector<TensorSpec> group;
   // Alltoall: rows of the first dimension sent to each rank of the set.
   std::vector<int64_t> splits;
   // Adding a process set: its member ranks.
@@ -50,6 +57,17 @@ struct Request {
 
   friend bool operator==(const Request&, const Request&) = default;
 };
+
+// The tensors an allreduce request reduces: its own, or each of its group's.
+inline size_t num_tensors(const Request& r) {
+  return r.group.empty() ? 1 : r.group.size();
+}
+inline DataType tensor_dtype(const Request& r, size_t i) {
+  return r.group.empty() ? r.dtype : r.group[i].dtype;
+}
+inline int64_t tensor_elements(const Request& r, size_t i) {
+  return num_elements(r.group.empty() ? r.shape : r.group[i].shape);
+}
 
 struct RequestList {
   std::vector<Request> requests;
@@ -74,11 +92,24 @@ struct Response {
   // For allgather: every member's first dimension, in set-rank order. For alltoall: the rows
   // member i sends to member j at [i * set size + j].
   std::vector<int64_t> first_dims;
-  // For allreduce: the element type, operator and each named tensor's element count, so that a
-  // rank that has joined can contribute the operator's identity for tensors it never submitted.
+  // For allreduce: the element type, operator and each tensor's element count (a grouped
+  // allreduce has one per tensor), so that a rank that has joined can contribute the operator's
+  // identity for tensors it never submitted.
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce_op = ReduceOp::kSum;
   std::vector<int64_t> counts;
+  // Parallel to names when some name has several tensors (a group): how many of `counts` are
+  // each name's. Empty: one each.
+  std::vector<int64_t> parts;
+  // How the allreduce's tensors are reduced, in order: each batch is `tensors` consecutive
+  // tensors of one type, packed into the fusion buffer (or reduced in place when alone). Empty:
+  // one batch of every tensor, of `dtype`.
+  struct Batch {
+    uint32_t tensors = 0;
+    DataType dtype = DataType::kFloat32;
+    friend bool operator==(const Batch&, const Batch&) = default;
+  };
+  std::vector<Batch> batches;
   // For join: the rank that joined last.
   int32_t last_joined = -1;
   // Some rank's memory changed since the name last ran.
