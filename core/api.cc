@@ -189,8 +189,7 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
   if (tensors.empty()) {
     throw InvalidArgument("grouped allreduce '" + name + "': needs at least one tensor");
   }
-  std::vector<TensorSpec> specs;
-  specs.reserve(tensors.size());
+  GroupSpec specs;
   for (size_t i = 0; i < tensors.size(); ++i) {
     check_allreduce(name + "." + std::to_string(i), tensors[i], tensors[i], options);
     if (tensors[i].device != tensors[0].device) {
@@ -199,7 +198,7 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
                             " but member 0 on " + std::to_string(tensors[0].device) +
                             "; a group's tensors share one device");
     }
-    specs.push_back({tensors[i].dtype, tensors[i].shape});
+    specs.add(tensors[i].dtype, tensors[i].shape);
   }
   Request r = allreduce_request(std::move(name), OpType::kAllreduce, tensors[0], options);
   r.shape.clear();

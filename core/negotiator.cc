@@ -91,9 +91,9 @@ std::optional<std::string> differing_member(const std::vector<std::optional<Requ
       **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
   for (size_t i = 0; i < first.group.size(); ++i) {
     auto message =
-        differing(by_rank, "data types", [i](R r) { return to_string(r.group[i].dtype); });
+        differing(by_rank, "data types", [i](R r) { return to_string(r.group.dtype(i)); });
     if (!message) {
-      message = differing(by_rank, "shapes", [i](R r) { return to_string(r.group[i].shape); });
+      message = differing(by_rank, "shapes", [i](R r) { return to_string(r.group.shape(i)); });
     }
     if (message) return "member " + std::to_string(i) + ": " + *message;
   }
@@ -290,7 +290,7 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   std::vector<ReadyResponse> ready;
   for (const auto& key : ready_order_) {
-    const Entry& entry = table_.at(key);
+    Entry& entry = table_.at(key);
     Response response = construct(key.second, entry);
     if (response.kind == Response::Kind::kExecute && response.type == OpType::kJoin) {
       std::fill(joined_.begin(), joined_.end(), false);
@@ -304,7 +304,10 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
     if (cache_ && response.kind == Response::Kind::kExecute) {
       response.cache_ids = {cache_->put(description(entry))};
     }
-    ready.push_back({std::move(response), description(entry)});
+    // The entry goes next: its description moves rather than copies (a group's can be large).
+    auto first = std::find_if(entry.by_rank.begin(), entry.by_rank.end(),
+                              [](const auto& r) { return r.has_value(); });
+    ready.push_back({std::move(response), std::move(**first)});
     table_.erase(key);
   }
   ready_order_.clear();

@@ -16,24 +16,6 @@ Enum checked_enum(uint8_t raw, int count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
-void write_group(wire::Writer& w, const std::vector<TensorSpec>& group) {
-  w.u32(static_cast<uint32_t>(group.size()));
-  for (const auto& tensor : group) {
-    w.u8(static_cast<uint8_t>(tensor.dtype));
-    w.i64s(tensor.shape);
-  }
-}
-
-// Element by element, never sized up front from the count: a corrupt count runs out of bytes.
-std::vector<TensorSpec> read_group(wire::Reader& rd) {
-  std::vector<TensorSpec> group;
-  for (uint32_t n = rd.u32(); n > 0; --n) {
-    auto dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
-    group.push_back({dtype, rd.i64s()});
-  }
-  return group;
-}
-
 void write_batches(wire::Writer& w, const std::vector<Response::Batch>& batches) {
   w.u32(static_cast<uint32_t>(batches.size()));
   for (const auto& batch : batches) {
@@ -63,7 +45,7 @@ void write_request(wire::Writer& w, const Request& r) {
   w.u8(r.buffer_changed ? 1 : 0);
   w.i32(r.process_set);
   w.i32(r.device);
-  write_group(w, r.group);
+  r.group.write(w);
   w.i64s(r.splits);
   w.i64s(r.members);
 }
@@ -81,13 +63,57 @@ Request read_request(wire::Reader& rd) {
   r.buffer_changed = rd.u8() != 0;
   r.process_set = rd.i32();
   r.device = rd.i32();
-  r.group = read_group(rd);
+  r.group = GroupSpec::read(rd);
   r.splits = rd.i64s();
   r.members = rd.i64s();
   return r;
 }
 
 }  // namespace
+
+GroupSpec::GroupSpec(std::initializer_list<std::pair<DataType, Shape>> tensors) {
+  for (const auto& [dtype, shape] : tensors) add(dtype, shape);
+}
+
+void GroupSpec::add(DataType dtype, const Shape& shape) {
+  dtypes_.push_back(dtype);
+  ranks_.push_back(static_cast<uint32_t>(shape.size()));
+  dims_.insert(dims_.end(), shape.begin(), shape.end());
+  elements_.push_back(num_elements(shape));
+}
+
+Shape GroupSpec::shape(size_t i) const {
+  size_t first = 0;
+  for (size_t j = 0; j < i; ++j) first += ranks_[j];
+  return Shape(dims_.begin() + static_cast<ptrdiff_t>(first),
+               dims_.begin() + static_cast<ptrdiff_t>(first + ranks_[i]));
+}
+
+void GroupSpec::write(wire::Writer& w) const {
+  w.u32s(ranks_);
+  w.i64s(dims_);
+  for (DataType dtype : dtypes_) w.u8(static_cast<uint8_t>(dtype));
+}
+
+GroupSpec GroupSpec::read(wire::Reader& rd) {
+  GroupSpec group;
+  group.ranks_ = rd.u32s();
+  group.dims_ = rd.i64s();
+  size_t dims = 0;
+  for (uint32_t rank : group.ranks_) dims += rank;
+  if (dims != group.dims_.size()) {
+    throw InternalError("malformed control message: a group's " + std::to_string(dims) +
+                        " dimensions arrived as " + std::to_string(group.dims_.size()));
+  }
+  auto dim = group.dims_.begin();
+  for (uint32_t rank : group.ranks_) {
+    group.dtypes_.push_back(checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type"));
+    int64_t elements = 1;
+    for (uint32_t d = 0; d < rank; ++d) elements *= *dim++;
+    group.elements_.push_back(elements);
+  }
+  return group;
+}
 
 std::string_view to_string(OpType type) {
   switch (type) {

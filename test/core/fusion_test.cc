@@ -63,8 +63,8 @@ TEST_CASE("a fused group rebinds when any member does") {
 }
 
 namespace {
-ReadyResponse grouped(std::string name, std::vector<TensorSpec> tensors) {
-  Request r{.name = name, .dtype = tensors.front().dtype, .group = std::move(tensors)};
+ReadyResponse grouped(std::string name, GroupSpec tensors) {
+  Request r{.name = name, .dtype = tensors.dtype(0), .group = std::move(tensors)};
   return {Response{.names = {name}, .dtype = r.dtype}, r};
 }
 }  // namespace

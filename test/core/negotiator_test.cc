@@ -146,7 +146,7 @@ TEST_CASE("stalled names expire into errors for every rank and leave the table")
 namespace {
 Request group(std::string name, std::vector<Shape> shapes) {
   Request r{.name = std::move(name)};
-  for (auto& shape : shapes) r.group.push_back({DataType::kFloat32, std::move(shape)});
+  for (auto& shape : shapes) r.group.add(DataType::kFloat32, shape);
   return r;
 }
 }  // namespace
@@ -178,8 +178,7 @@ TEST_CASE("a group's mismatch names the member, the ranks and the values") {
   CHECK(ready[0].error ==
         "allreduce 'g': member 1: mismatched shapes: rank 0 [2, 3], rank 1 [2, 3], rank 2 [3, 2]");
 
-  Request ints = group("h", {{4}, {4}});
-  ints.group[1].dtype = DataType::kInt32;
+  Request ints{.name = "h", .group = {{DataType::kFloat32, {4}}, {DataType::kInt32, {4}}}};
   n.add(0, group("h", {{4}, {4}}));
   n.add(1, group("h", {{4}, {4}}));
   n.add(2, ints);

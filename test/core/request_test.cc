@@ -59,12 +59,16 @@ TEST_CASE("a corrupt group raises instead of allocating or reading out of bounds
     std::vector<std::byte> truncated(bytes.begin(), bytes.begin() + cut);
     CHECK_THROWS_AS(decode_request_list(truncated), InternalError);
   }
-  // The group's tensor count: before its one tensor (dtype, dimension count, one dimension) and
-  // the empty splits and members.
-  size_t count_at = bytes.size() - 4 - 4 - (1 + 4 + 8) - 4;
-  REQUIRE(bytes[count_at] == std::byte{1});
-  bytes[count_at + 3] = std::byte{0x7f};  // 2^30 tensors claimed, one present
-  CHECK_THROWS_AS(decode_request_list(bytes), InternalError);
+  // The group: its tensors' dimension counts (one: 1), dimensions (one: 4) and types (one), then
+  // the empty splits and members. More dimensions claimed than sent:
+  size_t ranks_at = bytes.size() - 4 - 4 - 1 - (4 + 8) - (4 + 4);
+  REQUIRE(bytes[ranks_at] == std::byte{1});
+  auto bad_ranks = bytes;
+  bad_ranks[ranks_at + 4] = std::byte{2};
+  CHECK_THROWS_WITH(decode_request_list(bad_ranks), Catch::Matchers::Contains("dimensions"));
+  auto huge_count = bytes;
+  huge_count[ranks_at + 3] = std::byte{0x7f};  // 2^30 tensors claimed, one present
+  CHECK_THROWS_AS(decode_request_list(huge_count), InternalError);
 }
 
 TEST_CASE("corrupt messages raise instead of reading out of bounds") {
