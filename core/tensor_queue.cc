@@ -44,7 +44,12 @@ void TensorQueue::add(TensorEntry entry) {
 std::vector<Request> TensorQueue::take_new_requests() {
   std::lock_guard lock(mutex_);
   wake_pending_ = false;  // anything added from now on wakes the thread again
-  return std::exchange(new_requests_, {});
+  std::vector<Request> taken = std::move(new_requests_);
+  // Room for a burst like the last one: a step's thousand requests then fill the vector without
+  // growing it (and moving every request) ten times.
+  new_requests_ = {};
+  new_requests_.reserve(taken.size());
+  return taken;
 }
 
 std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {
