@@ -7,8 +7,10 @@
 #include <numeric>
 
 #include "cohort/cohort.h"
+#include "core/elastic_entry.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "core/runtime_slot.h"
 
 namespace cohort {
 namespace {
@@ -23,6 +25,13 @@ std::shared_ptr<Runtime> runtime() {
     throw NotInitialized("cohort is not initialized: call cohort::init() first");
   }
   return g_runtime;
+}
+
+// Log lines name the rank, and in elastic mode the worker, whose rank changes between rounds.
+void set_log_prefix(const Runtime& rt) {
+  std::string prefix = "[rank " + std::to_string(rt.topology().rank);
+  if (rt.config().elastic()) prefix += ", worker " + rt.config().worker_id;
+  log::set_prefix(prefix + "]");
 }
 
 // Gloo writes to sockets without MSG_NOSIGNAL: a peer that dies would kill this process with
@@ -132,9 +141,35 @@ void init() {
   Config config = Config::from_environment();
   log::set_level(config.log_level);
   ignore_sigpipe();
-  g_runtime = std::make_shared<Runtime>(config);
-  log::set_prefix("[rank " + std::to_string(g_runtime->topology().rank) + "]");
+  if (config.elastic()) {
+    EntryTimings timings;
+    g_runtime = enter_round(config, connect_launcher(config), 0,
+                            {discovery::CheckIn::Kind::kStart, ""}, timings);
+  } else {
+    g_runtime = std::make_shared<Runtime>(config);
+  }
+  set_log_prefix(*g_runtime);
 }
+
+namespace detail {
+
+std::shared_ptr<Runtime> current_runtime() {
+  return runtime();
+}
+
+std::shared_ptr<Runtime> take_runtime() {
+  std::lock_guard lock(g_mutex);
+  return std::move(g_runtime);
+}
+
+void install_runtime(std::shared_ptr<Runtime> rt) {
+  std::lock_guard lock(g_mutex);
+  if (g_runtime) throw InvalidArgument("install_runtime: a runtime is already installed");
+  set_log_prefix(*rt);
+  g_runtime = std::move(rt);
+}
+
+}  // namespace detail
 
 void shutdown() {
   std::shared_ptr<Runtime> rt;

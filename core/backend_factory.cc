@@ -17,9 +17,10 @@ namespace cohort {
 namespace {
 
 std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& rendezvous_addr,
-                                           int rendezvous_port, const std::string& secret) {
+                                           int rendezvous_port, const std::string& secret,
+                                           const std::string& scope = "") {
   try {
-    discovery::RendezvousClient client(rendezvous_addr, rendezvous_port, secret, c.timeout);
+    discovery::RendezvousClient client(rendezvous_addr, rendezvous_port, secret, c.timeout, scope);
     discovery::RendezvousStore store(client, c.timeout);
     return ops::make_gloo_backend({.rank = c.rank,
                                    .size = c.size,
@@ -59,7 +60,7 @@ std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
 
 }  // namespace
 
-std::unique_ptr<ops::Backend> make_backend(const Config& c) {
+std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& rendezvous_scope) {
   switch (c.launcher) {
     case Config::Launcher::kNone:
       return std::make_unique<LoneBackend>();
@@ -68,7 +69,7 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c) {
       return ops::make_mpi_backend();
     case Config::Launcher::kCohortrun:
       if (c.size == 1) return std::make_unique<LoneBackend>();
-      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret);
+      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret, rendezvous_scope);
   }
   throw InvalidArgument("unknown launcher");
 }

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <limits>
 
@@ -64,29 +65,65 @@ std::string decode_hex(const char* name, const std::string& value) {
 }
 
 Config::Launcher detect_launcher(const Config::Getenv& getenv) {
-  if (getenv(env::kRank)) return Config::Launcher::kCohortrun;
+  if (getenv(env::kRank) || getenv(env::kWorkerId)) return Config::Launcher::kCohortrun;
   if (getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK")) return Config::Launcher::kMpirun;
   return Config::Launcher::kNone;
 }
 
-void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
-  auto required = [&](const char* name) {
-    auto v = getenv(name);
-    if (!v) {
-      throw InvalidArgument(std::string(name) + " is not set, but " + env::kRank +
-                            " is: the launcher's environment is incomplete");
-    }
-    return *v;
-  };
-  c.size = static_cast<int>(parse_integer(env::kSize, required(env::kSize), 1, 1 << 20));
-  c.rank = static_cast<int>(parse_integer(env::kRank, required(env::kRank), 0, c.size - 1));
-  if (c.size > 1) {
-    c.rendezvous_addr = required(env::kRendezvousAddr);
-    c.rendezvous_port =
-        static_cast<int>(parse_integer(env::kRendezvousPort, required(env::kRendezvousPort), 1,
-                                       std::numeric_limits<uint16_t>::max()));
-    c.secret = decode_hex(env::kSecret, required(env::kSecret));
+// Returns the variable's value; throws naming it, and `because` (the variable whose presence
+// requires it), when it is not set.
+std::string required(const Config::Getenv& getenv, const char* name, const char* because) {
+  auto v = getenv(name);
+  if (!v) {
+    throw InvalidArgument(std::string(name) + " is not set, but " + because +
+                          " is: the launcher's environment is incomplete");
   }
+  return *v;
+}
+
+void read_rendezvous(const Config::Getenv& getenv, Config& c, const char* because) {
+  c.rendezvous_addr = required(getenv, env::kRendezvousAddr, because);
+  c.rendezvous_port = static_cast<int>(
+      parse_integer(env::kRendezvousPort, required(getenv, env::kRendezvousPort, because), 1,
+                    std::numeric_limits<uint16_t>::max()));
+  c.secret = decode_hex(env::kSecret, required(getenv, env::kSecret, because));
+}
+
+// Ids name rendezvous keys and log lines: a short word without separators of their own.
+void check_worker_id(const std::string& id) {
+  if (id.empty()) invalid(env::kWorkerId, id, "must not be empty");
+  if (id.size() > 128) invalid(env::kWorkerId, id, "longer than 128 characters");
+  for (char ch : id) {
+    bool allowed = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' ||
+                   ch == ':' || ch == '-';
+    if (!allowed) invalid(env::kWorkerId, id, "may contain only A-Z a-z 0-9 . _ : -");
+  }
+}
+
+// Elastic mode: the id and the launcher's address; the rank and size come with each round.
+void read_elastic_worker(const Config::Getenv& getenv, Config& c) {
+  for (const char* placement : {env::kRank, env::kSize, env::kLocalRank, env::kLocalSize,
+                                env::kCrossRank, env::kCrossSize}) {
+    if (getenv(placement)) {
+      throw InvalidArgument(std::string(placement) + " is set together with " + env::kWorkerId +
+                            ": an elastic worker gets its rank and size from the launcher for "
+                            "each round, so the launcher must not set " +
+                            placement);
+    }
+  }
+  c.worker_id = *getenv(env::kWorkerId);
+  check_worker_id(c.worker_id);
+  read_rendezvous(getenv, c, env::kWorkerId);
+  if (auto host = getenv(env::kHostname)) c.hostname = *host;
+}
+
+void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
+  if (getenv(env::kWorkerId)) return read_elastic_worker(getenv, c);
+  c.size = static_cast<int>(
+      parse_integer(env::kSize, required(getenv, env::kSize, env::kRank), 1, 1 << 20));
+  c.rank = static_cast<int>(
+      parse_integer(env::kRank, required(getenv, env::kRank, env::kRank), 0, c.size - 1));
+  if (c.size > 1) read_rendezvous(getenv, c, env::kRank);
   if (auto host = getenv(env::kHostname)) c.hostname = *host;
   auto optional_index = [&](const char* name, int& out) {
     if (auto v = getenv(name)) out = static_cast<int>(parse_integer(name, *v, 0, c.size));
@@ -127,8 +164,14 @@ Config Config::from(const Getenv& getenv) {
   if (auto v = getenv("COHORT_TIMEOUT_SECONDS")) {
     c.timeout = parse_seconds("COHORT_TIMEOUT_SECONDS", *v);
   }
+  if (auto v = getenv("COHORT_ELASTIC_TIMEOUT_SECONDS")) {
+    c.elastic_timeout = parse_seconds("COHORT_ELASTIC_TIMEOUT_SECONDS", *v);
+  }
   if (auto v = getenv("COHORT_SHUTDOWN_TIMEOUT_SECONDS")) {
     c.shutdown_timeout = parse_seconds("COHORT_SHUTDOWN_TIMEOUT_SECONDS", *v);
+  }
+  if (auto v = getenv("COHORT_PEER_TIMEOUT_SECONDS")) {
+    c.peer_timeout = parse_duration("COHORT_PEER_TIMEOUT_SECONDS", *v, "seconds", 1e6);
   }
   if (auto v = getenv("COHORT_STALL_CHECK_TIME_SECONDS")) {
     c.stall_check_time = parse_seconds("COHORT_STALL_CHECK_TIME_SECONDS", *v);

@@ -30,11 +30,21 @@ struct Config {
   int local_size = -1;
   int cross_rank = -1;
   int cross_size = -1;
+  // COHORT_WORKER_ID: set by cohortrun's elastic mode instead of the rank and size, which come
+  // from the launcher's assignment for each round. Empty outside elastic mode.
+  std::string worker_id;
+  bool elastic() const { return !worker_id.empty(); }
+  // COHORT_ELASTIC_TIMEOUT_SECONDS: how long an elastic worker waits for its assignment.
+  std::chrono::milliseconds elastic_timeout{600'000};
 
   // COHORT_TIMEOUT_SECONDS: bounds rendezvous, connection set-up and every wait on a peer.
   std::chrono::milliseconds timeout{30'000};
   // COHORT_SHUTDOWN_TIMEOUT_SECONDS: how long shutdown() waits for the other ranks to shut down.
   std::chrono::milliseconds shutdown_timeout{60'000};
+  // COHORT_PEER_TIMEOUT_SECONDS: a rank that sends no heartbeat for this long is taken for frozen
+  // or cut off and the job fails on every rank. Heartbeats flow every quarter of it, also while a
+  // collective runs, so a collective may legitimately take longer than this.
+  std::chrono::microseconds peer_timeout{5'000'000};
   // COHORT_STALL_CHECK_TIME_SECONDS: rank 0 warns about collectives that some ranks submitted and
   // others have not for this long. COHORT_STALL_CHECK_DISABLE=1 turns the warning off.
   std::chrono::milliseconds stall_check_time{60'000};

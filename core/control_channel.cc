@@ -109,16 +109,19 @@ ControlChannel ControlChannel::alone() {
   return ch;
 }
 
-ControlChannel ControlChannel::listen(const std::string& host, int size, std::string token) {
+ControlChannel ControlChannel::listen(const std::string& host, int size, std::string token,
+                                      std::string label) {
   ControlChannel ch;
   ch.size_ = size;
+  ch.label_ = std::move(label);
   ch.token_ = std::move(token);
   ch.wake_fd_ = make_wake_fd();
   ch.listener_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr = resolve(host, 0);
   if (::bind(ch.listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(ch.listener_.get(), size) != 0) {
-    throw InternalError("cannot listen for control connections on " + host + ": " + errno_text());
+    throw InternalError("cannot listen for " + ch.label_ + " connections on " + host + ": " +
+                        errno_text());
   }
   socklen_t len = sizeof addr;
   getsockname(ch.listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
@@ -139,16 +142,17 @@ void ControlChannel::accept_workers(milliseconds timeout) {
   int connected = 0;
   while (connected < size_ - 1) {
     poll_one(listener_.get(), POLLIN, deadline,
-             "waiting for " + std::to_string(size_ - 1 - connected) +
-                 " rank(s) to open their control connection");
+             "waiting for " + std::to_string(size_ - 1 - connected) + " rank(s) to open their " +
+                 label_ + " connection");
     Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!fd.valid()) continue;
     try {
       uint32_t len = 0;
-      read_exact(fd.get(), &len, sizeof len, deadline, "reading a control hello");
-      if (len > 4096) throw InternalError("oversized control hello");
+      std::string what = "reading a " + label_ + " hello";
+      read_exact(fd.get(), &len, sizeof len, deadline, what);
+      if (len > 4096) throw InternalError("oversized " + label_ + " hello");
       std::vector<std::byte> hello(len);
-      read_exact(fd.get(), hello.data(), len, deadline, "reading a control hello");
+      read_exact(fd.get(), hello.data(), len, deadline, what);
       wire::Reader rd(hello);
       int rank = rd.i32();
       std::string token = rd.str();
@@ -162,19 +166,23 @@ void ControlChannel::accept_workers(milliseconds timeout) {
       ++connected;
     } catch (const InternalError& e) {
       // A stray or hostile connection must not stop the job from forming.
-      log::warning("rejected a control connection: ", e.what());
+      log::warning("rejected a ", label_, " connection: ", e.what());
     }
   }
   listener_.reset();
 }
 
 ControlChannel ControlChannel::connect(int rank, int size, const std::string& address,
-                                       const std::string& token, milliseconds timeout) {
+                                       const std::string& token, milliseconds timeout,
+                                       std::string label) {
   auto colon = address.rfind(':');
-  if (colon == std::string::npos) throw InternalError("bad control address '" + address + "'");
+  if (colon == std::string::npos) {
+    throw InternalError("bad " + label + " address '" + address + "'");
+  }
   sockaddr_in addr = resolve(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
   ControlChannel ch;
   ch.size_ = size;
+  ch.label_ = std::move(label);
   ch.wake_fd_ = make_wake_fd();
   ch.peers_.resize(1);
   ch.peers_[0].rank = 0;
@@ -182,8 +190,8 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   auto deadline = Clock::now() + timeout;
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno != ECONNREFUSED || Clock::now() > deadline) {
-      throw InternalError("cannot open the control connection to rank 0 at " + address + ": " +
-                          errno_text());
+      throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
+                          ": " + errno_text());
     }
     // Rank 0 publishes its address only after it listens, so a refusal is a transient race.
     fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -205,7 +213,7 @@ ControlChannel::Peer& ControlChannel::peer(int rank) {
     if (p.rank == rank && p.fd.valid()) return p;
   }
   throw_if_broken();
-  throw InternalError("no control connection to rank " + std::to_string(rank));
+  throw InternalError("no " + label_ + " connection to rank " + std::to_string(rank));
 }
 
 void ControlChannel::send(int rank, std::vector<std::byte> payload) {
@@ -220,7 +228,7 @@ void ControlChannel::write_some(Peer& p) {
     ssize_t n = ::send(p.fd.get(), p.out.data(), p.out.size(), MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
     if (n < 0) {
-      throw InternalError("control connection to rank " + std::to_string(p.rank) +
+      throw InternalError(label_ + " connection to rank " + std::to_string(p.rank) +
                           " broke while sending: " + errno_text());
     }
     p.out.erase(p.out.begin(), p.out.begin() + n);
@@ -233,10 +241,12 @@ void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
     ssize_t n = ::recv(p.fd.get(), buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
     if (n <= 0) {
-      // Deliver what arrived before the close first; the next wait() reports the break.
+      // Deliver what arrived before the close first; the next wait() reports the break. A reset
+      // is a close with our data unread, as when a process dies: the same to the reader.
+      bool closed = n == 0 || errno == ECONNRESET;
       p.broken =
-          "control connection to rank " + std::to_string(p.rank) +
-          (n == 0 ? " was closed by the peer (did it exit or crash?)" : " broke: " + errno_text());
+          label_ + " connection to rank " + std::to_string(p.rank) +
+          (closed ? " was closed by the peer (did it exit or crash?)" : " broke: " + errno_text());
       p.fd.reset();
       break;
     }
@@ -247,7 +257,8 @@ void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
     uint32_t len;
     std::memcpy(&len, p.in.data() + pos, sizeof len);
     if (len > kMaxFrame) {
-      throw InternalError("rank " + std::to_string(p.rank) + " sent an oversized control frame");
+      throw InternalError("rank " + std::to_string(p.rank) + " sent an oversized " + label_ +
+                          " frame");
     }
     if (p.in.size() - pos - sizeof len < len) break;
     auto begin = p.in.begin() + static_cast<std::ptrdiff_t>(pos + sizeof len);
@@ -286,7 +297,9 @@ std::vector<ControlMessage> ControlChannel::wait(std::chrono::microseconds timeo
   auto us = std::max<int64_t>(timeout.count(), 0);
   timespec ts{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
   int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
-  if (rc < 0 && errno != EINTR) throw InternalError("poll on control sockets: " + errno_text());
+  if (rc < 0 && errno != EINTR) {
+    throw InternalError("poll on " + label_ + " sockets: " + errno_text());
+  }
   std::vector<ControlMessage> messages;
   if (rc <= 0) return messages;
   if (fds[0].revents & POLLIN) clear_wake();
@@ -304,6 +317,13 @@ void ControlChannel::close_peers() {
   for (auto& p : peers_) p.fd.reset();
 }
 
+void ControlChannel::drop(int rank) {
+  for (auto& p : peers_) {
+    if (p.rank != rank) continue;
+    p = Peer{};
+  }
+}
+
 void ControlChannel::flush(milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   std::exception_ptr first_error;
@@ -311,7 +331,7 @@ void ControlChannel::flush(milliseconds timeout) {
     try {
       while (p.fd.valid() && !p.out.empty()) {
         poll_one(p.fd.get(), POLLOUT, deadline,
-                 "sending control messages to rank " + std::to_string(p.rank));
+                 "sending " + label_ + " messages to rank " + std::to_string(p.rank));
         write_some(p);
       }
     } catch (const InternalError&) {

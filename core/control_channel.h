@@ -26,14 +26,17 @@ class ControlChannel {
   // A world of one: no peers, only wake().
   static ControlChannel alone();
   // Rank 0, step 1: listen on `host` (an ephemeral port). address() is what workers connect to.
-  static ControlChannel listen(const std::string& host, int size, std::string token);
+  // `label` names the channel in errors ("control", "heartbeat").
+  static ControlChannel listen(const std::string& host, int size, std::string token,
+                               std::string label = "control");
   std::string address() const;
   // Rank 0, step 2: accept one authenticated connection from every other rank.
   void accept_workers(std::chrono::milliseconds timeout);
 
   // Any other rank: connect to rank 0 at `address` and introduce ourselves.
   static ControlChannel connect(int rank, int size, const std::string& address,
-                                const std::string& token, std::chrono::milliseconds timeout);
+                                const std::string& token, std::chrono::milliseconds timeout,
+                                std::string label = "control");
 
   ControlChannel() = default;  // not connected: send() fails, wake() does nothing
   ControlChannel(ControlChannel&&) noexcept = default;
@@ -53,6 +56,9 @@ class ControlChannel {
   // Closes every peer connection at once, so peers learn of a failure without waiting out a
   // timeout. wake() keeps working.
   void close_peers();
+  // Closes the connection to `rank` and forgets it: a peer that said goodbye, whose closing
+  // connection is no failure.
+  void drop(int rank);
 
  private:
   struct Peer {
@@ -70,6 +76,7 @@ class ControlChannel {
   void throw_if_broken() const;
 
   int size_ = 0;
+  std::string label_ = "control";
   std::string token_;
   Fd listener_;
   std::string address_;

@@ -40,8 +40,12 @@ void set_scalar_output(TensorEntry& entry, int32_t value) {
 }  // namespace
 
 Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-                   std::chrono::milliseconds timeout)
-    : queue_(queue), timeline_(timeline), rank_(world->rank()), timeout_(timeout) {
+                   std::chrono::milliseconds timeout, Diagnose diagnose)
+    : queue_(queue),
+      timeline_(timeline),
+      rank_(world->rank()),
+      timeout_(timeout),
+      diagnose_(std::move(diagnose)) {
   std::vector<int> everyone(world->size());
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = ProcessSetState{.members = std::move(everyone), .backend = std::move(world)};
@@ -64,6 +68,15 @@ void Executor::close() {
     } catch (const std::exception& e) {
       log::warning("closing a backend after a failure: ", e.what());
     }
+  }
+}
+
+void Executor::abort(const std::string& reason) {
+  std::lock_guard lock(sets_mutex_);
+  // Device backends are made by the background thread outside the lock, and NCCL waits end at
+  // their own timeout anyway: only the host backends are interrupted.
+  for (auto& [id, set] : sets_) {
+    if (set.backend) set.backend->abort(reason);
   }
 }
 
@@ -127,9 +140,17 @@ void Executor::execute(const Response& response) {
 }
 
 void Executor::fail_all(const Response& response) {
-  auto error = response.kind == Response::Kind::kStalled
-                   ? std::make_exception_ptr(StallError(response.error))
-                   : std::make_exception_ptr(MismatchError(response.error));
+  std::exception_ptr error;
+  switch (response.kind) {
+    case Response::Kind::kStalled:
+      error = std::make_exception_ptr(StallError(response.error));
+      break;
+    case Response::Kind::kPeerLeft:
+      error = std::make_exception_ptr(InternalError(response.error));
+      break;
+    default:
+      error = std::make_exception_ptr(MismatchError(response.error));
+  }
   for (const auto& name : response.names) {
     // Also sent for names this rank never submitted (another rank left, a stall): nothing to
     // fail here then.
@@ -158,6 +179,9 @@ void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
   std::string what;
   try {
     throw;
+  } catch (const InternalError& e) {
+    what = diagnose_ ? diagnose_(e.what()) : e.what();
+    error = std::make_exception_ptr(InternalError(what));
   } catch (const std::exception& e) {
     what = e.what();
   }
@@ -169,7 +193,7 @@ void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
   try {
     throw;
   } catch (const InternalError&) {
-    throw;
+    std::rethrow_exception(error);
   } catch (...) {
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,12 +22,17 @@ namespace cohort {
 
 class Executor {
  public:
+  // Given what a communication failure looks like here, what to report for it (the runtime may
+  // know the cause, e.g. which peer died).
+  using Diagnose = std::function<std::string(const std::string& local)>;
+
   // `world` is the backend over every rank (process set 0).
   Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-           std::chrono::milliseconds timeout);
+           std::chrono::milliseconds timeout, Diagnose diagnose = {});
 
   // Runs one response. Communication failures complete the handles concerned with
-  // InternalError and then throw it; any other error only completes the handles.
+  // InternalError (its message diagnosed) and then throw it; any other error only completes the
+  // handles.
   void execute(const Response& response);
 
   ops::Backend& world() { return *sets_.at(0).backend; }
@@ -37,6 +43,9 @@ class Executor {
   std::optional<std::vector<int>> members(int id) const;
   // Closes every backend (after a failure, so that peers see closed connections at once).
   void close();
+  // Thread-safe: interrupts every backend (ops::Backend::abort), so the collective running on the
+  // background thread, if any, returns at once with InternalError.
+  void abort(const std::string& reason);
 
  private:
   struct ProcessSetState {
@@ -85,10 +94,12 @@ class Executor {
   Timeline& timeline_;
   int rank_;
   std::chrono::milliseconds timeout_;
+  Diagnose diagnose_;
   bool joined_ = false;
   // A joined rank's contribution to a single allreduce; a prescaled copy of a reducescatter input.
   std::vector<std::byte> scratch_;
-  mutable std::mutex sets_mutex_;  // guards sets_' keys and members against members()
+  // Guards sets_' keys, members and host backends against members() and abort().
+  mutable std::mutex sets_mutex_;
   std::map<int, ProcessSetState> sets_;
 };
 

@@ -318,7 +318,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   // Names that some rank can no longer submit would wait forever: fail them now.
   for (auto it = table_.begin(); it != table_.end();) {
     if (auto reason = orphaned_by_shutdown(it->second)) {
-      Response error{.kind = Response::Kind::kError,
+      Response error{.kind = Response::Kind::kPeerLeft,
                      .names = {it->first.second},
                      .process_set = it->first.first};
       error.error = describe(it->first) + " cannot complete: " + *reason;

@@ -198,7 +198,7 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
   uint32_t n = rd.u32();
   for (uint32_t i = 0; i < n; ++i) {
     Response r;
-    r.kind = checked_enum<Response::Kind>(rd.u8(), 3, "response kind");
+    r.kind = checked_enum<Response::Kind>(rd.u8(), 4, "response kind");
     r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
     uint32_t names = rd.u32();
     for (uint32_t j = 0; j < names; ++j) {

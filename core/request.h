@@ -101,8 +101,10 @@ struct RequestList {
 };
 
 struct Response {
-  // kError: the ranks disagree (MismatchError); kStalled: not every rank submitted in time.
-  enum class Kind : uint8_t { kExecute, kError, kStalled };
+  // kError: the ranks disagree (MismatchError); kStalled: not every rank submitted in time
+  // (StallError); kPeerLeft: a rank that must take part has shut down (InternalError: the world
+  // is broken, so elastic::run recovers from it).
+  enum class Kind : uint8_t { kExecute, kError, kStalled, kPeerLeft };
   Kind kind = Kind::kExecute;
   OpType type = OpType::kAllreduce;
   std::vector<std::string> names;

@@ -21,6 +21,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kIdleWake{1000};
 // Control rendezvous fields are exchanged as fixed-size blocks over the backend.
 constexpr size_t kAddressBlock = 256;
+// How long a rank that saw a connection break waits for the heartbeat to say why: the verdict of
+// a peer's death or silence reaches every rank within milliseconds of the first break it causes.
+constexpr milliseconds kDiagnosisWait{1000};
 
 std::string random_token() {
   std::random_device device;
@@ -40,17 +43,25 @@ std::string broadcast_string(ops::Backend& backend, std::string value) {
 
 }  // namespace
 
-Runtime::Runtime(const Config& config) : config_(config), queue_([this] { control_.wake(); }) {
-  backend_ = make_backend(config_);
+Runtime::Runtime(const Config& config, std::optional<Membership> membership)
+    : config_(config), membership_(std::move(membership)), queue_([this] { control_.wake(); }) {
+  backend_ = make_backend(
+      config_, membership_ ? discovery::round_scope(membership_->assignment.round) : std::string());
   backend_name_ = backend_->name();
   compute_topology();
   connect_control_channel();
+  ControlChannel beats = connect_star("heartbeat");
   if (topology_.rank == 0) {
     cache_.emplace(config_.cache_capacity, topology_.size);
     negotiator_.emplace(topology_.size, &*cache_);
     if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
   }
-  executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout);
+  executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout,
+                    [this](const std::string& local) { return diagnose(local); });
+  if (topology_.size > 1) {
+    heartbeat_.emplace(std::move(beats), topology_.rank, topology_.size, config_.peer_timeout,
+                       [this](const std::string& verdict) { on_peer_failure(verdict); });
+  }
   thread_ = std::thread([this] { background_loop(); });
   log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_name_);
 }
@@ -84,21 +95,22 @@ void Runtime::compute_topology() {
 }
 
 void Runtime::connect_control_channel() {
-  if (topology_.size == 1) {
-    control_ = ControlChannel::alone();
-    return;
-  }
+  control_ = connect_star("control");
+}
+
+ControlChannel Runtime::connect_star(const std::string& label) {
+  if (topology_.size == 1) return ControlChannel::alone();
   if (topology_.rank == 0) {
     std::string token = random_token();
-    control_ = ControlChannel::listen(config_.hostname, topology_.size, token);
-    broadcast_string(*backend_, control_.address() + " " + token);
-    control_.accept_workers(config_.timeout);
-    return;
+    auto star = ControlChannel::listen(config_.hostname, topology_.size, token, label);
+    broadcast_string(*backend_, star.address() + " " + token);
+    star.accept_workers(config_.timeout);
+    return star;
   }
   std::string published = broadcast_string(*backend_, "");
   auto space = published.find(' ');
-  control_ = ControlChannel::connect(topology_.rank, topology_.size, published.substr(0, space),
-                                     published.substr(space + 1), config_.timeout);
+  return ControlChannel::connect(topology_.rank, topology_.size, published.substr(0, space),
+                                 published.substr(space + 1), config_.timeout, label);
 }
 
 Handle Runtime::submit(Request request, Tensor input, Tensor output) {
@@ -150,7 +162,23 @@ void Runtime::shutdown() {
     }
   }
   thread_.join();
+  if (heartbeat_) heartbeat_->stop();
   queue_.close(std::make_exception_ptr(ShutdownError("cohort has been shut down on this rank")));
+}
+
+void Runtime::abandon(const std::string& reason) {
+  abandoned_ = true;
+  // A failure, not a goodbye: the peers hear why, and the heartbeat thread ends.
+  if (heartbeat_) heartbeat_->fail(reason);
+  if (thread_.joinable()) {
+    abort_ = true;
+    control_.wake();
+    thread_.join();
+  }
+  if (heartbeat_) heartbeat_->stop();
+  // The background thread is gone: its connections and queue are this thread's now.
+  tear_down_connections();
+  queue_.close(std::make_exception_ptr(InternalError(reason)));
 }
 
 void Runtime::finish(std::exception_ptr error) {
@@ -166,6 +194,9 @@ void Runtime::background_loop() {
   try {
     bool done = false;
     while (!done && !abort_) {
+      if (auto verdict = heartbeat_ ? heartbeat_->verdict() : std::nullopt) {
+        throw InternalError(*verdict);
+      }
       auto messages = control_.wait(wait_timeout());
       auto fresh = collect_if_due();
       if (topology_.rank == 0) {
@@ -178,14 +209,37 @@ void Runtime::background_loop() {
     }
     finish(nullptr);
   } catch (const InternalError& e) {
-    fail(e.what());
+    fail(diagnose(e.what()));
   } catch (const std::exception& e) {
     fail(std::string("background thread failed: ") + e.what());
+  } catch (...) {
+    fail("background thread failed with an exception of unknown type");
   }
 }
 
+void Runtime::on_peer_failure(const std::string& verdict) {
+  // The background thread may be blocked in a collective: interrupt it, then wake it in case it
+  // is waiting for messages instead. It then fails everything with the verdict.
+  executor_->abort(verdict);
+  control_.wake();
+}
+
+std::string Runtime::diagnose(const std::string& local) {
+  if (!heartbeat_) return local;
+  auto verdict = heartbeat_->verdict(kDiagnosisWait);
+  if (!verdict || *verdict == local) return local;
+  log::info("seen here as: ", local);
+  return *verdict;
+}
+
 void Runtime::fail(const std::string& reason) {
-  log::error(reason);
+  if (abandoned_) {
+    log::debug("while abandoning the runtime: ", reason);
+  } else if (!heartbeat_ || heartbeat_->verdict() != reason) {
+    log::error(reason);  // a verdict of the heartbeat's own was logged when it came
+  }
+  // The heartbeat tells the peers why before the connections below close under them.
+  if (heartbeat_) heartbeat_->fail(reason);
   if (topology_.rank == 0) announce_abort(reason);
   tear_down_connections();
   finish(std::make_exception_ptr(InternalError(reason)));

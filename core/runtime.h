@@ -14,6 +14,8 @@
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/executor.h"
+#include "core/heartbeat.h"
+#include "core/membership.h"
 #include "core/negotiator.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
@@ -25,14 +27,20 @@ namespace cohort {
 
 class Runtime {
  public:
-  // Joins the job that `config` describes; returns once every rank is connected.
-  explicit Runtime(const Config& config);
+  // Joins the job that `config` describes; returns once every rank is connected. An elastic
+  // worker passes its membership: the Gloo rendezvous then runs in the round's scope.
+  explicit Runtime(const Config& config, std::optional<Membership> membership = std::nullopt);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   const Topology& topology() const { return topology_; }
   std::string_view backend_name() const { return backend_name_; }
+  const Config& config() const { return config_; }
+  // Set in elastic mode only. Mutable only before the Runtime is shared (the elastic reset
+  // records its timings in it).
+  const std::optional<Membership>& membership() const { return membership_; }
+  std::optional<Membership>& membership() { return membership_; }
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
@@ -43,9 +51,22 @@ class Runtime {
 
   // Waits (bounded by the shutdown timeout) until every rank has shut down, then stops.
   void shutdown();
+  // Leaves without the collective shutdown, for a world that is broken or being replaced: fails
+  // everything pending and later with InternalError(reason), closes every connection (so peers
+  // learn at once) and joins the background thread. Waits for no peer; at most for a collective
+  // already running on the background thread, which is bounded by the timeouts.
+  void abandon(const std::string& reason);
 
  private:
   void connect_control_channel();
+  // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
+  ControlChannel connect_star(const std::string& label);
+  // The heartbeat thread found the job failed: interrupt the data plane, wake the background
+  // thread. Runs on the heartbeat thread.
+  void on_peer_failure(const std::string& verdict);
+  // What to report for a failure seen here as `local` (a closed connection is often the echo of
+  // a failure elsewhere): the heartbeat's verdict if one comes soon, else `local`.
+  std::string diagnose(const std::string& local);
   void check_process_set(const Request& request) const;
   void compute_topology();
 
@@ -71,6 +92,7 @@ class Runtime {
   void tear_down_connections();
 
   const Config config_;
+  std::optional<Membership> membership_;
   // Until the executor takes it over: builds the topology and the control channel.
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
@@ -83,11 +105,13 @@ class Runtime {
   CacheView cache_view_;                  // other ranks
   uint64_t applied_lists_ = 0;            // other ranks: response lists applied
   Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
-  std::optional<Executor> executor_;      // background thread only, but for members()
+  std::optional<Executor> executor_;      // background thread only, but for members(), abort()
+  std::optional<Heartbeat> heartbeat_;    // worlds of more than one rank; stopped before executor_
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
-  bool shutdown_announced_ = false;                         // background thread only
+  std::atomic<bool> abandoned_{false};  // a failure seen while abandoning is expected, not news
+  bool shutdown_announced_ = false;     // background thread only
   std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;

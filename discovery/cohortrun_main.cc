@@ -2,14 +2,17 @@
 //   cohortrun -np 4 ./train
 //   cohortrun -H host1:2,host2:2 ./train --epochs 3
 //   cohortrun --hostfile hosts.txt -np 8 -- ./train
+//   cohortrun --host-discovery-script ./hosts.sh --min-np 2 --max-np 8 ./train   (elastic)
+//   cohortrun -H host1:4,host2:4 --min-np 4 ./train      (fault tolerance on fixed hosts)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <iostream>
-#include <set>
+#include <map>
 
 #include "cohort/errors.h"
 #include "core/log.h"
+#include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/static_job.h"
 
@@ -26,7 +29,24 @@ struct Options {
   double start_timeout_seconds = 120;
   bool verbose = false;
   std::vector<std::string> command;
+  // Elastic mode.
+  std::string discovery_script;
+  double discovery_interval_seconds = 1;
+  double discovery_timeout_seconds = 10;
+  int slots_per_host = 1;
+  int min_np = 1;
+  int max_np = 0;
+  double elastic_timeout_seconds = 600;
+  int reset_limit = 0;
+  std::pair<double, double> cooldown_range;
+  double checkin_timeout_seconds = 10;
 };
+
+// Flags that only mean something with a discovery script, and with any elastic job.
+const std::vector<std::string> kDiscoveryFlags = {"--discovery-interval", "--discovery-timeout",
+                                                  "--slots-per-host"};
+const std::vector<std::string> kElasticFlags = {"--max-np", "--elastic-timeout", "--reset-limit",
+                                                "--blacklist-cooldown-range", "--checkin-timeout"};
 
 // 0 when not given: every slot.
 int parse_np(const std::string& text) {
@@ -51,11 +71,83 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
-int run(const Options& o) {
+int run_static(const Options& o) {
   return run_static_job(job_hosts(o), {.np = parse_np(o.np),
                                        .command = o.command,
                                        .term_grace = millis(o.term_grace_seconds),
                                        .start_timeout = millis(o.start_timeout_seconds)});
+}
+
+// Refuses flag combinations that contradict each other, naming them.
+void check_mode(const Options& o, const CLI::App& app) {
+  bool script = app.count("--host-discovery-script") > 0;
+  bool min_np = app.count("--min-np") > 0;
+  bool hosts = !o.hosts.empty() || !o.hostfile.empty();
+  if (script && hosts) {
+    throw InvalidArgument(
+        "--host-discovery-script cannot be combined with -H or --hostfile: the script says "
+        "which hosts the job has");
+  }
+  if ((script || min_np) && !o.np.empty()) {
+    throw InvalidArgument(
+        "-np cannot be combined with --host-discovery-script or --min-np: an elastic job runs "
+        "between --min-np and --max-np workers");
+  }
+  if (min_np && !script && !hosts) {
+    throw InvalidArgument(
+        "--min-np needs --host-discovery-script, or hosts with -H or --hostfile (fault "
+        "tolerance on fixed hosts)");
+  }
+  for (const auto& flag : kDiscoveryFlags) {
+    if (!script && app.count(flag) > 0) {
+      throw InvalidArgument(flag + " needs --host-discovery-script");
+    }
+  }
+  for (const auto& flag : kElasticFlags) {
+    if (!script && !min_np && app.count(flag) > 0) {
+      throw InvalidArgument(flag +
+                            " needs an elastic job: --host-discovery-script, or --min-np with "
+                            "-H or --hostfile");
+    }
+  }
+}
+
+ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
+  ElasticJobOptions e{.command = o.command,
+                      .discovery_interval = millis(o.discovery_interval_seconds),
+                      .discovery_timeout = millis(o.discovery_timeout_seconds),
+                      .slots_per_host = o.slots_per_host,
+                      .checkin_timeout = millis(o.checkin_timeout_seconds),
+                      .term_grace = millis(o.term_grace_seconds),
+                      .start_timeout = millis(o.start_timeout_seconds)};
+  if (!o.discovery_script.empty()) {
+    e.discovery_script = o.discovery_script;
+  } else {
+    e.fixed_hosts = job_hosts(o).hosts();
+    int total = HostManager(e.fixed_hosts).total_slots();
+    if (o.min_np > total) {
+      throw InvalidArgument("--min-np " + std::to_string(o.min_np) + " needs " +
+                            std::to_string(o.min_np) + " slots but the hosts offer only " +
+                            std::to_string(total));
+    }
+  }
+  e.hosts.min_np = o.min_np;
+  if (app.count("--max-np") > 0) e.hosts.max_np = o.max_np;
+  e.hosts.elastic_timeout = millis(o.elastic_timeout_seconds);
+  if (app.count("--reset-limit") > 0) e.hosts.reset_limit = o.reset_limit;
+  if (app.count("--blacklist-cooldown-range") > 0) {
+    auto [lo, hi] = o.cooldown_range;
+    e.hosts.cooldown = CooldownRange{millis(lo), millis(hi)};
+  }
+  return e;
+}
+
+int run(const Options& o, const CLI::App& app) {
+  check_mode(o, app);
+  if (app.count("--host-discovery-script") == 0 && app.count("--min-np") == 0) {
+    return run_static(o);
+  }
+  return run_elastic_job(elastic_options(o, app));
 }
 
 // CLI11 accepts only one-character short options, but "-np" is what mpirun and horovodrun users
@@ -63,29 +155,80 @@ int run(const Options& o) {
 // An option cohortrun does not know, before the program, is an error here: CLI11 would take it
 // for the start of the worker command (and its value for the program).
 std::vector<std::string> normalized_args(int argc, char** argv) {
-  const std::set<std::string> takes_value = {"-n",
-                                             "-np",
-                                             "--np",
-                                             "--num-proc",
-                                             "-H",
-                                             "--hosts",
-                                             "--hostfile",
-                                             "--term-grace-seconds",
-                                             "--start-timeout"};
-  const std::set<std::string> flags = {"-v", "--verbose", "-h", "--help"};
+  // Each option cohortrun knows, with the number of values it takes.
+  const std::map<std::string, int> options = {{"-n", 1},
+                                              {"-np", 1},
+                                              {"--np", 1},
+                                              {"--num-proc", 1},
+                                              {"-H", 1},
+                                              {"--hosts", 1},
+                                              {"--hostfile", 1},
+                                              {"--term-grace-seconds", 1},
+                                              {"--start-timeout", 1},
+                                              {"--host-discovery-script", 1},
+                                              {"--discovery-interval", 1},
+                                              {"--discovery-timeout", 1},
+                                              {"--slots-per-host", 1},
+                                              {"--min-np", 1},
+                                              {"--max-np", 1},
+                                              {"--elastic-timeout", 1},
+                                              {"--reset-limit", 1},
+                                              {"--blacklist-cooldown-range", 2},
+                                              {"--checkin-timeout", 1},
+                                              {"-v", 0},
+                                              {"--verbose", 0},
+                                              {"-h", 0},
+                                              {"--help", 0}};
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--" || args[i].empty() || args[i][0] != '-') break;
     std::string option = args[i].substr(0, args[i].find('='));
-    if (!takes_value.contains(option) && !flags.contains(option)) {
+    auto known = options.find(option);
+    if (known == options.end()) {
       throw InvalidArgument("unknown option '" + option +
                             "' before the program (see cohortrun --help)");
     }
+    bool values_follow = option == args[i];  // not "--option=value"
     if (args[i] == "-np") args[i] = "--np";
-    if (takes_value.contains(args[i])) ++i;
+    if (values_follow) i += static_cast<size_t>(known->second);
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them in reverse order
   return args;
+}
+
+void add_elastic_options(CLI::App& app, Options& o) {
+  auto seconds = CLI::Range(0.001, 86400.0);
+  app.add_option("--host-discovery-script", o.discovery_script,
+                 "elastic mode: an executable printing 'host' or 'host:slots' lines");
+  app.add_option("--discovery-interval", o.discovery_interval_seconds,
+                 "seconds from the end of one discovery run to the start of the next")
+      ->capture_default_str()
+      ->check(seconds);
+  app.add_option("--discovery-timeout", o.discovery_timeout_seconds,
+                 "seconds one discovery run may take before it is killed")
+      ->capture_default_str()
+      ->check(seconds);
+  app.add_option("--slots-per-host", o.slots_per_host, "slots of a discovered host without ':N'")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--min-np", o.min_np, "elastic: the fewest workers a round may have")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-np", o.max_np, "elastic: the most workers (default: every usable slot)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
+                 "seconds the job may have fewer than --min-np usable slots")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 31536000.0));
+  app.add_option("--reset-limit", o.reset_limit, "the most new rounds after the first")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--blacklist-cooldown-range", o.cooldown_range,
+                 "LO HI seconds: a failed slot or host returns after LO*2^(n-1), at most HI")
+      ->check(seconds);
+  app.add_option("--checkin-timeout", o.checkin_timeout_seconds,
+                 "seconds the rest of a round gets to check in after one worker left it (should "
+                 "exceed the workers' COHORT_PEER_TIMEOUT_SECONDS)")
+      ->capture_default_str()
+      ->check(seconds);
 }
 
 void add_options(CLI::App& app, Options& o, std::string& program) {
@@ -100,6 +243,7 @@ void add_options(CLI::App& app, Options& o, std::string& program) {
                  "seconds: the longest any rendezvous wait may last on the server")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
+  add_elastic_options(app, o);
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();
@@ -139,7 +283,7 @@ int main(int argc, char** argv) {
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {
-    return run(o);
+    return run(o, app);
   } catch (const std::exception& e) {
     std::cerr << "cohortrun: " << e.what() << std::endl;
     return 2;

@@ -181,7 +181,8 @@ void ElasticHosts::penalize(Penalty& penalty, TimePoint now, const std::string& 
   log::warning(what, " for ", seconds(delay), " after ", failures_text(penalty.failures));
 }
 
-RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors) const {
+RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors,
+                                   bool fill_free_slots) const {
   TimePoint now = now_();
   size_t cap = options_.max_np ? static_cast<size_t>(*options_.max_np) : SIZE_MAX;
   RoundPlan plan;
@@ -197,7 +198,7 @@ RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors) const 
       plan.dropped.push_back(s);
     }
   }
-  for (const auto& s : usable_list(now)) {
+  for (const auto& s : fill_free_slots ? usable_list(now) : std::vector<SlotRef>{}) {
     if (plan.slots.size() >= cap) break;
     if (!taken.contains(s)) plan.slots.push_back({.assignment = {.host = s.host}, .slot = s.slot});
   }

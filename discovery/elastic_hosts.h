@@ -87,8 +87,9 @@ class ElasticHosts {
   // The ranks of a new round. `survivors` are the slots whose workers are alive, in their old
   // rank order; they keep that order (the lowest surviving rank becomes rank 0), then free
   // usable slots follow, host by host in job order, slot by slot, up to max_np. Fewer than
-  // min_np slots is not an error here: check enough_slots() first.
-  RoundPlan plan_round(const std::vector<SlotRef>& survivors) const;
+  // min_np slots is not an error here: check enough_slots() first. Without `fill_free_slots`
+  // the round holds survivors only (a job whose workers are finishing starts no new ones).
+  RoundPlan plan_round(const std::vector<SlotRef>& survivors, bool fill_free_slots = true) const;
 
   // The discovered hosts in job order (blacklisted ones included).
   const std::vector<HostSlots>& hosts() const { return hosts_; }

@@ -62,6 +62,23 @@ void RendezvousServer::clear_scope(const std::string& scope) {
   scopes_.erase(scope);
 }
 
+void RendezvousServer::set(const std::string& key, const std::string& value,
+                           const std::string& scope) {
+  std::lock_guard lock(mutex_);
+  scopes_[scope][key] = value;
+  changed_.notify_all();
+}
+
+std::optional<std::string> RendezvousServer::lookup(const std::string& key,
+                                                    const std::string& scope) const {
+  std::lock_guard lock(mutex_);
+  auto it = scopes_.find(scope);
+  if (it == scopes_.end()) return std::nullopt;
+  auto value = it->second.find(key);
+  if (value == it->second.end()) return std::nullopt;
+  return value->second;
+}
+
 int RendezvousServer::rejected() const {
   std::lock_guard lock(mutex_);
   return rejected_;
@@ -157,6 +174,10 @@ void RendezvousServer::serve_frames(int fd, const std::string& peer) {
     if (!authenticated) log::debug("rendezvous: ", peer, " authenticated");
     authenticated = true;
     RendezvousResponse response = handle(request);
+    if (request.op == RendezvousOp::kSet && response.status == RendezvousStatus::kOk &&
+        options_.on_set) {
+      options_.on_set(request.scope, request.key);
+    }
     write_frame(fd, seal_response(secret_, response), Clock::now() + options_.frame_timeout);
   }
 }

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -26,6 +28,10 @@ struct RendezvousServerOptions {
   // How long a new connection may take to send its first frame, and any frame to arrive whole.
   std::chrono::milliseconds frame_timeout{std::chrono::seconds(10)};
   int max_connections = 1024;
+  // Called after a client's SET has been stored, before the client gets its answer, on the
+  // connection's thread and outside the server's lock (so it may call the server). Elastic mode
+  // uses it to wake its event loop when a worker checks in. Must not block.
+  std::function<void(const std::string& scope, const std::string& key)> on_set;
 };
 
 class RendezvousServer {
@@ -42,6 +48,10 @@ class RendezvousServer {
   void stop();
   // Forgets every key of `scope` (elastic mode: a finished round).
   void clear_scope(const std::string& scope);
+  // The launcher's own access to the store, without a connection: set() wakes the GETs waiting
+  // for `key` (on_set is for clients' SETs and is not called); lookup() never waits.
+  void set(const std::string& key, const std::string& value, const std::string& scope = "");
+  std::optional<std::string> lookup(const std::string& key, const std::string& scope = "") const;
 
   // For tests and logs: rejected requests so far, and whether `key` is set in `scope`.
   int rejected() const;

@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "discovery/hmac.h"
+#include "discovery/job_signals.h"
 #include "discovery/rendezvous_server.h"
 #include "discovery/supervisor.h"
 #include "discovery/worker_env.h"
@@ -40,8 +41,9 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   Supervisor supervisor(std::move(signals), options.term_grace);
   for (size_t i = 0; i < slots.size(); ++i) {
     try {
-      supervisor.add(
-          launchers[i]->launch(slots[i], options.command, worker_environment(slots[i], endpoint)));
+      std::string who = "rank " + std::to_string(slots[i].rank);
+      supervisor.add(slots[i].rank, launchers[i]->launch(slots[i].host, who, options.command,
+                                                         worker_environment(slots[i], endpoint)));
     } catch (const Error& e) {
       supervisor.abort(e.what());  // the ranks already started must not be left running
       break;

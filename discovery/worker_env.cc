@@ -1,5 +1,7 @@
 #include "discovery/worker_env.h"
 
+#include <arpa/inet.h>
+
 #include "core/launch_env.h"
 #include "discovery/hmac.h"
 
@@ -17,7 +19,17 @@ std::string var(const char* name, int value) {
 
 std::string worker_listen_address(const std::string& host) {
   // Remote hosts (ssh, later) will listen on their own name; local ones stay on loopback.
-  return is_local_host(host) ? "127.0.0.1" : host;
+  if (!is_local_host(host)) return host;
+  in_addr addr{};
+  return inet_pton(AF_INET, host.c_str(), &addr) == 1 ? host : "127.0.0.1";
+}
+
+std::vector<std::string> elastic_worker_environment(const std::string& worker_id,
+                                                    const std::string& host,
+                                                    const RendezvousEndpoint& rendezvous) {
+  return {var(env::kWorkerId, worker_id), var(env::kHostname, worker_listen_address(host)),
+          var(env::kRendezvousAddr, rendezvous.addr), var(env::kRendezvousPort, rendezvous.port),
+          var(env::kSecret, to_hex(rendezvous.secret))};
 }
 
 std::vector<std::string> worker_environment(const SlotAssignment& slot,

@@ -20,7 +20,14 @@ struct RendezvousEndpoint {
 std::vector<std::string> worker_environment(const SlotAssignment& slot,
                                             const RendezvousEndpoint& rendezvous);
 
-// The address a worker on `host` listens on: 127.0.0.1 for this machine.
+// An elastic worker's environment: its id, its listen address, the rendezvous and the secret,
+// and no rank or size (each round's assignment carries them; see elastic_protocol.h).
+std::vector<std::string> elastic_worker_environment(const std::string& worker_id,
+                                                    const std::string& host,
+                                                    const RendezvousEndpoint& rendezvous);
+
+// The address a worker on `host` listens on: a 127.x.y.z host is its own address (so tests can
+// give local "hosts" distinct addresses), any other name of this machine is 127.0.0.1.
 std::string worker_listen_address(const std::string& host);
 
 }  // namespace cohort::discovery

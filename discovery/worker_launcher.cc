@@ -37,7 +37,7 @@ std::pair<Fd, Fd> make_pipe() {
 
 }  // namespace
 
-LaunchedWorker LocalLauncher::launch(const SlotAssignment& slot,
+LaunchedWorker LocalLauncher::launch(const std::string& host, const std::string& who,
                                      const std::vector<std::string>& argv,
                                      const std::vector<std::string>& env) {
   auto [out_read, out_write] = make_pipe();
@@ -47,10 +47,9 @@ LaunchedWorker LocalLauncher::launch(const SlotAssignment& slot,
       spawn_in_own_group(argv, &environment, {.out_fd = out_write.get(), .err_fd = err_write.get()},
                          /*search_path=*/true);
   if (spawned.error != 0) {
-    throw Error("cannot start '" + argv[0] + "' for rank " + std::to_string(slot.rank) + ": " +
-                std::strerror(spawned.error));
+    throw Error("cannot start '" + argv[0] + "' for " + who + ": " + std::strerror(spawned.error));
   }
-  return {slot.rank, slot.host, spawned.pid, std::move(out_read), std::move(err_read)};
+  return {host, spawned.pid, std::move(out_read), std::move(err_read)};
 }
 
 std::unique_ptr<WorkerLauncher> launcher_for(const std::string& host) {

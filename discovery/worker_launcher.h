@@ -14,7 +14,6 @@
 namespace cohort::discovery {
 
 struct LaunchedWorker {
-  int rank = 0;
   std::string host;
   pid_t pid = -1;  // also the worker's process group
   Fd out;          // the worker's stdout and stderr, read by the supervisor
@@ -24,15 +23,18 @@ struct LaunchedWorker {
 class WorkerLauncher {
  public:
   virtual ~WorkerLauncher() = default;
-  // `env` entries ("NAME=value") are added to the launcher's own environment.
-  virtual LaunchedWorker launch(const SlotAssignment& slot, const std::vector<std::string>& argv,
+  // `env` entries ("NAME=value") are added to the launcher's own environment. `who` names the
+  // worker in errors ("rank 3", "worker 7").
+  virtual LaunchedWorker launch(const std::string& host, const std::string& who,
+                                const std::vector<std::string>& argv,
                                 const std::vector<std::string>& env) = 0;
 };
 
 // Spawns the worker on this machine in its own process group, signals unblocked.
 class LocalLauncher final : public WorkerLauncher {
  public:
-  LaunchedWorker launch(const SlotAssignment& slot, const std::vector<std::string>& argv,
+  LaunchedWorker launch(const std::string& host, const std::string& who,
+                        const std::vector<std::string>& argv,
                         const std::vector<std::string>& env) override;
 };
 

@@ -1,7 +1,8 @@
 // The data plane: collectives written once per transport library (Gloo and MPI on CPU memory,
 // NCCL on CUDA device memory).
 // The coordination engine decides what runs and in which order; a Backend only moves bytes.
-// A Backend is used by one thread at a time (the background thread) and is not thread-safe.
+// A Backend is used by one thread at a time (the background thread) and is not thread-safe,
+// except abort().
 #pragma once
 
 #include <cstddef>
@@ -62,6 +63,12 @@ class Backend {
   // never by the others: a new backend over those ranks, numbered by their position in `ranks`.
   // `key` is the same on every member and differs between the sets made from this backend.
   virtual std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) = 0;
+
+  // Thread-safe, also while another thread is inside an operation: makes that operation return
+  // promptly and every later one fail at once, with InternalError naming `reason`, and lets the
+  // peers see this rank's connections close. The owner still destroys the backend. Backends
+  // whose library cannot be interrupted (MPI, NCCL) leave their operations to their own timeouts.
+  virtual void abort(const std::string& reason) { (void)reason; }
 };
 
 }  // namespace cohort::ops

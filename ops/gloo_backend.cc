@@ -9,7 +9,9 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "ops/backend_args.h"
 #include "ops/gloo_algorithm_cache.h"
 #include "ops/gloo_allreduce.h"
+#include "ops/gloo_interrupt.h"
 #include "ops/gloo_reduce_scatter.h"
 #include "ops/gloo_split.h"
 
@@ -33,9 +36,15 @@ void gloo_guard(const char* what, int rank, int size, F&& body) {
   };
   try {
     body();
+  } catch (const Error&) {
+    throw;  // Cohort's own, already precise
   } catch (const gloo::Exception& e) {
     fail(e.what());
   } catch (const gloo::EnforceNotMet& e) {
+    fail(e.what());
+  } catch (const std::exception& e) {
+    // Anything else out of Gloo (std::system_error from a thread, bad_alloc) leaves the context in
+    // an unknown state, so it ends the runtime like a broken connection does.
     fail(e.what());
   }
 }
@@ -59,7 +68,10 @@ std::shared_ptr<gloo::Context> connect_full_mesh(const GlooBackendOptions& optio
 class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(std::shared_ptr<gloo::Context> context)
-      : rank_(context->rank), size_(context->size), context_(std::move(context)) {}
+      : rank_(context->rank),
+        size_(context->size),
+        context_(std::move(context)),
+        interrupter_(*context_) {}
 
   std::string_view name() const override { return "gloo"; }
   int rank() const override { return rank_; }
@@ -181,10 +193,34 @@ class GlooBackend final : public Backend {
     return std::make_unique<GlooBackend>(std::move(subgroup));
   }
 
+  void abort(const std::string& reason) override {
+    {
+      std::lock_guard lock(abort_mutex_);
+      if (aborted_) return;
+      abort_reason_ = reason;
+      aborted_ = true;
+    }
+    interrupter_.interrupt();
+  }
+
  private:
   template <typename F>
   void guard(const char* what, F&& body) {
-    gloo_guard(what, rank_, size_, std::forward<F>(body));
+    throw_if_aborted(what);
+    try {
+      gloo_guard(what, rank_, size_, std::forward<F>(body));
+    } catch (const InternalError&) {
+      // After abort() the sockets it shut down are what failed: report why they were shut down.
+      throw_if_aborted(what);
+      throw;
+    }
+  }
+
+  void throw_if_aborted(const char* what) {
+    if (!aborted_) return;
+    std::lock_guard lock(abort_mutex_);
+    throw InternalError(std::string("Gloo ") + what + " on rank " + std::to_string(rank_) + " of " +
+                        std::to_string(size_) + " interrupted: " + abort_reason_);
   }
 
   // New-API collectives find their messages by tag; consecutive operations must not share one,
@@ -217,6 +253,10 @@ class GlooBackend final : public Backend {
   std::vector<std::byte> ring_scratch_;       // blocks in flight in the reduce-scatter ring
   std::vector<std::byte> allreduce_scratch_;  // small reduce-scatters (see above)
   uint64_t allreduce_scratch_generation_ = 0;
+  GlooInterrupter interrupter_;  // after context_: made from it
+  std::mutex abort_mutex_;       // guards abort_reason_
+  std::string abort_reason_;
+  std::atomic<bool> aborted_{false};
 };
 
 }  // namespace

@@ -8,6 +8,7 @@ packages=(
   libcereal-dev catch2 libcli11-dev libssl-dev
   python3  # the timeline test parses the JSON it writes; the docs checks are Python
   doxygen  # the API reference (docs.doxygen)
+  gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw.svg
 )
 
 missing=()

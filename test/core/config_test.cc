@@ -42,6 +42,17 @@ TEST_CASE("no launcher means a world of one with defaults") {
   CHECK(c.stall_check_time == std::chrono::seconds(60));
   CHECK(c.stall_shutdown_time.count() == 0);
   CHECK(c.cycle_time == std::chrono::milliseconds(1));
+  CHECK(c.peer_timeout == std::chrono::seconds(5));
+}
+
+TEST_CASE("the peer timeout is read in seconds, fractions allowed, and must be positive") {
+  CHECK(parse({{"COHORT_PEER_TIMEOUT_SECONDS", "0.25"}}).peer_timeout ==
+        std::chrono::milliseconds(250));
+  CHECK(parse({{"COHORT_PEER_TIMEOUT_SECONDS", "2"}}).peer_timeout == std::chrono::seconds(2));
+  for (const char* bad : {"0", "-1", "5s", "", "nan", "inf"}) {
+    expect_rejected({{"COHORT_PEER_TIMEOUT_SECONDS", bad}},
+                    std::string("COHORT_PEER_TIMEOUT_SECONDS='") + bad + "' is invalid");
+  }
 }
 
 TEST_CASE("the cycle time is read in milliseconds, fractions and 0 allowed") {
@@ -107,4 +118,77 @@ TEST_CASE("invalid values name the variable") {
   expect_rejected({{"COHORT_STALL_CHECK_DISABLE", "yes"}}, "COHORT_STALL_CHECK_DISABLE='yes'");
   expect_rejected({{"COHORT_CPU_OPERATIONS", "nccl"}}, "COHORT_CPU_OPERATIONS='nccl'");
   expect_rejected({{"COHORT_CPU_OPERATIONS", "mpi"}}, "needs a job started by mpirun");
+}
+
+namespace {
+
+std::map<std::string, std::string> elastic_env() {
+  return {{"COHORT_WORKER_ID", "host-a:0"},
+          {"COHORT_HOSTNAME", "127.0.0.2"},
+          {"COHORT_RENDEZVOUS_ADDR", "127.0.0.1"},
+          {"COHORT_RENDEZVOUS_PORT", "4000"},
+          {"COHORT_SECRET", std::string(64, 'b')}};
+}
+
+std::map<std::string, std::string> with(std::map<std::string, std::string> vars,
+                                        const std::string& name, const std::string& value) {
+  vars[name] = value;
+  return vars;
+}
+
+}  // namespace
+
+TEST_CASE("an elastic worker is known by its id and gets no rank from the environment") {
+  Config c = parse(elastic_env());
+  CHECK(c.launcher == Config::Launcher::kCohortrun);
+  CHECK(c.elastic());
+  CHECK(c.worker_id == "host-a:0");
+  CHECK(c.hostname == "127.0.0.2");
+  CHECK(c.rendezvous_addr == "127.0.0.1");
+  CHECK(c.rendezvous_port == 4000);
+  CHECK(c.secret == std::string(32, '\xbb'));
+  CHECK(c.elastic_timeout == std::chrono::seconds(600));
+  CHECK_FALSE(parse(cohortrun_env()).elastic());
+  CHECK_FALSE(parse({}).elastic());
+}
+
+TEST_CASE("worker ids are short words of letters, digits and . _ : -") {
+  CHECK(parse(with(elastic_env(), "COHORT_WORKER_ID", "a.B_9:z-")).worker_id == "a.B_9:z-");
+  CHECK(parse(with(elastic_env(), "COHORT_WORKER_ID", std::string(128, 'w'))).worker_id.size() ==
+        128);
+  expect_rejected(with(elastic_env(), "COHORT_WORKER_ID", ""), "COHORT_WORKER_ID='' is invalid");
+  expect_rejected(with(elastic_env(), "COHORT_WORKER_ID", std::string(129, 'w')),
+                  "longer than 128 characters");
+  for (std::string bad : {"a/b", "a b", "a=b", "\xc3\xa9", "a\n"}) {
+    expect_rejected(with(elastic_env(), "COHORT_WORKER_ID", bad),
+                    "may contain only A-Z a-z 0-9 . _ : -");
+  }
+}
+
+TEST_CASE("an elastic worker must not be given a rank, size or placement") {
+  for (const char* name : {"COHORT_RANK", "COHORT_SIZE", "COHORT_LOCAL_RANK", "COHORT_LOCAL_SIZE",
+                           "COHORT_CROSS_RANK", "COHORT_CROSS_SIZE"}) {
+    expect_rejected(with(elastic_env(), name, "1"),
+                    std::string(name) + " is set together with COHORT_WORKER_ID");
+  }
+}
+
+TEST_CASE("an elastic worker needs the launcher's address and secret") {
+  for (const char* name : {"COHORT_RENDEZVOUS_ADDR", "COHORT_RENDEZVOUS_PORT", "COHORT_SECRET"}) {
+    auto vars = elastic_env();
+    vars.erase(name);
+    expect_rejected(vars, std::string(name) + " is not set, but COHORT_WORKER_ID is");
+  }
+  expect_rejected(with(elastic_env(), "COHORT_RENDEZVOUS_PORT", "0"),
+                  "COHORT_RENDEZVOUS_PORT='0' is invalid");
+  expect_rejected(with(elastic_env(), "COHORT_SECRET", "xyz"), "expected 64 hex characters");
+}
+
+TEST_CASE("the elastic timeout is read in seconds") {
+  CHECK(parse(with(elastic_env(), "COHORT_ELASTIC_TIMEOUT_SECONDS", "2.5")).elastic_timeout ==
+        std::chrono::milliseconds(2500));
+  expect_rejected(with(elastic_env(), "COHORT_ELASTIC_TIMEOUT_SECONDS", "0"),
+                  "COHORT_ELASTIC_TIMEOUT_SECONDS='0' is invalid");
+  expect_rejected(with(elastic_env(), "COHORT_ELASTIC_TIMEOUT_SECONDS", "soon"),
+                  "expected a number of seconds");
 }

@@ -124,8 +124,8 @@ check_error() {  # check_error EXPECTED ARGS...
 }
 check_error "cohortrun: -np 5 needs 5 slots but the hosts offer only 4" -np 5 -H localhost:4 "$probe"
 check_error "cohortrun: -np must be at least 1, got 0" -np 0 "$probe"
-check_error "cohortrun: unknown option '--min-np' before the program (see cohortrun --help)" \
-  -np 1 --min-np 2 "$probe"
+check_error "cohortrun: unknown option '--max-jobs' before the program (see cohortrun --help)" \
+  -np 1 --max-jobs 2 "$probe"
 check_error "cohortrun: -np: 'four' is not a whole number" -np four "$probe"
 check_error "cohortrun: give -np N, or hosts with -H or --hostfile" "$probe"
 check_error "cohortrun: host list entry 'localhost:x': slot count 'x' is not a whole number between 1 and 4096" \

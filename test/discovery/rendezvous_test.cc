@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "discovery/frame_io.h"
 #include "discovery/hmac.h"
@@ -202,4 +204,41 @@ TEST_CASE("a client that cannot reach the server names it") {
   CHECK_THROWS_WITH(client.set("k", "v"),
                     Contains("rendezvous server 127.0.0.1:" + std::to_string(port)) &&
                         Contains("cannot connect"));
+}
+
+TEST_CASE("the set observer sees each client set after it is stored and may call the server") {
+  std::mutex mutex;
+  std::vector<std::string> seen;
+  RendezvousServer* self = nullptr;
+  RendezvousServerOptions options;
+  options.on_set = [&](const std::string& scope, const std::string& key) {
+    // Called outside the server's lock: reading the value back must not deadlock.
+    auto value = self->lookup(key, scope);
+    std::lock_guard lock(mutex);
+    seen.push_back(scope + "|" + key + "=" + value.value_or("(missing)"));
+  };
+  RendezvousServer server("127.0.0.1", kSecret, options);
+  self = &server;
+  RendezvousClient scoped("127.0.0.1", server.port(), kSecret, 5s, "elastic");
+  RendezvousClient plain("127.0.0.1", server.port(), kSecret, 5s);
+  scoped.set("checkin/0/0", "start");
+  plain.set("k", "v");
+  CHECK(plain.get("k", 0ms) == "v");            // a GET is not reported
+  server.set("assign/0/0", "exit", "elastic");  // nor is the launcher's own set
+  std::lock_guard lock(mutex);
+  CHECK(seen == std::vector<std::string>{"elastic|checkin/0/0=start", "|k=v"});
+}
+
+TEST_CASE("the launcher's own set wakes a waiting get and lookup never waits") {
+  RendezvousServer server("127.0.0.1", kSecret);
+  CHECK_FALSE(server.lookup("assign/1/0", "elastic").has_value());
+  RendezvousClient client("127.0.0.1", server.port(), kSecret, 5s, "elastic");
+  std::string got;
+  std::thread waiter([&] { got = client.get("assign/1/0", 5s); });
+  REQUIRE(server.await_waiting_gets(1, 5s));
+  server.set("assign/1/0", "round=0 rank=0", "elastic");
+  waiter.join();
+  CHECK(got == "round=0 rank=0");
+  CHECK(server.lookup("assign/1/0", "elastic") == std::optional<std::string>("round=0 rank=0"));
+  CHECK_FALSE(server.lookup("assign/1/0").has_value());  // another scope
 }

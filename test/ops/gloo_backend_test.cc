@@ -5,7 +5,11 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
 #include <functional>
+#include <future>
+#include <latch>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -441,4 +445,53 @@ TEST_CASE("gloo new operations in a world of one") {
     error = check_reduce_scatter_matrix(*sub, {4});
     ensure(error.empty(), error);
   });
+}
+
+TEST_CASE("gloo abort from another thread ends a blocked collective at once, naming the reason") {
+  // Ranks 0 and 1 allreduce; rank 2 never joins (frozen). Another thread aborts ranks 0 and 1, as
+  // the heartbeat does, whether they are inside the allreduce yet or not: both must fail with the
+  // reason, long before Gloo's 20 s timeout.
+  // Gloo writes to the shut sockets without MSG_NOSIGNAL; the runtime ignores SIGPIPE (api.cc).
+  std::signal(SIGPIPE, SIG_IGN);
+  gloo::rendezvous::HashStore store;
+  std::vector<std::unique_ptr<Backend>> backends(3);
+  std::latch connected(4);
+  std::promise<void> finished;
+  auto done = finished.get_future().share();
+  std::vector<std::string> errors(2);
+  std::vector<std::chrono::steady_clock::duration> took(2);
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 3; ++rank) {
+    ranks.emplace_back([&, rank] {
+      backends[rank] = make_gloo_backend(
+          {.rank = rank, .size = 3, .prefix = "abort", .timeout = std::chrono::seconds(20)}, store);
+      connected.count_down();
+      if (rank == 2) {
+        done.wait();
+        return;
+      }
+      std::vector<float> data(1 << 18, 1.0f);
+      auto start = std::chrono::steady_clock::now();
+      try {
+        backends[rank]->allreduce(data.data(), data.size(), DataType::kFloat32, ReduceOp::kSum,
+                                  {"blocked", true});
+      } catch (const InternalError& e) {
+        errors[rank] = e.what();
+      }
+      took[rank] = std::chrono::steady_clock::now() - start;
+    });
+  }
+  connected.arrive_and_wait();
+  backends[0]->abort("rank 2 is frozen");
+  backends[1]->abort("rank 2 is frozen");
+  ranks[0].join();
+  ranks[1].join();
+  finished.set_value();
+  ranks[2].join();
+  for (int rank = 0; rank < 2; ++rank) {
+    CHECK_THAT(errors[rank], Catch::Matchers::Contains("interrupted: rank 2 is frozen"));
+    CHECK(took[rank] < std::chrono::seconds(5));
+  }
+  // Later operations are refused at once.
+  CHECK_THROWS_WITH(backends[0]->barrier(), Catch::Matchers::Contains("rank 2 is frozen"));
 }

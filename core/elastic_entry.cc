@@ -1,0 +1,94 @@
+#include "core/elastic_entry.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "core/log.h"
+#include "core/runtime.h"
+#include "discovery/rendezvous_client.h"
+
+namespace cohort {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::microseconds since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+}
+
+discovery::Assignment await_assignment(const Config& config, discovery::RendezvousClient& launcher,
+                                       int entry, const discovery::CheckIn& checkin) {
+  std::string key = discovery::assign_key(config.worker_id, entry);
+  try {
+    launcher.set(discovery::checkin_key(config.worker_id, entry),
+                 discovery::format_checkin(checkin));
+    return discovery::parse_assignment(launcher.get(key, config.elastic_timeout));
+  } catch (const discovery::RendezvousTimeout& e) {
+    throw InternalError("elastic worker '" + config.worker_id + "': no assignment '" + key +
+                        "' from the launcher at " + launcher.address() + " within " +
+                        std::to_string(config.elastic_timeout.count() / 1000.0) +
+                        " s (COHORT_ELASTIC_TIMEOUT_SECONDS): " + e.what());
+  } catch (const InvalidArgument& e) {
+    throw InternalError("elastic worker '" + config.worker_id + "': the launcher at " +
+                        launcher.address() + " sent a malformed assignment for '" + key +
+                        "': " + e.what());
+  } catch (const InternalError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InternalError("elastic worker '" + config.worker_id + "': checking in as entry " +
+                        std::to_string(entry) + " failed: " + e.what());
+  }
+}
+
+[[noreturn]] void leave_job(const Config& config, int entry) {
+  log::info("elastic worker '", config.worker_id, "': the launcher assigned 'exit' for entry ",
+            entry, "; leaving the job");
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::exit(0);
+}
+
+}  // namespace
+
+std::shared_ptr<discovery::RendezvousClient> connect_launcher(const Config& config) {
+  return std::make_shared<discovery::RendezvousClient>(config.rendezvous_addr,
+                                                       config.rendezvous_port, config.secret,
+                                                       config.timeout, discovery::kElasticScope);
+}
+
+Config placed(Config config, const discovery::Assignment& a) {
+  config.rank = a.rank;
+  config.size = a.size;
+  config.local_rank = a.local_rank;
+  config.local_size = a.local_size;
+  config.cross_rank = a.cross_rank;
+  config.cross_size = a.cross_size;
+  return config;
+}
+
+std::shared_ptr<Runtime> enter_round(const Config& config,
+                                     std::shared_ptr<discovery::RendezvousClient> launcher,
+                                     int entry, discovery::CheckIn checkin, EntryTimings& timings) {
+  for (;; ++entry) {
+    auto asked = Clock::now();
+    discovery::Assignment assignment = await_assignment(config, *launcher, entry, checkin);
+    timings.assignment += since(asked);
+    if (assignment.exit) leave_job(config, entry);
+    auto connecting = Clock::now();
+    try {
+      auto runtime = std::make_shared<Runtime>(placed(config, assignment),
+                                               Membership{launcher, entry, assignment, {}});
+      timings.connect += since(connecting);
+      return runtime;
+    } catch (const InternalError& e) {
+      timings.connect += since(connecting);
+      log::warning("elastic worker '", config.worker_id, "': joining round ", assignment.round,
+                   " failed (", e.what(), "); checking in again");
+      checkin = {discovery::CheckIn::Kind::kFailed, e.what()};
+    }
+  }
+}
+
+}  // namespace cohort

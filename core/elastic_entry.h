@@ -1,0 +1,36 @@
+// How an elastic worker enters a round: it checks in with the launcher, waits for its
+// assignment and builds the round's Runtime from it. Used by init() (entry 0) and by the elastic
+// reset (entry n + 1); see discovery/elastic_protocol.h for the keys.
+#pragma once
+
+#include <memory>
+
+#include "core/config.h"
+#include "core/membership.h"
+
+namespace cohort {
+
+class Runtime;
+
+// A client of the launcher's rendezvous server in the elastic scope.
+std::shared_ptr<discovery::RendezvousClient> connect_launcher(const Config& config);
+
+// `config` with the rank, size, local and cross placement of `assignment`.
+Config placed(Config config, const discovery::Assignment& assignment);
+
+// Time spent in each phase of entering a round, summed over attempts.
+struct EntryTimings {
+  std::chrono::microseconds assignment{0};
+  std::chrono::microseconds connect{0};
+};
+
+// Checks in as `entry` for the reason `checkin` gives and builds the Runtime of the round the
+// launcher assigns. If building it fails with InternalError (a peer of the new round died), checks
+// in again with the next entry. Throws InternalError naming the key and the launcher when the
+// assignment does not come within config.elastic_timeout. A worker assigned "exit" leaves the
+// process here with status 0.
+std::shared_ptr<Runtime> enter_round(const Config& config,
+                                     std::shared_ptr<discovery::RendezvousClient> launcher,
+                                     int entry, discovery::CheckIn checkin, EntryTimings& timings);
+
+}  // namespace cohort

@@ -1,0 +1,222 @@
+#include "core/heartbeat.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "cohort/errors.h"
+#include "core/log.h"
+#include "core/wire.h"
+
+namespace cohort {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+enum class Kind : uint8_t { kBeat = 1, kGoodbye = 2, kFailed = 3 };
+
+// How long a goodbye or failure notice may take to leave; a peer that cannot take it in time is
+// frozen or gone and learns from the closed connection instead.
+constexpr milliseconds kNoticeWait{100};
+
+std::vector<std::byte> encode(Kind kind, const std::string& reason = {}) {
+  wire::Writer w;
+  w.u8(static_cast<uint8_t>(kind));
+  if (kind == Kind::kFailed) w.str(reason);
+  return std::move(w.bytes());
+}
+
+std::string seconds_text(std::chrono::duration<double> d) {
+  char text[32];
+  std::snprintf(text, sizeof text, d.count() < 1 ? "%.2f" : "%.1f", d.count());
+  return text;
+}
+
+}  // namespace
+
+Heartbeat::Heartbeat(ControlChannel channel, int rank, int size, microseconds timeout,
+                     OnFailure on_failure)
+    : channel_(std::move(channel)),
+      rank_(rank),
+      timeout_(timeout),
+      interval_(std::max<microseconds>(timeout / 4, microseconds(1))),
+      on_failure_(std::move(on_failure)) {
+  auto now = Clock::now();
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r) watched_.push_back({r, now});
+  } else {
+    watched_.push_back({0, now});
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+Heartbeat::~Heartbeat() {
+  stop();
+}
+
+void Heartbeat::stop() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_requested_ = true;
+  }
+  channel_.wake();
+  thread_.join();
+}
+
+void Heartbeat::fail(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!verdict_) verdict_ = reason;
+    if (!local_failure_) local_failure_ = reason;
+  }
+  verdict_cv_.notify_all();
+  channel_.wake();
+}
+
+std::optional<std::string> Heartbeat::verdict(milliseconds wait) {
+  std::unique_lock lock(mutex_);
+  verdict_cv_.wait_for(lock, wait, [&] { return verdict_.has_value(); });
+  return verdict_;
+}
+
+bool Heartbeat::record_verdict(const std::string& verdict) {
+  {
+    std::lock_guard lock(mutex_);
+    if (verdict_) return false;
+    verdict_ = verdict;
+  }
+  verdict_cv_.notify_all();
+  return true;
+}
+
+void Heartbeat::run() {
+  try {
+    beat();
+    while (step()) {
+    }
+  } catch (const std::exception& e) {
+    peer_failed(std::string("the heartbeat thread failed: ") + e.what());
+  }
+  channel_.close_peers();
+}
+
+bool Heartbeat::step() {
+  std::vector<ControlMessage> messages;
+  try {
+    messages = channel_.wait(time_to_next_event());
+  } catch (const InternalError& e) {
+    peer_failed(e.what());  // a watched rank's connection closed or broke
+    return false;
+  }
+  for (const auto& message : messages) {
+    if (!handle(message.peer, message.payload)) return false;
+  }
+  {
+    std::unique_lock lock(mutex_);
+    if (local_failure_) {
+      std::string notice = (rank_ == 0 ? "rank 0 aborted the job: "
+                                       : "rank " + std::to_string(rank_) + " failed: ") +
+                           *local_failure_;
+      lock.unlock();
+      send_to_all(encode(Kind::kFailed, notice));
+      return false;
+    }
+    if (stop_requested_) {
+      lock.unlock();
+      send_to_all(encode(Kind::kGoodbye));
+      return false;
+    }
+  }
+  // Judged only now, after reading what arrived: a thread that woke late has read the beats that
+  // waited for it before it judges anyone silent.
+  if (auto silent = find_silent()) {
+    peer_failed(*silent);
+    return false;
+  }
+  if (Clock::now() >= next_beat_) beat();
+  return true;
+}
+
+bool Heartbeat::handle(int peer, const std::vector<std::byte>& message) {
+  wire::Reader r(message);
+  auto kind = static_cast<Kind>(r.u8());
+  auto watched = std::find_if(watched_.begin(), watched_.end(),
+                              [&](const Watched& w) { return w.rank == peer; });
+  if (watched == watched_.end()) return true;
+  switch (kind) {
+    case Kind::kBeat:
+      watched->last_heard = Clock::now();
+      return true;
+    case Kind::kGoodbye:
+      channel_.drop(peer);
+      watched_.erase(watched);
+      return true;
+    case Kind::kFailed:
+      peer_failed(r.str());
+      return false;
+  }
+  peer_failed("rank " + std::to_string(peer) + " sent an unknown heartbeat message");
+  return false;
+}
+
+void Heartbeat::peer_failed(const std::string& reason) {
+  bool first = record_verdict(reason);
+  std::string verdict = *this->verdict();
+  if (rank_ == 0) send_to_all(encode(Kind::kFailed, "rank 0 aborted the job: " + verdict));
+  if (!first) return;  // this rank already failed by itself
+  log::error(verdict);
+  try {
+    on_failure_(verdict);
+  } catch (const std::exception& e) {
+    log::error("reacting to a failed peer: ", e.what());
+  }
+}
+
+void Heartbeat::beat() {
+  auto message = encode(Kind::kBeat);
+  for (const auto& w : watched_) {
+    try {
+      channel_.send(w.rank, message);
+    } catch (const InternalError&) {
+      // The next wait() reports the broken connection.
+    }
+  }
+  next_beat_ = Clock::now() + interval_;
+}
+
+std::optional<std::string> Heartbeat::find_silent() const {
+  auto now = Clock::now();
+  for (const auto& w : watched_) {
+    auto silence = now - w.last_heard;
+    if (silence >= timeout_) {
+      return "rank " + std::to_string(w.rank) + " has sent no heartbeat for " +
+             seconds_text(silence) +
+             " s (COHORT_PEER_TIMEOUT_SECONDS): it is frozen, overloaded or cut off";
+    }
+  }
+  return std::nullopt;
+}
+
+microseconds Heartbeat::time_to_next_event() const {
+  auto next = next_beat_;
+  for (const auto& w : watched_) next = std::min(next, w.last_heard + timeout_);
+  auto left = std::chrono::duration_cast<microseconds>(next - Clock::now());
+  return std::max(left, microseconds(0));
+}
+
+void Heartbeat::send_to_all(const std::vector<std::byte>& message) {
+  for (const auto& w : watched_) {
+    try {
+      channel_.send(w.rank, message);
+    } catch (const InternalError&) {
+    }
+  }
+  try {
+    channel_.flush(kNoticeWait);
+  } catch (const InternalError&) {
+    // Best effort: a peer that is gone or frozen learns from the closed connection.
+  }
+}
+
+}  // namespace cohort

@@ -1,0 +1,463 @@
+#include "discovery/elastic_job.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <memory>
+
+#include "cohort/errors.h"
+#include "core/log.h"
+#include "discovery/elastic_roster.h"
+#include "discovery/hmac.h"
+#include "discovery/host_discovery.h"
+#include "discovery/job_report.h"
+#include "discovery/job_signals.h"
+#include "discovery/rendezvous_server.h"
+#include "discovery/worker_env.h"
+#include "discovery/worker_group.h"
+
+namespace cohort::discovery {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string seconds_text(milliseconds ms) {
+  std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text + " s";
+}
+
+Fd make_eventfd() {
+  Fd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!fd.valid()) throw Error(std::string("eventfd: ") + std::strerror(errno));
+  return fd;
+}
+
+void drain_eventfd(int fd) {
+  uint64_t count;
+  while (::read(fd, &count, sizeof count) == sizeof count) {
+  }
+}
+
+bool exited_zero(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+const char* kind_word(CheckIn::Kind kind) {
+  switch (kind) {
+    case CheckIn::Kind::kStart:
+      return "started";
+    case CheckIn::Kind::kFailed:
+      return "a collective failed";
+    case CheckIn::Kind::kInterrupted:
+      return "interrupted";
+  }
+  return "?";
+}
+
+class ElasticJob {
+ public:
+  explicit ElasticJob(const ElasticJobOptions& options);
+  int run();
+
+ private:
+  // Events.
+  void on_signals();
+  void on_exit(const WorkerExit& exit);
+  void on_worker_failed(ElasticWorker& w, const WorkerExit& exit);
+  void collect_checkins();
+  void on_checkin(ElasticWorker& w);
+  void on_discovery(const DiscoveryResult& result);
+  void on_slot_changes(const SlotChanges& changes);
+  void on_time();
+  // Decisions, after every wake-up.
+  void step();
+  void start_workers();
+  void start_worker(const SlotRef& slot);
+  void plan_round_when_ready();
+  void publish_round(const RoundPlan& plan);
+  void finish_when_done();
+  // Actions.
+  void notice_change();
+  void tell_exit(ElasticWorker& w);
+  void stop_job(int code, const std::string& why);
+  int poll_timeout() const;
+
+  const ElasticJobOptions& options_;
+  Fd signals_;
+  Fd checkins_;  // written by the rendezvous server when a worker checks in
+  RendezvousEndpoint endpoint_;
+  std::unique_ptr<RendezvousServer> server_;
+  std::unique_ptr<HostDiscovery> discovery_;
+  ElasticHosts hosts_;
+  ElasticRoster roster_;
+  WorkerGroup workers_;
+
+  int round_ = -1;            // the current round; -1 before the first
+  std::vector<int> members_;  // the current round's workers, by rank
+  int generation_ = 0;        // the last host notice published
+  int noticed_round_ = -2;    // the round whose members were last sent a notice
+  bool finishing_ = false;    // a worker finished: start no new ones
+  std::optional<TimePoint> checkin_deadline_;
+  std::string last_discovery_error_;  // of the current streak of failed discovery runs
+  bool stopping_ = false;
+  int exit_code_ = 0;
+};
+
+ElasticJob::ElasticJob(const ElasticJobOptions& options)
+    : options_(options), hosts_(options.hosts), workers_(options.term_grace) {
+  if (options_.discovery_script) {
+    discovery_ = std::make_unique<HostDiscovery>(
+        HostDiscoveryOptions{.command = {*options_.discovery_script},
+                             .interval = options_.discovery_interval,
+                             .limits = {.timeout = options_.discovery_timeout},
+                             .default_slots = options_.slots_per_host});
+  } else {
+    // Fixed hosts: an unreachable one fails the job now rather than at its first launch.
+    for (const auto& h : options_.fixed_hosts) launcher_for(h.host);
+    hosts_.update(options_.fixed_hosts);
+  }
+  if (options_.checkin_timeout.count() <= 0) {
+    throw InvalidArgument("--checkin-timeout must be > 0");
+  }
+  // Signals are blocked before the server's threads exist, so they all inherit the mask.
+  signals_ = block_job_signals();
+  checkins_ = make_eventfd();
+  endpoint_ = {"127.0.0.1", 0, random_bytes(kSecretSize)};
+  int wake = checkins_.get();
+  RendezvousServerOptions server_options{
+      .max_get_wait = std::max(options_.start_timeout, options_.hosts.elastic_timeout),
+      .on_set = [wake](const std::string& scope, const std::string& key) {
+        if (scope != kElasticScope || !key.starts_with("checkin/")) return;
+        uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(wake, &one, sizeof one);
+      }};
+  server_ = std::make_unique<RendezvousServer>(endpoint_.addr, endpoint_.secret, server_options);
+  endpoint_.port = server_->port();
+}
+
+int ElasticJob::run() {
+  log::info("rendezvous server on ", endpoint_.addr, ":", endpoint_.port);
+  step();
+  while (!(stopping_ && workers_.finished())) {
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.get(), POLLIN, 0}};
+    if (discovery_ && !stopping_) {
+      for (const auto& fd : discovery_->poll_fds()) fds.push_back(fd);
+    }
+    workers_.add_poll_fds(fds);
+    int rc = ::poll(fds.data(), fds.size(), poll_timeout());
+    if (rc < 0 && errno != EINTR) throw Error(std::string("poll: ") + std::strerror(errno));
+    if (rc > 0) {
+      if (fds[0].revents & POLLIN) on_signals();
+      workers_.forward_ready(fds);
+    }
+    for (const auto& exit : workers_.reap()) on_exit(exit);
+    collect_checkins();
+    if (discovery_ && !stopping_) {
+      if (auto result = discovery_->advance()) on_discovery(*result);
+    }
+    on_time();
+    if (!stopping_) step();
+  }
+  server_->stop();
+  return exit_code_;
+}
+
+int ElasticJob::poll_timeout() const {
+  std::optional<TimePoint> next = workers_.next_deadline();
+  auto consider = [&](const std::optional<TimePoint>& t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  for (const auto& [id, w] : roster_.all()) {
+    if (w.running) consider(w.leave_by);
+  }
+  if (!stopping_) {
+    consider(hosts_.next_wakeup());
+    consider(checkin_deadline_);
+    for (const auto& [id, w] : roster_.all()) {
+      if (w.running && !w.checkin && w.entry == 0) consider(w.checkin_by);
+    }
+  }
+  int timeout = next ? poll_millis(steady_now(), *next) : -1;
+  if (discovery_ && !stopping_) {
+    int until_discovery = discovery_->poll_timeout();
+    if (timeout < 0 || until_discovery < timeout) timeout = until_discovery;
+  }
+  return timeout;
+}
+
+void ElasticJob::on_signals() {
+  for (int sig : read_job_signals(signals_.get())) {
+    report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
+    if (exit_code_ == 0) exit_code_ = 128 + sig;
+    stopping_ = true;
+    discovery_.reset();
+    workers_.stop_all(sig);
+  }
+}
+
+void ElasticJob::on_exit(const WorkerExit& exit) {
+  ElasticWorker* w = roster_.find(exit.id);
+  if (w == nullptr) return;
+  w->running = false;
+  bool was_member = w->in_round;
+  w->in_round = false;
+  if (stopping_ || w->leaving) {
+    log::info(w->name(), " ", describe_exit(exit.status));
+    return;
+  }
+  if (!exited_zero(exit.status)) return on_worker_failed(*w, exit);
+  // Finished: never a reason to end the others (Horovod #3852); the rest of its round regroup.
+  w->finished = true;
+  finishing_ = true;
+  announce(w->name() + " finished (exit status 0)");
+  if (was_member) notice_change();
+}
+
+void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
+  announce(w.name() + " (pid " + std::to_string(exit.pid) + ") " + describe_exit(exit.status));
+  bool others_alive = roster_.others_running_on(w.slot.host, w.id);
+  on_slot_changes(hosts_.worker_failed(w.slot.host, w.slot.slot, others_alive));
+  notice_change();
+}
+
+void ElasticJob::collect_checkins() {
+  drain_eventfd(checkins_.get());
+  for (auto& [id, w] : roster_.all()) {
+    if (!w.running || w.checkin) continue;
+    auto text = server_->lookup(checkin_key(std::to_string(id), w.entry), kElasticScope);
+    if (!text) continue;
+    try {
+      w.checkin = parse_checkin(*text);
+    } catch (const InvalidArgument& e) {
+      log::warning(w.name(), " sent a check-in cohortrun does not understand (", e.what(),
+                   "); taking it for a failed collective");
+      w.checkin = CheckIn{CheckIn::Kind::kFailed, "unreadable check-in"};
+    }
+    on_checkin(w);
+  }
+}
+
+void ElasticJob::on_checkin(ElasticWorker& w) {
+  log::info(w.name(), " checked in for entry ", w.entry, ": ", kind_word(w.checkin->kind),
+            w.checkin->reason.empty() ? "" : " (" + w.checkin->reason + ")");
+  if (w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
+  bool left_round = w.in_round;
+  w.in_round = false;
+  if (left_round && w.checkin->kind != CheckIn::Kind::kStart && !checkin_deadline_) {
+    // The rest of its round is on its way (a failed collective fails everywhere, an interrupt
+    // is raised at the same commit everywhere), but a frozen worker must not hold the job.
+    checkin_deadline_ = steady_now() + options_.checkin_timeout;
+  }
+  // A member leaving, or a new worker ready: the others learn it at their next commit.
+  notice_change();
+}
+
+void ElasticJob::on_discovery(const DiscoveryResult& result) {
+  if (result.status == DiscoveryStatus::kFailed) {
+    // A script that keeps failing the same way is reported once, not every interval.
+    if (result.error != last_discovery_error_) announce(result.error);
+    last_discovery_error_ = result.error;
+    return;
+  }
+  if (!last_discovery_error_.empty()) announce("the host discovery script works again");
+  last_discovery_error_.clear();
+  if (result.status == DiscoveryStatus::kUnchanged) return;
+  on_slot_changes(hosts_.update(discovery_->hosts()));
+}
+
+void ElasticJob::on_slot_changes(const SlotChanges& changes) {
+  if (changes.empty()) return;
+  announce("usable slots changed: " + changes.describe());
+  for (const auto& slot : changes.removed) {
+    ElasticWorker* w = roster_.on_slot(slot);
+    // Its round must regroup without it; new workers on added slots announce themselves when
+    // they check in.
+    if (w != nullptr) notice_change();
+  }
+}
+
+void ElasticJob::on_time() {
+  TimePoint now = steady_now();
+  workers_.on_time();
+  for (auto& [id, w] : roster_.all()) {
+    if (w.running && w.leave_by && *w.leave_by <= now) {
+      announce(w.name() + " was told to leave the job but is still running; stopping it");
+      w.leave_by.reset();
+      workers_.stop(id, SIGTERM);
+    }
+  }
+  if (stopping_) return;
+  on_slot_changes(hosts_.refresh());
+  for (auto& [id, w] : roster_.all()) {
+    if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
+    announce(w.name() + " did not check in within --start-timeout " +
+             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    w.checkin_by.reset();
+    workers_.stop(id, SIGKILL);
+  }
+  if (!checkin_deadline_ || now < *checkin_deadline_) return;
+  checkin_deadline_.reset();
+  for (ElasticWorker* w : roster_.wanted(hosts_)) {
+    if (w->checkin) continue;
+    announce(w->name() + " did not check in within --checkin-timeout " +
+             seconds_text(options_.checkin_timeout) +
+             " after its round broke up; taking it for failed and killing it");
+    workers_.stop(w->id, SIGKILL);  // its exit then counts as a failure
+  }
+}
+
+void ElasticJob::step() {
+  if (auto why = hosts_.stop_reason()) return stop_job(1, *why);
+  start_workers();
+  plan_round_when_ready();
+  finish_when_done();
+}
+
+void ElasticJob::start_workers() {
+  if (finishing_) return;
+  RoundPlan plan = hosts_.plan_round(ElasticRoster::slots_of(roster_.alive_in_order()));
+  for (const auto& slot : plan.slots) {
+    SlotRef where{slot.assignment.host, slot.slot};
+    // A launch that failed just now blacklisted the host: skip its other slots.
+    if (!slot.survivor && hosts_.usable(where)) start_worker(where);
+  }
+}
+
+void ElasticJob::start_worker(const SlotRef& slot) {
+  ElasticWorker& w = roster_.add(slot);
+  std::string id = std::to_string(w.id);
+  try {
+    auto launcher = launcher_for(slot.host);
+    workers_.add(w.id,
+                 launcher->launch(slot.host, "worker " + id, options_.command,
+                                  elastic_worker_environment(id, slot.host, endpoint_)),
+                 w.label());
+    w.checkin_by = steady_now() + options_.start_timeout;
+    log::info("started ", w.name());
+  } catch (const Error& e) {
+    w.running = false;
+    announce(std::string(e.what()));
+    on_slot_changes(hosts_.launch_failed(slot.host));
+  }
+}
+
+void ElasticJob::plan_round_when_ready() {
+  std::vector<ElasticWorker*> wanted = roster_.wanted(hosts_);
+  bool any_waiting = std::any_of(wanted.begin(), wanted.end(),
+                                 [](const ElasticWorker* w) { return w->checkin.has_value(); });
+  bool all_in = std::all_of(wanted.begin(), wanted.end(),
+                            [](const ElasticWorker* w) { return w->checkin.has_value(); });
+  if (!any_waiting || !all_in) return;
+  // Survivors only: every free slot already has a worker starting (start_workers).
+  RoundPlan plan = hosts_.plan_round(ElasticRoster::slots_of(wanted), /*fill_free_slots=*/false);
+  // Fewer than --min-np: wait (the elastic timeout bounds it), unless the job is finishing and
+  // only the rest of its last round is left.
+  int needed = finishing_ ? 1 : options_.hosts.min_np;
+  if (static_cast<int>(plan.slots.size()) < needed) return;
+  if (round_ >= 0) {
+    hosts_.record_reset();
+    if (auto why = hosts_.reset_limit_exceeded()) return stop_job(1, *why);
+  }
+  publish_round(plan);
+}
+
+void ElasticJob::publish_round(const RoundPlan& plan) {
+  ++round_;
+  members_.clear();
+  for (auto& [id, w] : roster_.all()) w.in_round = false;
+  std::string list;
+  for (const auto& slot : plan.slots) {
+    ElasticWorker& w = *roster_.on_slot({slot.assignment.host, slot.slot});
+    const SlotAssignment& a = slot.assignment;
+    Assignment assignment{.round = round_,
+                          .rank = a.rank,
+                          .size = a.size,
+                          .local_rank = a.local_rank,
+                          .local_size = a.local_size,
+                          .cross_rank = a.cross_rank,
+                          .cross_size = a.cross_size,
+                          .generation = generation_};
+    w.rank = a.rank;
+    w.in_round = true;
+    workers_.relabel(w.id, w.label());
+    server_->set(assign_key(std::to_string(w.id), w.entry), format_assignment(assignment),
+                 kElasticScope);
+    w.checkin.reset();
+    ++w.entry;
+    members_.push_back(w.id);
+    list += (list.empty() ? "" : ", ") +
+            ("[" + std::to_string(a.rank) + "] worker " + std::to_string(w.id) + " " + a.host +
+             ":" + std::to_string(slot.slot));
+  }
+  // Everyone else alive is out of the job: those checked in hear it now, the others when they
+  // check in next.
+  for (auto& [id, w] : roster_.all()) {
+    if (w.running && !w.leaving && !w.finished && !w.in_round) tell_exit(w);
+  }
+  checkin_deadline_.reset();
+  if (round_ > 0) server_->clear_scope(round_scope(round_ - 1));
+  announce("round " + std::to_string(round_) + " (" + std::to_string(hosts_.resets()) +
+           (hosts_.resets() == 1 ? " reset" : " resets") + "): size " +
+           std::to_string(plan.slots.size()) + ": " + list);
+}
+
+void ElasticJob::finish_when_done() {
+  bool members_done = round_ >= 0 && std::all_of(members_.begin(), members_.end(), [&](int id) {
+                        return roster_.find(id)->finished;
+                      });
+  bool nobody_left = finishing_ && std::none_of(roster_.all().begin(), roster_.all().end(),
+                                                [](const auto& kv) { return kv.second.running; });
+  if (!members_done && !nobody_left) return;
+  announce("the workers of round " + std::to_string(round_) + " finished; the job is done");
+  stop_job(0, "");
+}
+
+void ElasticJob::notice_change() {
+  if (noticed_round_ == round_) return;  // its members have been told already
+  noticed_round_ = round_;
+  ++generation_;
+  server_->set(notice_key(generation_), "", kElasticScope);
+  log::info("published host notice ", generation_);
+}
+
+void ElasticJob::tell_exit(ElasticWorker& w) {
+  if (w.leaving) return;
+  w.leaving = true;
+  w.in_round = false;
+  server_->set(assign_key(std::to_string(w.id), w.entry), format_assignment({.exit = true}),
+               kElasticScope);
+  // One that has not checked in yet may still be finishing a step of its old round.
+  w.leave_by = steady_now() + options_.checkin_timeout + options_.term_grace;
+  announce(w.name() + " is not in the job any more; told it to exit");
+}
+
+void ElasticJob::stop_job(int code, const std::string& why) {
+  if (stopping_) return;
+  if (!why.empty()) report(why + "; stopping the workers");
+  stopping_ = true;
+  exit_code_ = code;
+  discovery_.reset();
+  for (auto& [id, w] : roster_.all()) {
+    // A job that succeeded lets the workers it told to exit leave by themselves (bounded by
+    // their leave_by); one that failed stops everyone now.
+    if (code == 0 && w.leaving && w.leave_by) continue;
+    workers_.stop(id, SIGTERM);
+  }
+}
+
+}  // namespace
+
+int run_elastic_job(const ElasticJobOptions& options) {
+  ElasticJob job(options);
+  return job.run();
+}
+
+}  // namespace cohort::discovery

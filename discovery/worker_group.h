@@ -1,0 +1,87 @@
+// The worker processes of a cohortrun job, static or elastic: their output forwarded line by line
+// behind a label ("[3] "), their exits collected by pid, and signals to their process groups with
+// a SIGKILL deadline. waitpid() is only called for the group's own pids, so other children of
+// cohortrun (the host discovery script) keep their exit status to themselves. What an exit means,
+// and whom to stop when, is the job's decision.
+#pragma once
+
+#include <poll.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "discovery/clock.h"
+#include "discovery/worker_launcher.h"
+
+namespace cohort::discovery {
+
+struct WorkerExit {
+  int id = 0;
+  std::string host;
+  pid_t pid = -1;
+  int status = 0;  // as from waitpid
+};
+
+class WorkerGroup {
+ public:
+  explicit WorkerGroup(std::chrono::milliseconds term_grace);
+
+  // `id` is the job's name for the worker (its rank in a static job); `label` prefixes its lines.
+  void add(int id, LaunchedWorker worker, std::string label);
+  void relabel(int id, std::string label);
+  bool empty() const { return workers_.empty(); }
+  bool running(int id) const;
+  bool all_exited() const;
+  // Every worker has exited and all of its output has been forwarded (or given up on).
+  bool finished() const { return all_exited() && open_streams() == 0; }
+
+  // Appends the open output pipes to `fds`; forward_ready() then reads those poll() marked.
+  void add_poll_fds(std::vector<pollfd>& fds);
+  void forward_ready(const std::vector<pollfd>& fds);
+
+  // The workers that exited since the last call, in id order; never blocks.
+  std::vector<WorkerExit> reap();
+
+  // Sends `sig` to the worker's process group. Unless `sig` is SIGKILL, SIGKILL follows once
+  // `term_grace` has passed, if the worker is still running by then.
+  void stop(int id, int sig);
+  void stop_all(int sig);
+
+  // The next moment on_time() has work: a SIGKILL due, or giving up on output that something a
+  // worker left running still holds open after it exited. None: sleep until an event.
+  std::optional<TimePoint> next_deadline() const;
+  void on_time();
+
+ private:
+  struct Stream {
+    Fd fd;
+    bool is_stderr = false;
+    std::string partial;  // a line not yet ended
+  };
+  struct Worker {
+    LaunchedWorker info;
+    std::string label;
+    Stream out, err;
+    std::optional<int> status;             // waitpid status once exited
+    std::optional<TimePoint> kill_at;      // SIGKILL due
+    std::optional<TimePoint> drain_until;  // after the exit, how long output is still forwarded
+  };
+  // After a worker exits, how long output still held open by its children is forwarded.
+  static constexpr std::chrono::seconds kDrainTime{2};
+
+  size_t open_streams() const;
+  void forward(Worker& worker, Stream& stream);
+  void flush_partial(const Worker& worker, Stream& stream);
+  void give_up_output(Worker& worker);
+
+  std::chrono::milliseconds term_grace_;
+  std::map<int, Worker> workers_;
+  std::vector<std::pair<int, Stream*>> polled_;  // fds appended by add_poll_fds, in order
+  size_t polled_from_ = 0;                       // where they start in the caller's vector
+};
+
+}  // namespace cohort::discovery

@@ -1,0 +1,73 @@
+#include "elastic/reset.h"
+
+#include "core/elastic_entry.h"
+#include "core/log.h"
+#include "core/runtime_slot.h"
+
+namespace cohort::elastic::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<Runtime> take_elastic_runtime(const discovery::CheckIn& why) {
+  std::shared_ptr<Runtime> old = cohort::detail::take_runtime();
+  if (!old) throw NotInitialized("elastic reset: cohort is not initialized");
+  if (!old->membership()) {
+    cohort::detail::install_runtime(old);
+    throw InternalError(
+        "elastic reset: this worker was not started by cohortrun's elastic mode, "
+        "so there is no launcher to ask for a new world (" +
+        why.reason + ")");
+  }
+  return old;
+}
+
+// A failed world is abandoned: waiting for peers that may be dead would only delay recovery. An
+// interrupted world is healthy and every rank is leaving it at the same commit, so it shuts down
+// collectively: a rank that closed its connections at once could cut off a peer that has not yet
+// read the last collective's data (the host-update broadcast itself), turning that peer's
+// interrupt into a failure.
+void leave(Runtime& old, const discovery::CheckIn& why) {
+  if (why.kind == discovery::CheckIn::Kind::kInterrupted) {
+    old.shutdown();
+  } else {
+    old.abandon(why.reason.empty() ? "the runtime was reset" : why.reason);
+  }
+}
+
+double ms(std::chrono::microseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+
+}  // namespace
+
+void reset(const discovery::CheckIn& why) {
+  auto start = Clock::now();
+  std::shared_ptr<Runtime> old = take_elastic_runtime(why);
+  Config config = old->config();
+  Membership previous = *old->membership();
+  Topology before = old->topology();
+  leave(*old, why);
+  old.reset();  // joins Gloo's connections down unless another thread still holds it
+  ResetTimings timings{.old_rank = before.rank, .old_size = before.size};
+  timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+
+  EntryTimings entry_timings;
+  std::shared_ptr<Runtime> next =
+      enter_round(config, previous.launcher, previous.entry + 1, why, entry_timings);
+  Membership& now = *next->membership();
+  timings.round = now.assignment.round;
+  timings.new_rank = next->topology().rank;
+  timings.new_size = next->topology().size;
+  timings.assignment = entry_timings.assignment;
+  timings.connect = entry_timings.connect;
+  now.last_reset = timings;
+  cohort::detail::install_runtime(next);
+  log::info("elastic reset ", now.entry, " (", discovery::format_checkin(why), "): rank ",
+            timings.old_rank, " of ", timings.old_size, " -> rank ", timings.new_rank, " of ",
+            timings.new_size, " in round ", timings.round, "; teardown ", ms(timings.teardown),
+            " ms, assignment ", ms(timings.assignment), " ms, connect ", ms(timings.connect),
+            " ms");
+}
+
+}  // namespace cohort::elastic::detail

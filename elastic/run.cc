@@ -1,0 +1,102 @@
+// elastic::run, the host-update check and the queries about resets.
+#include "cohort/elastic/run.h"
+
+#include "cohort/cohort.h"
+#include "core/log.h"
+#include "core/runtime_slot.h"
+#include "discovery/rendezvous_client.h"
+#include "elastic/reset.h"
+
+namespace cohort::elastic {
+namespace {
+
+// The broadcast through which rank 0 tells every rank what the launcher said.
+constexpr const char* kHostsUpdatedName = "cohort.elastic.hosts_updated";
+
+enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable = 2 };
+
+HostsAnswer ask_launcher(const Membership& m, std::string& error) {
+  try {
+    m.launcher->get(discovery::notice_key(m.assignment.generation + 1),
+                    std::chrono::milliseconds(0));
+    return kUpdated;
+  } catch (const discovery::RendezvousTimeout&) {
+    return kUnchanged;
+  } catch (const Error& e) {
+    error = e.what();
+    return kLauncherUnreachable;
+  }
+}
+
+// Installs check_host_updates() as the State's commit hook for as long as run() runs.
+class CommitHook {
+ public:
+  explicit CommitHook(State& state) : state_(state) { state_.set_commit_hook(check_host_updates); }
+  ~CommitHook() { state_.set_commit_hook({}); }
+  CommitHook(const CommitHook&) = delete;
+  CommitHook& operator=(const CommitHook&) = delete;
+
+ private:
+  State& state_;
+};
+
+}  // namespace
+
+void check_host_updates() {
+  auto rt = cohort::detail::current_runtime();
+  if (!rt->membership()) return;
+  int notice = rt->membership()->assignment.generation + 1;
+  uint8_t answer = kUnchanged;
+  std::string error;
+  if (rt->topology().rank == 0) answer = ask_launcher(*rt->membership(), error);
+  if (answer == kLauncherUnreachable) {
+    log::error("check_host_updates: cannot reach the launcher: ", error);
+  }
+  broadcast(kHostsUpdatedName, Tensor::of(std::span<uint8_t>(&answer, 1)), 0);
+  if (answer == kUpdated) {
+    throw HostsUpdatedInterrupt("the launcher announced a change of hosts (notice " +
+                                std::to_string(notice) + ")");
+  }
+  if (answer == kLauncherUnreachable) {
+    throw InternalError("rank 0 could not ask the launcher whether hosts changed");
+  }
+}
+
+void run(State& state, const std::function<void(State&)>& fn) {
+  const bool elastic = is_elastic();
+  CommitHook hook(state);
+  for (;;) {
+    discovery::CheckIn why;
+    try {
+      state.sync();
+      fn(state);
+      return;
+    } catch (const HostsUpdatedInterrupt& e) {
+      if (!elastic) throw;
+      why = {discovery::CheckIn::Kind::kInterrupted, e.what()};
+    } catch (const InternalError& e) {
+      if (!elastic) throw;
+      why = {discovery::CheckIn::Kind::kFailed, e.what()};
+    }
+    // Outside the try: a reset that fails (the launcher is gone) ends run() with its error.
+    if (state.has_commit()) state.restore();
+    detail::reset(why);
+    state.run_reset_callbacks();
+  }
+}
+
+bool is_elastic() {
+  return cohort::detail::current_runtime()->membership().has_value();
+}
+
+int resets() {
+  auto rt = cohort::detail::current_runtime();
+  return rt->membership() ? rt->membership()->entry : 0;
+}
+
+ResetTimings last_reset_timings() {
+  auto rt = cohort::detail::current_runtime();
+  return rt->membership() ? rt->membership()->last_reset : ResetTimings{};
+}
+
+}  // namespace cohort::elastic

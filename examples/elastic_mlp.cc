@@ -1,0 +1,353 @@
+// An elastic training program: a small multi-layer perceptron classifier, trained with momentum
+// SGD on a synthetic data set it generates, whose gradients are averaged across the workers with
+// one grouped allreduce per step. Run it under `cohortrun` with a host-discovery script (see
+// examples/elastic_demo.sh) and it keeps training while workers come, go and die.
+//
+// What survives a failure is in the State: weights, momentum buffers, the epoch and the elastic
+// sampler. It also keeps, per epoch, how many times each sample was trained (from an allgather of
+// every step's sample ids), so at the end of each epoch it can say that every sample was trained
+// exactly once in the committed history.
+//
+//   cohortrun --host-discovery-script ./hosts.sh --min-np 2 elastic_mlp --epochs 8
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "cohort/elastic/run.h"
+#include "cohort/elastic/sampler.h"
+#include "cohort/elastic/state.h"
+
+namespace {
+
+using cohort::Tensor;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  int epochs = 8;
+  int samples = 4096;
+  int batch = 32;  // per worker
+  int commit_every = 4;
+  float learning_rate = 0.05f;
+  float momentum = 0.9f;
+  int step_delay_ms = 0;  // slows training down so a demo can act while it runs
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    double value = std::stod(argv[i + 1]);
+    if (flag == "--epochs")
+      o.epochs = static_cast<int>(value);
+    else if (flag == "--samples")
+      o.samples = static_cast<int>(value);
+    else if (flag == "--batch")
+      o.batch = static_cast<int>(value);
+    else if (flag == "--commit-every")
+      o.commit_every = static_cast<int>(value);
+    else if (flag == "--lr")
+      o.learning_rate = static_cast<float>(value);
+    else if (flag == "--step-delay-ms")
+      o.step_delay_ms = static_cast<int>(value);
+    else
+      throw std::invalid_argument("unknown flag " + flag + " (see the top of elastic_mlp.cc)");
+  }
+  return o;
+}
+
+// Gaussian blobs: each class has a random centre; a sample is its centre plus noise. Generated
+// from a fixed seed, so every worker builds the same data set.
+struct Dataset {
+  static constexpr int kInputs = 16;
+  static constexpr int kClasses = 8;
+  std::vector<float> x;  // samples x kInputs
+  std::vector<int> y;
+
+  // The same centres for every `seed`; the seed picks the noise (training or held-out samples).
+  Dataset(int samples, uint32_t seed) : x(static_cast<size_t>(samples) * kInputs), y(samples) {
+    std::mt19937 centre_rng(2024);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> centres(kClasses * kInputs);
+    for (float& c : centres) c = 0.6f * normal(centre_rng);
+    std::mt19937 rng(seed);
+    for (int s = 0; s < samples; ++s) {
+      y[s] = s % kClasses;
+      for (int i = 0; i < kInputs; ++i)
+        x[s * kInputs + i] = centres[y[s] * kInputs + i] + normal(rng);
+    }
+  }
+  const float* input(uint64_t s) const { return &x[s * kInputs]; }
+};
+
+// inputs -> hidden (ReLU) -> classes (softmax). Parameters and their gradients have the same
+// layout, so one grouped allreduce moves all gradients.
+struct Mlp {
+  static constexpr int kHidden = 64;
+  static constexpr int kIn = Dataset::kInputs, kOut = Dataset::kClasses;
+  std::vector<float> w1, b1, w2, b2;
+
+  Mlp() : w1(kHidden * kIn), b1(kHidden, 0.0f), w2(kOut * kHidden), b2(kOut, 0.0f) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& w : w1) w = normal(rng) * std::sqrt(2.0f / kIn);
+    for (float& w : w2) w = normal(rng) * std::sqrt(1.0f / kHidden);
+  }
+  std::vector<std::vector<float>*> parameters() { return {&w1, &b1, &w2, &b2}; }
+};
+
+struct StepStats {
+  float loss = 0, correct = 0, count = 0;
+};
+
+// Forward and backward for one sample: adds its gradients to `grad` and returns loss/accuracy.
+void accumulate(const Mlp& m, const float* x, int label, Mlp& grad, StepStats& stats) {
+  float hidden[Mlp::kHidden], logits[Mlp::kOut];
+  for (int h = 0; h < Mlp::kHidden; ++h) {
+    float z = m.b1[h];
+    for (int i = 0; i < Mlp::kIn; ++i) z += m.w1[h * Mlp::kIn + i] * x[i];
+    hidden[h] = z > 0 ? z : 0;
+  }
+  float top = -1e30f;
+  for (int c = 0; c < Mlp::kOut; ++c) {
+    logits[c] = m.b2[c];
+    for (int h = 0; h < Mlp::kHidden; ++h) logits[c] += m.w2[c * Mlp::kHidden + h] * hidden[h];
+    top = std::max(top, logits[c]);
+  }
+  float sum = 0, dlogit[Mlp::kOut];
+  for (int c = 0; c < Mlp::kOut; ++c) sum += dlogit[c] = std::exp(logits[c] - top);
+  int predicted = 0;
+  for (int c = 0; c < Mlp::kOut; ++c) {
+    dlogit[c] = dlogit[c] / sum - (c == label ? 1.0f : 0.0f);
+    if (logits[c] > logits[predicted]) predicted = c;
+  }
+  stats.loss += std::log(sum) - (logits[label] - top);
+  stats.correct += predicted == label;
+  stats.count += 1;
+  for (int c = 0; c < Mlp::kOut; ++c) {
+    grad.b2[c] += dlogit[c];
+    for (int h = 0; h < Mlp::kHidden; ++h) grad.w2[c * Mlp::kHidden + h] += dlogit[c] * hidden[h];
+  }
+  for (int h = 0; h < Mlp::kHidden; ++h) {
+    if (hidden[h] <= 0) continue;
+    float d = 0;
+    for (int c = 0; c < Mlp::kOut; ++c) d += dlogit[c] * m.w2[c * Mlp::kHidden + h];
+    grad.b1[h] += d;
+    for (int i = 0; i < Mlp::kIn; ++i) grad.w1[h * Mlp::kIn + i] += d * x[i];
+  }
+}
+
+class Trainer {
+ public:
+  explicit Trainer(Options o)
+      : o_(o),
+        data_(o.samples, /*seed=*/1),
+        held_out_(1024, /*seed=*/2),
+        sampler_(o.samples, /*seed=*/42),
+        trained_(o.samples, 0) {
+    for (auto* p : model_.parameters()) velocity_.emplace_back(p->size(), 0.0f);
+    track_state();
+    state_.add_reset_callback([this] { on_reset(); });
+  }
+
+  void run() {
+    cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train(s); });
+    if (cohort::rank() == 0) summary();
+  }
+
+ private:
+  void track_state() {
+    const char* names[] = {"w1", "b1", "w2", "b2"};
+    auto params = model_.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      state_.track(names[i], *params[i]);
+      state_.track(std::string("velocity.") + names[i], velocity_[i]);
+    }
+    state_.track("epoch", epoch_);
+    state_.track("step", step_);
+    state_.track("trained", trained_);
+    state_.track("sampler", sampler_);
+  }
+
+  void train(cohort::elastic::State& s) {
+    log_event("training");
+    for (; epoch_ < o_.epochs; sampler_.set_epoch(++epoch_), s.commit()) {
+      StepStats epoch_stats;
+      for (const auto& batch : sampler_.batches(o_.batch)) {
+        StepStats stats = step(batch);
+        epoch_stats.loss += stats.loss;
+        epoch_stats.correct += stats.correct;
+        epoch_stats.count += stats.count;
+        if (++step_ % o_.commit_every == 0) s.commit();
+        if (step_ % kProgressEvery == 0) progress(stats);
+      }
+      s.commit();
+      finish_epoch(epoch_stats);
+    }
+  }
+
+  static constexpr int kProgressEvery = 20;
+
+  void progress(const StepStats& stats) {
+    if (cohort::rank() != 0) return;
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " step " << step_
+         << ": loss " << stats.loss / std::max(stats.count, 1.0f) << ", world size "
+         << cohort::size();
+    log_line(line.str());
+  }
+
+  // One SGD step over every worker's batch; returns the global loss sum, correct count, count.
+  StepStats step(const std::vector<uint64_t>& batch) {
+    Mlp grad = zero_like(model_);
+    StepStats stats;
+    for (uint64_t s : batch) accumulate(model_, data_.input(s), data_.y[s], grad, stats);
+    std::vector<float> totals{stats.loss, stats.correct, stats.count};
+    std::vector<Tensor> tensors;
+    for (auto* g : grad.parameters()) tensors.push_back(Tensor::of(*g));
+    tensors.push_back(Tensor::of(totals));
+    cohort::grouped_allreduce("mlp.gradients", tensors);
+    stats = {totals[0], totals[1], totals[2]};
+    if (stats.count > 0) apply(grad, 1.0f / stats.count);
+    count_trained(batch);
+    sampler_.record(batch);
+    if (first_step_after_reset_) note_recovery();
+    if (o_.step_delay_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
+    return stats;
+  }
+
+  static Mlp zero_like(const Mlp& m) {
+    Mlp z = m;
+    for (auto* p : z.parameters()) std::fill(p->begin(), p->end(), 0.0f);
+    return z;
+  }
+
+  void apply(Mlp& grad, float scale) {
+    auto params = model_.parameters();
+    auto grads = grad.parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      for (size_t j = 0; j < params[i]->size(); ++j) {
+        velocity_[i][j] = o_.momentum * velocity_[i][j] + (*grads[i])[j] * scale;
+        (*params[i])[j] -= o_.learning_rate * velocity_[i][j];
+      }
+    }
+  }
+
+  // Every worker's sample ids of this step, counted into `trained_` on every worker.
+  void count_trained(const std::vector<uint64_t>& batch) {
+    std::vector<int64_t> mine(batch.begin(), batch.end());
+    cohort::OwnedTensor all = cohort::allgather("mlp.sample_ids", Tensor::of(mine));
+    for (int64_t s : all.as<int64_t>()) ++trained_[s];
+  }
+
+  void finish_epoch(const StepStats& stats) {
+    int once = static_cast<int>(std::count(trained_.begin(), trained_.end(), 1));
+    std::fill(trained_.begin(), trained_.end(), 0);
+    exactly_once_ = exactly_once_ && once == o_.samples;
+    if (cohort::rank() == 0) {
+      std::ostringstream line;
+      line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " done: loss "
+           << stats.loss / std::max(stats.count, 1.0f) << ", accuracy "
+           << stats.correct / std::max(stats.count, 1.0f) << ", " << once << "/" << o_.samples
+           << " samples trained exactly once, world size " << cohort::size();
+      log_line(line.str());
+    }
+  }
+
+  // Runs once the new world exists: the teardown, the wait for the launcher's assignment and the
+  // new connections are behind us; the sync and the first step are still to come.
+  void on_reset() {
+    auto t = cohort::elastic::last_reset_timings();
+    reset_cost_ = std::chrono::duration<double>(t.teardown + t.assignment + t.connect).count();
+    reset_started_ = Clock::now();
+    first_step_after_reset_ = true;
+    ++resets_;
+    log_event("reset into round " + std::to_string(t.round));
+  }
+
+  // From the failure (or interrupt) being caught to the first step of the new world.
+  void note_recovery() {
+    first_step_after_reset_ = false;
+    double since_callback = std::chrono::duration<double>(Clock::now() - reset_started_).count();
+    recoveries_.push_back(reset_cost_ + since_callback);
+  }
+
+  void log_event(const std::string& what) {
+    std::ostringstream line;
+    const char* host = std::getenv("COHORT_HOSTNAME");
+    line << what << ": rank " << cohort::rank() << " of " << cohort::size() << ", epoch " << epoch_
+         << ", step " << step_ << ", resets " << resets_ << ", host " << (host ? host : "localhost")
+         << ", pid " << ::getpid();
+    log_line(line.str());
+  }
+
+  static void log_line(const std::string& line) {
+    std::cout << "elastic_mlp: " << line << std::endl;
+  }
+
+  // Accuracy on the held-out samples (rank 0 alone: the model is the same everywhere).
+  double held_out_accuracy() {
+    Mlp unused = zero_like(model_);
+    StepStats stats;
+    for (int s = 0; s < static_cast<int>(held_out_.y.size()); ++s) {
+      accumulate(model_, held_out_.input(s), held_out_.y[s], unused, stats);
+    }
+    return stats.correct / stats.count;
+  }
+
+  void summary() {
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3) << "summary: " << epoch_ << " epochs, world size "
+         << cohort::size() << ", resets seen by this worker " << resets_ << ", recovery times (s):";
+    for (double r : recoveries_) line << " " << r;
+    line << "; held-out accuracy " << held_out_accuracy()
+         << "; every sample of every epoch trained exactly once: "
+         << (exactly_once_ ? "yes" : "NO");
+    log_line(line.str());
+  }
+
+  Options o_;
+  Dataset data_;
+  Dataset held_out_;  // never trained on: the accuracy printed at the end
+  Mlp model_;
+  std::vector<std::vector<float>> velocity_;
+  cohort::elastic::State state_;
+  cohort::elastic::ElasticSampler sampler_;
+  std::vector<int32_t> trained_;  // this epoch: how many times each sample was trained
+  int64_t epoch_ = 0;
+  int64_t step_ = 0;
+  bool exactly_once_ = true;
+  int resets_ = 0;
+  bool first_step_after_reset_ = false;
+  Clock::time_point reset_started_;
+  double reset_cost_ = 0;
+  std::vector<double> recoveries_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options options = parse(argc, argv);
+    cohort::init();
+    Trainer trainer(options);
+    trainer.run();
+    cohort::shutdown();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "elastic_mlp: " << e.what() << std::endl;
+    return 1;
+  }
+}

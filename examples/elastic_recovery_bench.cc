@@ -1,0 +1,181 @@
+// Recovery time of elastic training: one worker is SIGKILLed mid-training and the survivors
+// recover (detect the failure, tear down, get the new round from cohortrun, connect, sync the
+// state) and complete a training step. Run it through examples/elastic_recovery_bench.sh, which
+// starts cohortrun in elastic mode and prints the table.
+//
+// Each step allreduces a gradient of --grad-mib MiB (default: the model's size) and commits a
+// model of --mib MiB of float32. At step --kill-step, rank 1 writes the time to --kill-time-file
+// and SIGKILLs itself (once per job: the first process to create --marker does). After the
+// recovery's first step, the new rank 0 prints one line with each phase's maximum over the
+// survivors, in milliseconds:
+//   recovery: size=S detect=D teardown=T assignment=A connect=C sync=Y step=P total=X
+// detect runs from the kill to the start of the reset (it includes the restore's memcpy); the
+// clocks are the machine's wall clock, which every process here shares. Each process also prints
+// "first-step: wall=MS" when its first step completes (for the scale-up measurement).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "cohort/elastic/run.h"
+#include "cohort/elastic/state.h"
+
+namespace {
+
+using cohort::Tensor;
+
+struct Options {
+  double mib = 16;
+  double grad_mib = -1;  // default: mib
+  int steps = 12;
+  int kill_step = 4;
+  std::string marker;
+  std::string kill_time_file;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--mib") {
+      o.mib = std::stod(value);
+    } else if (flag == "--grad-mib") {
+      o.grad_mib = std::stod(value);
+    } else if (flag == "--steps") {
+      o.steps = std::stoi(value);
+    } else if (flag == "--kill-step") {
+      o.kill_step = std::stoi(value);
+    } else if (flag == "--marker") {
+      o.marker = value;
+    } else if (flag == "--kill-time-file") {
+      o.kill_time_file = value;
+    } else {
+      throw std::invalid_argument("unknown flag " + flag);
+    }
+  }
+  if (o.grad_mib < 0) o.grad_mib = o.mib;
+  return o;
+}
+
+double wall_ms() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(system_clock::now().time_since_epoch()).count();
+}
+
+size_t floats_in(double mib) {
+  return static_cast<size_t>(mib * (1 << 20) / sizeof(float));
+}
+
+double ms(std::chrono::microseconds d) {
+  return static_cast<double>(d.count()) / 1000.0;
+}
+
+class Bench {
+ public:
+  explicit Bench(Options o)
+      : o_(std::move(o)), model_(floats_in(o_.mib), 1.0f), grad_(floats_in(o_.grad_mib)) {
+    state_.track("model", model_);
+    state_.track("step", step_);
+    state_.add_reset_callback([this] {
+      reset_done_ = wall_ms();
+      recovering_ = true;
+    });
+  }
+
+  void run() {
+    cohort::elastic::run(state_, [this](cohort::elastic::State& s) {
+      synced_ = wall_ms();
+      while (step_ < o_.steps) step(s);
+    });
+  }
+
+ private:
+  void step(cohort::elastic::State& s) {
+    if (step_ == o_.kill_step) maybe_die();
+    std::fill(grad_.begin(), grad_.end(), 0.5f);
+    cohort::allreduce("grad", Tensor::of(grad_));
+    model_[0] += grad_[0];
+    ++step_;
+    s.commit();
+    if (!stepped_once_) first_step();
+    if (recovering_) report();
+  }
+
+  // For the scale-up measurement (examples/elastic_scaleup_bench.sh): when this process's first
+  // step completed.
+  void first_step() {
+    stepped_once_ = true;
+    std::printf("first-step: wall=%.3f\n", wall_ms());
+    std::fflush(stdout);
+  }
+
+  void maybe_die() {
+    if (cohort::rank() != 1 || o_.marker.empty()) return;
+    int fd = ::open(o_.marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) return;
+    ::close(fd);
+    std::ofstream(o_.kill_time_file) << std::fixed << wall_ms() << std::endl;
+    std::raise(SIGKILL);
+  }
+
+  // Each phase's maximum over the survivors, printed by the new rank 0.
+  void report() {
+    recovering_ = false;
+    double stepped = wall_ms();
+    double killed = 0;
+    std::ifstream(o_.kill_time_file) >> killed;
+    auto t = cohort::elastic::last_reset_timings();
+    double reset_started = reset_done_ - ms(t.teardown + t.assignment + t.connect);
+    std::vector<double> phases{reset_started - killed, ms(t.teardown),        ms(t.assignment),
+                               ms(t.connect),          synced_ - reset_done_, stepped - synced_,
+                               stepped - killed};
+    cohort::OwnedTensor all = cohort::allgather("recovery.phases", Tensor::of(phases));
+    auto values = all.as<double>();
+    for (size_t r = 1; r < values.size() / phases.size(); ++r) {
+      for (size_t i = 0; i < phases.size(); ++i) {
+        phases[i] = std::max(phases[i], values[r * phases.size() + i]);
+      }
+    }
+    if (cohort::rank() != 0) return;
+    std::printf(
+        "recovery: size=%d detect=%.1f teardown=%.1f assignment=%.1f connect=%.1f sync=%.1f "
+        "step=%.1f total=%.1f\n",
+        cohort::size(), phases[0], phases[1], phases[2], phases[3], phases[4], phases[5],
+        phases[6]);
+    std::fflush(stdout);
+  }
+
+  Options o_;
+  cohort::elastic::State state_;
+  std::vector<float> model_;
+  std::vector<float> grad_;
+  int64_t step_ = 0;
+  bool recovering_ = false;
+  bool stepped_once_ = false;
+  double reset_done_ = 0;
+  double synced_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options options = parse(argc, argv);
+    cohort::init();
+    Bench bench(options);
+    bench.run();
+    cohort::shutdown();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "elastic_recovery_bench: " << e.what() << std::endl;
+    return 1;
+  }
+}

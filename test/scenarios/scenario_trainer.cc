@@ -1,0 +1,230 @@
+// The trainer of the elastic scenario tests: a deterministic "model" trained under
+// cohort::elastic::run, with failures injected on request, that proves at the end that the
+// committed history trained every sample exactly once per epoch.
+//
+// Every step, each rank adds a gradient computed from its batch's sample ids to the model
+// (allreduce sum), and the ranks allgather the ids into a history kept in the State. Both are
+// integers held in doubles, so the final model is exact: rank 0 compares it with the value that
+// training each sample once per epoch gives, and checks the history itself, then prints
+// "trainer: exactly once".
+//
+// Log lines (one per event) that the scenario scripts wait for:
+//   trainer: start worker=<id> rank=R size=S resets=N epoch=E
+//   trainer: epoch E done rank=R size=S resets=N
+//   trainer: finished epochs=E resets=N
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cereal/types/map.hpp>
+#include <cereal/types/vector.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "cohort/elastic/run.h"
+#include "cohort/elastic/sampler.h"
+#include "cohort/elastic/state.h"
+
+namespace {
+
+using cohort::Tensor;
+using History = std::map<uint64_t, std::vector<uint64_t>>;  // epoch -> samples trained
+
+struct Options {
+  uint64_t samples = 240;
+  uint64_t batch = 4;
+  uint64_t epochs = 3;  // at least this many; more while --until-file is missing
+  int commit_every = 2;
+  int model_size = 1024;
+  int step_delay_ms = 0;
+  std::string until_file;  // keep starting epochs until it exists (checked collectively)
+  // Failure injection: the rank that is `fail_rank` at global step `fail_step` fails `fail_how`
+  // (kill, throw, stop), once per job: the first process to create `fail_marker` does it.
+  long fail_step = -1;
+  int fail_rank = 1;
+  std::string fail_how = "kill";
+  std::string fail_marker;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--samples")
+      o.samples = std::stoull(value);
+    else if (flag == "--batch")
+      o.batch = std::stoull(value);
+    else if (flag == "--epochs")
+      o.epochs = std::stoull(value);
+    else if (flag == "--commit-every")
+      o.commit_every = std::stoi(value);
+    else if (flag == "--model-size")
+      o.model_size = std::stoi(value);
+    else if (flag == "--step-delay-ms")
+      o.step_delay_ms = std::stoi(value);
+    else if (flag == "--until-file")
+      o.until_file = value;
+    else if (flag == "--fail-step")
+      o.fail_step = std::stol(value);
+    else if (flag == "--fail-rank")
+      o.fail_rank = std::stoi(value);
+    else if (flag == "--fail-how")
+      o.fail_how = value;
+    else if (flag == "--fail-marker")
+      o.fail_marker = value;
+    else
+      throw std::invalid_argument("unknown flag " + flag);
+  }
+  return o;
+}
+
+double gradient(uint64_t sample, int i) {
+  return static_cast<double>(sample % 13 + i % 5);
+}
+
+void maybe_fail(const Options& o, long step) {
+  if (step != o.fail_step || cohort::rank() != o.fail_rank || o.fail_marker.empty()) return;
+  int fd = ::open(o.fail_marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return;  // another process already failed
+  ::close(fd);
+  std::cout << "trainer: failing (" << o.fail_how << ") at step " << step << " as rank "
+            << cohort::rank() << std::endl;
+  if (o.fail_how == "kill") raise(SIGKILL);
+  if (o.fail_how == "stop") raise(SIGSTOP);
+  throw std::runtime_error("injected failure at step " + std::to_string(step));
+}
+
+// Every rank's batch, in rank order, as one list of sample ids.
+std::vector<uint64_t> gather_batch(const std::vector<uint64_t>& batch) {
+  std::vector<int64_t> mine(batch.begin(), batch.end());
+  cohort::OwnedTensor all = cohort::allgather("trainer.batch", Tensor::of(mine));
+  auto ids = all.as<int64_t>();
+  return {ids.begin(), ids.end()};
+}
+
+bool all_see_file(const std::string& path) {
+  int32_t present = path.empty() || ::access(path.c_str(), F_OK) == 0;
+  std::vector<int32_t> flag{present};
+  cohort::allreduce("trainer.until", Tensor::of(flag), {.op = cohort::ReduceOp::kMin});
+  return flag[0] != 0;
+}
+
+class Trainer {
+ public:
+  explicit Trainer(Options o)
+      : o_(std::move(o)),
+        sampler_(o_.samples, /*seed=*/7),
+        model_(o_.model_size, 0.0),
+        grad_(o_.model_size) {
+    state_.track("model", model_);
+    state_.track("history", history_);
+    state_.track("epoch", epoch_);
+    state_.track("step", step_);
+    state_.track("sampler", sampler_);
+    state_.add_reset_callback([this] { ++resets_; });
+  }
+
+  void train() {
+    cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train_epochs(s); });
+  }
+
+  // Rank 0: the committed history trains each sample once per epoch, and the model says so too.
+  void verify() const {
+    if (cohort::rank() != 0) return;
+    for (const auto& [epoch, ids] : history_) {
+      std::vector<int> seen(o_.samples, 0);
+      for (uint64_t id : ids) {
+        if (id >= o_.samples || ++seen[id] > 1) fail("epoch " + std::to_string(epoch), id);
+      }
+      for (uint64_t id = 0; id < o_.samples; ++id) {
+        if (seen[id] == 0) fail("epoch " + std::to_string(epoch) + " never trained", id);
+      }
+    }
+    for (int i = 0; i < o_.model_size; ++i) {
+      double want = 0;
+      for (uint64_t id = 0; id < o_.samples; ++id) want += gradient(id, i);
+      want *= static_cast<double>(history_.size());
+      if (model_[i] != want) fail("model element " + std::to_string(i) + " is off", model_[i]);
+    }
+    std::cout << "trainer: exactly once: " << history_.size() << " epochs of " << o_.samples
+              << " samples" << std::endl;
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& what, double value) {
+    std::cerr << "trainer FAILED: " << what << " (" << value << ")" << std::endl;
+    std::exit(1);
+  }
+
+  void train_epochs(cohort::elastic::State& s) {
+    std::cout << "trainer: start worker=" << worker_id() << " rank=" << cohort::rank()
+              << " size=" << cohort::size() << " resets=" << resets_ << " epoch=" << epoch_
+              << std::endl;
+    while (epoch_ < o_.epochs || !all_see_file(o_.until_file)) {
+      for (const auto& batch : sampler_.batches(o_.batch)) step(s, batch);
+      s.commit();
+      std::cout << "trainer: epoch " << epoch_ << " done rank=" << cohort::rank()
+                << " size=" << cohort::size() << " resets=" << resets_ << std::endl;
+      sampler_.set_epoch(++epoch_);
+      s.commit();
+    }
+    std::cout << "trainer: finished epochs=" << epoch_ << " resets=" << resets_ << std::endl;
+  }
+
+  void step(cohort::elastic::State& s, const std::vector<uint64_t>& batch) {
+    maybe_fail(o_, step_);
+    std::fill(grad_.begin(), grad_.end(), 0.0);
+    for (uint64_t id : batch) {
+      for (int i = 0; i < o_.model_size; ++i) grad_[i] += gradient(id, i);
+    }
+    cohort::allreduce("trainer.grad", Tensor::of(grad_));
+    for (int i = 0; i < o_.model_size; ++i) model_[i] += grad_[i];
+    auto all = gather_batch(batch);
+    auto& trained = history_[epoch_];
+    trained.insert(trained.end(), all.begin(), all.end());
+    sampler_.record(batch);
+    if (o_.step_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
+    }
+    if (++step_ % o_.commit_every == 0) s.commit();
+  }
+
+  static std::string worker_id() {
+    const char* id = std::getenv("COHORT_WORKER_ID");
+    return id ? id : "-";
+  }
+
+  Options o_;
+  cohort::elastic::State state_;
+  cohort::elastic::ElasticSampler sampler_;
+  std::vector<double> model_;
+  std::vector<double> grad_;
+  History history_;
+  uint64_t epoch_ = 0;
+  long step_ = 0;
+  int resets_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options options = parse(argc, argv);
+    cohort::init();
+    Trainer trainer(options);
+    trainer.train();
+    trainer.verify();
+    cohort::shutdown();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "trainer: " << e.what() << std::endl;
+    return 3;
+  }
+}
