@@ -224,16 +224,21 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
   if (tensors.empty()) {
     throw InvalidArgument("grouped allreduce '" + name + "': needs at least one tensor");
   }
-  std::vector<TensorEntry> entries;
+  GroupSpec specs;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    std::string member = name + "." + std::to_string(i);
-    check_allreduce(member, tensors[i], tensors[i], options);
-    Request r = allreduce_request(std::move(member), OpType::kAllreduce, tensors[i], options);
-    r.group = name;
-    r.group_size = static_cast<int32_t>(tensors.size());
-    entries.push_back({std::move(r), tensors[i], tensors[i], nullptr});
+    check_allreduce(name + "." + std::to_string(i), tensors[i], tensors[i], options);
+    if (tensors[i].device != tensors[0].device) {
+      throw InvalidArgument("grouped allreduce '" + name + "': member " + std::to_string(i) +
+                            " is on device " + std::to_string(tensors[i].device) +
+                            " but member 0 on " + std::to_string(tensors[0].device) +
+                            "; a group's tensors share one device");
+    }
+    specs.add(tensors[i].dtype, tensors[i].shape);
   }
-  return runtime()->submit_group(std::move(entries));
+  Request r = allreduce_request(std::move(name), OpType::kAllreduce, tensors[0], options);
+  r.shape.clear();
+  r.group = std::move(specs);
+  return runtime()->submit(TensorEntry{std::move(r), {}, {}, nullptr, std::move(tensors)});
 }
 
 void grouped_allreduce(std::string name, std::vector<Tensor> tensors, AllreduceOptions options) {

@@ -6,7 +6,6 @@
 
 #include "cohort/errors.h"
 #include "core/log.h"
-#include "ops/identity.h"
 #if COHORT_HAVE_NCCL
 #include "ops/nccl_backend.h"
 #endif
@@ -27,10 +26,6 @@ int set_rank_of(const std::vector<int>& members, int global_rank) {
     throw InvalidArgument("rank " + std::to_string(global_rank) + " is not in the process set");
   }
   return static_cast<int>(it - members.begin());
-}
-
-void copy_bytes(void* to, const void* from, size_t bytes) {
-  if (bytes > 0 && to != from) std::memcpy(to, from, bytes);
 }
 
 // A small value (a rank, a process set id) handed back through the handle's output.
@@ -201,104 +196,6 @@ void Executor::complete_with_current_error(std::vector<TensorEntry>& entries) {
     std::rethrow_exception(error);
   } catch (...) {
   }
-}
-
-void Executor::run_allreduce(const Response& response) {
-  std::vector<TensorEntry> entries = take_entries(response);
-  try {
-    // The path depends only on the response, never on what this rank holds: every rank must
-    // bind the backend's algorithms the same way.
-    if (entries.size() == 1) {
-      run_in_place(response, entries[0]);
-    } else {
-      run_fused(response, entries);
-    }
-  } catch (...) {
-    complete_with_current_error(entries);
-    return;
-  }
-  for (auto& entry : entries) {
-    if (!entry.handle) continue;
-    timeline_.execution_ended(entry.request.name, "ok");
-    entry.handle->complete();
-  }
-}
-
-void Executor::run_in_place(const Response& response, TensorEntry& entry) {
-  const std::string& name = response.names[0];
-  ProcessSetState& set = member_set(response.process_set);
-  ops::BufferBinding binding{name, response.rebind};
-  if (!entry.handle) {
-    // This rank has joined: it reduces the identity (rank 0 made every rank rebind for this).
-    auto count = static_cast<size_t>(response.counts.at(0));
-    scratch_.resize(count * element_size(response.dtype));
-    ops::fill_identity(scratch_.data(), count, response.dtype, response.reduce_op);
-    Request plain{.dtype = response.dtype, .reduce_op = response.reduce_op};
-    reduce_in_place(set, scratch_.data(), count, plain, binding, /*prescale=*/false);
-    return;
-  }
-  const Request& req = entry.request;
-  Tensor& out = entry.output;
-  timeline_.execution_started(req.name, "allreduce", out.num_bytes());
-  copy_bytes(out.data, entry.input.data, out.num_bytes());
-  if (req.device != kCpuDevice) {
-    // In place and unscaled (checked at submission): the data never leaves the device.
-    backend_for(set, req.device)
-        .allreduce(out.data, static_cast<size_t>(out.num_elements()), req.dtype, req.reduce_op,
-                   binding);
-    return;
-  }
-  reduce_in_place(set, out.data, static_cast<size_t>(out.num_elements()), req, binding);
-}
-
-void Executor::run_fused(const Response& response, std::vector<TensorEntry>& entries) {
-  ProcessSetState& set = member_set(response.process_set);
-  size_t element = element_size(response.dtype);
-  size_t total = 0;
-  for (int64_t count : response.counts) total += static_cast<size_t>(count) * element;
-  const std::byte* before = set.fusion_buffer.data();
-  if (set.fusion_buffer.size() < total) set.fusion_buffer.resize(total);
-  bool moved = set.fusion_buffer.data() != before;
-  if (moved) ++set.generation;
-
-  const Request* description = nullptr;
-  size_t offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    size_t count = static_cast<size_t>(response.counts.at(i));
-    std::byte* slot = set.fusion_buffer.data() + offset;
-    offset += count * element;
-    if (!entries[i].handle) {
-      // This rank has joined: it adds nothing to the tensors it never submitted.
-      ops::fill_identity(slot, count, response.dtype, response.reduce_op);
-      continue;
-    }
-    const Request& req = entries[i].request;
-    description = &req;
-    copy_bytes(slot, entries[i].input.data, count * element);
-    if (req.prescale != 1.0) ops::scale(slot, count, req.dtype, req.prescale);
-    timeline_.execution_started(req.name, "allreduce (fused)", count * element);
-  }
-  Request plain{.dtype = response.dtype, .reduce_op = response.reduce_op};
-  reduce_in_place(set, set.fusion_buffer.data(), total / element,
-                  description ? *description : plain,
-                  {"cohort.fusion." + std::to_string(set.generation), moved},
-                  /*prescale=*/false);
-  offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    size_t bytes = static_cast<size_t>(response.counts[i]) * element;
-    if (entries[i].handle)
-      copy_bytes(entries[i].output.data, set.fusion_buffer.data() + offset, bytes);
-    offset += bytes;
-  }
-}
-
-void Executor::reduce_in_place(ProcessSetState& set, void* data, size_t count, const Request& req,
-                               const ops::BufferBinding& binding, bool prescale) {
-  if (prescale && req.prescale != 1.0) ops::scale(data, count, req.dtype, req.prescale);
-  bool average = req.reduce_op == ReduceOp::kAverage;
-  set.backend->allreduce(data, count, req.dtype, average ? ReduceOp::kSum : req.reduce_op, binding);
-  double post = req.postscale / (average ? static_cast<double>(set.members.size()) : 1.0);
-  if (post != 1.0) ops::scale(data, count, req.dtype, post);
 }
 
 void Executor::run_single(const Response& response) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/request.h"
@@ -66,9 +67,16 @@ class Executor {
   // The entries of `names`; a missing one is allowed only while this rank has joined.
   std::vector<TensorEntry> take_entries(const Response& response);
   void fail_all(const Response& response);
+  // Allreduce (core/executor_allreduce.cc).
+  struct ReducedTensor;
   void run_allreduce(const Response& response);
-  void run_in_place(const Response& response, TensorEntry& entry);
-  void run_fused(const Response& response, std::vector<TensorEntry>& entries);
+  void reduce_all(const Response& response, std::vector<TensorEntry>& entries);
+  void reduce_alone(const Response& response, ProcessSetState& set, const ReducedTensor& tensor,
+                    const Request& how);
+  void reduce_packed(ProcessSetState& set, std::span<const ReducedTensor> tensors,
+                     const Request& how, bool moved);
+  bool grow_fusion_buffer(ProcessSetState& set, const std::vector<Response::Batch>& batches,
+                          const std::vector<ReducedTensor>& tensors);
   void run_single(const Response& response);
   void run_collective(const Response& response, TensorEntry& entry);
   void run_alltoall(const Response& response, ProcessSetState& set, TensorEntry& entry);

@@ -3,10 +3,13 @@
 namespace cohort {
 namespace {
 
+bool reduces(const ReadyResponse& r) {
+  return r.response.kind == Response::Kind::kExecute && r.response.type == OpType::kAllreduce;
+}
+
 bool fusible(const ReadyResponse& r) {
   // Device tensors are not fused: the fusion buffer is host memory.
-  return r.response.kind == Response::Kind::kExecute && r.response.type == OpType::kAllreduce &&
-         r.description.device == kCpuDevice;
+  return reduces(r) && r.description.device == kCpuDevice;
 }
 
 bool same_kind(const Request& a, const Request& b) {
@@ -15,8 +18,62 @@ bool same_kind(const Request& a, const Request& b) {
 }
 
 size_t bytes_of(const Request& r) {
-  return static_cast<size_t>(num_elements(r.shape)) * element_size(r.dtype);
+  size_t bytes = 0;
+  for (size_t i = 0; i < num_tensors(r); ++i) {
+    bytes += static_cast<size_t>(tensor_elements(r, i)) * element_size(tensor_dtype(r, i));
+  }
+  return bytes;
 }
+
+// The tensors of one allreduce response as it is put together: every tensor of every name it
+// takes (a group's each), and then how they are cut into batches.
+class Packing {
+ public:
+  explicit Packing(Response response) : response_(std::move(response)) {}
+
+  void add(const Request& description) {
+    size_t n = num_tensors(description);
+    for (size_t i = 0; i < n; ++i) {
+      response_.counts.push_back(tensor_elements(description, i));
+      dtypes_.push_back(tensor_dtype(description, i));
+    }
+    response_.parts.push_back(static_cast<int64_t>(n));
+    several_ = several_ || n > 1;
+  }
+  void take(Response& other, const Request& description) {
+    response_.names.push_back(std::move(other.names.front()));
+    const auto& ids = other.cache_ids;
+    if (!response_.cache_ids.empty()) response_.cache_ids.push_back(ids.empty() ? 0 : ids.front());
+    response_.rebind = response_.rebind || other.rebind;
+    add(description);
+  }
+
+  // Batches of consecutive tensors of one type up to `limit` bytes each; with `alone`, one
+  // tensor per batch.
+  Response finish(size_t limit, bool alone) {
+    if (!several_) response_.parts.clear();  // one tensor per name: the default
+    auto& batches = response_.batches;
+    size_t bytes = 0;
+    for (size_t i = 0; i < dtypes_.size(); ++i) {
+      size_t more = static_cast<size_t>(response_.counts[i]) * element_size(dtypes_[i]);
+      bool extend =
+          !alone && !batches.empty() && batches.back().dtype == dtypes_[i] && bytes + more <= limit;
+      if (!extend) {
+        batches.push_back({0, dtypes_[i]});
+        bytes = 0;
+      }
+      ++batches.back().tensors;
+      bytes += more;
+    }
+    if (batches.size() == 1 && batches[0].dtype == response_.dtype) batches.clear();  // default
+    return std::move(response_);
+  }
+
+ private:
+  Response response_;
+  std::vector<DataType> dtypes_;
+  bool several_ = false;
+};
 
 }  // namespace
 
@@ -26,26 +83,25 @@ std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t th
   for (size_t i = 0; i < ready.size(); ++i) {
     if (taken[i]) continue;
     taken[i] = true;
-    Response group = std::move(ready[i].response);
-    if (threshold > 0 && fusible(ready[i])) {
-      size_t bytes = bytes_of(ready[i].description);
-      group.counts = {num_elements(ready[i].description.shape)};
-      // Look ahead past responses of another kind or too large for what is left.
-      for (size_t j = i + 1; j < ready.size() && bytes < threshold; ++j) {
-        if (taken[j] || !fusible(ready[j])) continue;
-        if (!same_kind(ready[i].description, ready[j].description)) continue;
-        size_t more = bytes_of(ready[j].description);
-        if (bytes + more > threshold) continue;
-        bytes += more;
-        taken[j] = true;
-        group.names.push_back(ready[j].response.names.front());
-        group.counts.push_back(num_elements(ready[j].description.shape));
-        const auto& ids = ready[j].response.cache_ids;
-        if (!group.cache_ids.empty()) group.cache_ids.push_back(ids.empty() ? 0 : ids.front());
-        group.rebind = group.rebind || ready[j].response.rebind;
-      }
+    if (!reduces(ready[i])) {
+      out.push_back(std::move(ready[i].response));
+      continue;
     }
-    out.push_back(std::move(group));
+    const Request& first = ready[i].description;
+    Packing packing(std::move(ready[i].response));
+    packing.add(first);
+    size_t bytes = bytes_of(first);
+    // Look ahead past responses of another kind or too large for what is left.
+    for (size_t j = i + 1; threshold > 0 && fusible(ready[i]) && j < ready.size(); ++j) {
+      if (bytes >= threshold) break;
+      if (taken[j] || !fusible(ready[j]) || !same_kind(first, ready[j].description)) continue;
+      size_t more = bytes_of(ready[j].description);
+      if (bytes + more > threshold) continue;
+      bytes += more;
+      taken[j] = true;
+      packing.take(ready[j].response, ready[j].description);
+    }
+    out.push_back(packing.finish(threshold, threshold == 0 || !fusible(ready[i])));
   }
   return out;
 }

@@ -32,16 +32,15 @@ struct ErrorRecord {
 };
 
 struct HandleState {
-  // `parts`: how many entries complete this handle (the members of a grouped allreduce).
-  explicit HandleState(std::string n, int parts = 1) : name(std::move(n)), remaining(parts) {}
+  explicit HandleState(std::string n) : name(std::move(n)) {}
 
-  // Called once per part; the handle is done when every part is, with the first error.
+  // Completes the handle, with `err` if given; later calls change nothing.
   void complete(const std::exception_ptr& err = nullptr) {
     ErrorRecord record = err ? ErrorRecord::from(err) : ErrorRecord{};
     {
       std::lock_guard lock(mutex);
-      if (error.kind == ErrorRecord::Kind::kNone) error = std::move(record);
-      if (--remaining > 0) return;
+      if (done) return;
+      error = std::move(record);
       done = true;
     }
     cv.notify_all();
@@ -50,7 +49,6 @@ struct HandleState {
   const std::string name;
   std::mutex mutex;
   std::condition_variable cv;
-  int remaining;
   bool done = false;
   ErrorRecord error;
   OwnedTensor output;                    // written by the background thread before complete()

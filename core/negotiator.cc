@@ -63,8 +63,8 @@ bool per_rank_first_dim(OpType type) {
 bool agree(const Request& a, const Request& b) {
   bool scalars = a.type == b.type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
                  a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-                 a.process_set == b.process_set && a.device == b.device &&
-                 a.group_size == b.group_size && a.group == b.group && a.members == b.members;
+                 a.process_set == b.process_set && a.device == b.device && a.members == b.members &&
+                 a.group == b.group;
   if (!scalars) return false;
   if (!per_rank_first_dim(a.type)) return a.shape == b.shape && a.splits == b.splits;
   return a.shape.size() == b.shape.size() &&
@@ -83,20 +83,47 @@ bool all_agree(const std::vector<std::optional<Request>>& by_rank) {
   return true;
 }
 
+// The first tensor of a grouped allreduce whose type or shape differs among the ranks, by
+// number (the ranks agree on how many tensors the group has).
+std::optional<std::string> differing_member(const std::vector<std::optional<Request>>& by_rank) {
+  using R = const Request&;
+  const Request& first =
+      **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
+  for (size_t i = 0; i < first.group.size(); ++i) {
+    auto message =
+        differing(by_rank, "data types", [i](R r) { return to_string(r.group.dtype(i)); });
+    if (!message) {
+      message = differing(by_rank, "shapes", [i](R r) { return to_string(r.group.shape(i)); });
+    }
+    if (message) return "member " + std::to_string(i) + ": " + *message;
+  }
+  return std::nullopt;
+}
+
 using Check = std::function<std::optional<std::string>()>;
 
-std::vector<Check> checks_for(OpType type, const std::vector<std::optional<Request>>& by_rank) {
+std::vector<Check> checks_for(const Request& first,
+                              const std::vector<std::optional<Request>>& by_rank) {
   using R = const Request&;
+  OpType type = first.type;
   std::vector<Check> checks = {
       [&] { return differing(by_rank, "operations", [](R r) { return to_string(r.type); }); },
       [&] { return differing(by_rank, "process sets", [](R r) { return r.process_set; }); },
       [&] { return differing(by_rank, "devices (-1 is the host)", [](R r) { return r.device; }); },
-      [&] { return differing(by_rank, "data types", [](R r) { return to_string(r.dtype); }); },
-      [&] { return differing(by_rank, "group sizes", [](R r) { return r.group_size; }); },
+      [&] {
+        return differing(by_rank, "group sizes (0: not a group)",
+                         [](R r) { return r.group.size(); });
+      },
   };
+  if (!first.group.empty()) {
+    checks.push_back([&] { return differing_member(by_rank); });
+  } else {
+    checks.push_back(
+        [&] { return differing(by_rank, "data types", [](R r) { return to_string(r.dtype); }); });
+  }
   bool same_shape =
       type == OpType::kAllreduce || type == OpType::kBroadcast || type == OpType::kReducescatter;
-  if (same_shape) {
+  if (same_shape && first.group.empty()) {
     checks.push_back(
         [&] { return differing(by_rank, "shapes", [](R r) { return to_string(r.shape); }); });
   }
@@ -135,7 +162,7 @@ std::optional<std::string> find_mismatch(const std::string& name,
   if (all_agree(by_rank)) return std::nullopt;
   const Request& first =
       **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
-  for (const auto& check : checks_for(first.type, by_rank)) {
+  for (const auto& check : checks_for(first, by_rank)) {
     if (auto message = check()) {
       return std::string(to_string(first.type)) + " '" + name + "': " + *message;
     }
@@ -234,19 +261,7 @@ std::vector<int> Negotiator::missing(const Entry& entry) const {
 void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
   if (entry.ready || !missing(entry).empty()) return;
   entry.ready = true;
-  const Request& d = description(entry);
-  if (d.group_size <= 1) {
-    ready_order_.push_back(key);
-    return;
-  }
-  // A group runs as a unit: its members are released together, next to each other, so that
-  // they fuse and no member completes before the others are ready.
-  Key group{key.first, d.group};
-  auto& held = groups_[group];
-  held.push_back(key);
-  if (held.size() < static_cast<size_t>(d.group_size)) return;
-  ready_order_.insert(ready_order_.end(), held.begin(), held.end());
-  groups_.erase(group);
+  ready_order_.push_back(key);
 }
 
 std::string Negotiator::describe(const Key& key) {
@@ -275,7 +290,7 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   std::vector<ReadyResponse> ready;
   for (const auto& key : ready_order_) {
-    const Entry& entry = table_.at(key);
+    Entry& entry = table_.at(key);
     Response response = construct(key.second, entry);
     if (response.kind == Response::Kind::kExecute && response.type == OpType::kJoin) {
       std::fill(joined_.begin(), joined_.end(), false);
@@ -289,7 +304,10 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
     if (cache_ && response.kind == Response::Kind::kExecute) {
       response.cache_ids = {cache_->put(description(entry))};
     }
-    ready.push_back({std::move(response), description(entry)});
+    // The entry goes next: its description moves rather than copies (a group's can be large).
+    auto first = std::find_if(entry.by_rank.begin(), entry.by_rank.end(),
+                              [](const auto& r) { return r.has_value(); });
+    ready.push_back({std::move(response), std::move(**first)});
     table_.erase(key);
   }
   ready_order_.clear();
@@ -399,9 +417,9 @@ Response Negotiator::construct(const std::string& name, const Entry& entry) cons
   const auto& ranks = members(entry);
   switch (d.type) {
     case OpType::kAllreduce:
+      // fuse_responses() adds the element counts and how to batch them.
       response.dtype = d.dtype;
       response.reduce_op = d.reduce_op;
-      response.counts = {num_elements(d.shape)};
       break;
     case OpType::kAllgather:
       for (int r : ranks) response.first_dims.push_back(entry.by_rank[r]->shape.at(0));

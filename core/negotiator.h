@@ -49,7 +49,7 @@ class Negotiator {
     std::vector<std::optional<Request>> by_rank;
     int count = 0;
     Clock::time_point first_seen;
-    bool ready = false;  // in ready_order_ (or held back for its group)
+    bool ready = false;  // in ready_order_
   };
   static constexpr size_t kNamesPerRank = 5;
   // Names are unique per process set: ranks outside a set may use its names in other sets.
@@ -73,8 +73,6 @@ class Negotiator {
   ResponseCache* cache_;
   std::map<Key, Entry> table_;
   std::vector<Key> ready_order_;
-  // Members of grouped allreduces that are ready, held until their whole group is.
-  std::map<Key, std::vector<Key>> groups_;
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::vector<bool> shut_down_;

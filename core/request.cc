@@ -16,6 +16,23 @@ Enum checked_enum(uint8_t raw, int count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
+void write_batches(wire::Writer& w, const std::vector<Response::Batch>& batches) {
+  w.u32(static_cast<uint32_t>(batches.size()));
+  for (const auto& batch : batches) {
+    w.u32(batch.tensors);
+    w.u8(static_cast<uint8_t>(batch.dtype));
+  }
+}
+
+std::vector<Response::Batch> read_batches(wire::Reader& rd) {
+  std::vector<Response::Batch> batches;
+  for (uint32_t n = rd.u32(); n > 0; --n) {
+    uint32_t tensors = rd.u32();
+    batches.push_back({tensors, checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type")});
+  }
+  return batches;
+}
+
 void write_request(wire::Writer& w, const Request& r) {
   w.str(r.name);
   w.u8(static_cast<uint8_t>(r.type));
@@ -28,8 +45,7 @@ void write_request(wire::Writer& w, const Request& r) {
   w.u8(r.buffer_changed ? 1 : 0);
   w.i32(r.process_set);
   w.i32(r.device);
-  w.str(r.group);
-  w.i32(r.group_size);
+  r.group.write(w);
   w.i64s(r.splits);
   w.i64s(r.members);
 }
@@ -47,14 +63,57 @@ Request read_request(wire::Reader& rd) {
   r.buffer_changed = rd.u8() != 0;
   r.process_set = rd.i32();
   r.device = rd.i32();
-  r.group = rd.str();
-  r.group_size = rd.i32();
+  r.group = GroupSpec::read(rd);
   r.splits = rd.i64s();
   r.members = rd.i64s();
   return r;
 }
 
 }  // namespace
+
+GroupSpec::GroupSpec(std::initializer_list<std::pair<DataType, Shape>> tensors) {
+  for (const auto& [dtype, shape] : tensors) add(dtype, shape);
+}
+
+void GroupSpec::add(DataType dtype, const Shape& shape) {
+  dtypes_.push_back(dtype);
+  ranks_.push_back(static_cast<uint32_t>(shape.size()));
+  dims_.insert(dims_.end(), shape.begin(), shape.end());
+  elements_.push_back(num_elements(shape));
+}
+
+Shape GroupSpec::shape(size_t i) const {
+  size_t first = 0;
+  for (size_t j = 0; j < i; ++j) first += ranks_[j];
+  return Shape(dims_.begin() + static_cast<ptrdiff_t>(first),
+               dims_.begin() + static_cast<ptrdiff_t>(first + ranks_[i]));
+}
+
+void GroupSpec::write(wire::Writer& w) const {
+  w.u32s(ranks_);
+  w.i64s(dims_);
+  for (DataType dtype : dtypes_) w.u8(static_cast<uint8_t>(dtype));
+}
+
+GroupSpec GroupSpec::read(wire::Reader& rd) {
+  GroupSpec group;
+  group.ranks_ = rd.u32s();
+  group.dims_ = rd.i64s();
+  size_t dims = 0;
+  for (uint32_t rank : group.ranks_) dims += rank;
+  if (dims != group.dims_.size()) {
+    throw InternalError("malformed control message: a group's " + std::to_string(dims) +
+                        " dimensions arrived as " + std::to_string(group.dims_.size()));
+  }
+  auto dim = group.dims_.begin();
+  for (uint32_t rank : group.ranks_) {
+    group.dtypes_.push_back(checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type"));
+    int64_t elements = 1;
+    for (uint32_t d = 0; d < rank; ++d) elements *= *dim++;
+    group.elements_.push_back(elements);
+  }
+  return group;
+}
 
 std::string_view to_string(OpType type) {
   switch (type) {
@@ -122,6 +181,8 @@ std::vector<std::byte> encode(const ResponseList& list) {
     w.u8(static_cast<uint8_t>(r.dtype));
     w.u8(static_cast<uint8_t>(r.reduce_op));
     w.i64s(r.counts);
+    w.i64s(r.parts);
+    write_batches(w, r.batches);
     w.i32(r.last_joined);
     w.u8(r.rebind ? 1 : 0);
   }
@@ -153,6 +214,8 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
     r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
     r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
     r.counts = rd.i64s();
+    r.parts = rd.i64s();
+    r.batches = read_batches(rd);
     r.last_joined = rd.i32();
     r.rebind = rd.u8() != 0;
     list.responses.push_back(std::move(r));

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cohort/types.h"
+#include "core/wire.h"
 
 namespace cohort {
 
@@ -25,6 +28,33 @@ enum class OpType : uint8_t {
 inline constexpr int kNumOpTypes = 8;
 std::string_view to_string(OpType type);
 
+// The tensors of a grouped allreduce, in order, as every rank must describe them. Kept flat, so
+// that a request of a thousand tensors copies and compares as four arrays, not a thousand shapes.
+class GroupSpec {
+ public:
+  GroupSpec() = default;
+  GroupSpec(std::initializer_list<std::pair<DataType, Shape>> tensors);
+
+  void add(DataType dtype, const Shape& shape);
+  size_t size() const { return dtypes_.size(); }
+  bool empty() const { return dtypes_.empty(); }
+  DataType dtype(size_t i) const { return dtypes_[i]; }
+  int64_t elements(size_t i) const { return elements_[i]; }
+  Shape shape(size_t i) const;  // linear in i: for messages
+
+  void write(wire::Writer& w) const;
+  // Throws InternalError for a corrupt encoding.
+  static GroupSpec read(wire::Reader& rd);
+
+  friend bool operator==(const GroupSpec&, const GroupSpec&) = default;
+
+ private:
+  std::vector<DataType> dtypes_;
+  std::vector<uint32_t> ranks_;  // how many dimensions each tensor has
+  std::vector<int64_t> dims_;    // every tensor's dimensions, one after the other
+  std::vector<int64_t> elements_;
+};
+
 struct Request {
   std::string name;
   OpType type = OpType::kAllreduce;
@@ -40,9 +70,9 @@ struct Request {
   int32_t process_set = 0;
   // The CUDA device of the tensor (kCpuDevice for host memory).
   int32_t device = kCpuDevice;
-  // Members of a grouped allreduce name their group and its size; they run together.
-  std::string group;
-  int32_t group_size = 0;
+  // A grouped allreduce travels as one request named after the group: its tensors, in order
+  // (empty for anything else). `dtype` is then its first tensor's and `shape` is unused.
+  GroupSpec group;
   // Alltoall: rows of the first dimension sent to each rank of the set.
   std::vector<int64_t> splits;
   // Adding a process set: its member ranks.
@@ -50,6 +80,17 @@ struct Request {
 
   friend bool operator==(const Request&, const Request&) = default;
 };
+
+// The tensors an allreduce request reduces: its own, or each of its group's.
+inline size_t num_tensors(const Request& r) {
+  return r.group.empty() ? 1 : r.group.size();
+}
+inline DataType tensor_dtype(const Request& r, size_t i) {
+  return r.group.empty() ? r.dtype : r.group.dtype(i);
+}
+inline int64_t tensor_elements(const Request& r, size_t i) {
+  return r.group.empty() ? num_elements(r.shape) : r.group.elements(i);
+}
 
 struct RequestList {
   std::vector<Request> requests;
@@ -76,11 +117,24 @@ struct Response {
   // For allgather: every member's first dimension, in set-rank order. For alltoall: the rows
   // member i sends to member j at [i * set size + j].
   std::vector<int64_t> first_dims;
-  // For allreduce: the element type, operator and each named tensor's element count, so that a
-  // rank that has joined can contribute the operator's identity for tensors it never submitted.
+  // For allreduce: the element type, operator and each tensor's element count (a grouped
+  // allreduce has one per tensor), so that a rank that has joined can contribute the operator's
+  // identity for tensors it never submitted.
   DataType dtype = DataType::kFloat32;
   ReduceOp reduce_op = ReduceOp::kSum;
   std::vector<int64_t> counts;
+  // Parallel to names when some name has several tensors (a group): how many of `counts` are
+  // each name's. Empty: one each.
+  std::vector<int64_t> parts;
+  // How the allreduce's tensors are reduced, in order: each batch is `tensors` consecutive
+  // tensors of one type, packed into the fusion buffer (or reduced in place when alone). Empty:
+  // one batch of every tensor, of `dtype`.
+  struct Batch {
+    uint32_t tensors = 0;
+    DataType dtype = DataType::kFloat32;
+    friend bool operator==(const Batch&, const Batch&) = default;
+  };
+  std::vector<Batch> batches;
   // For join: the rank that joined last.
   int32_t last_joined = -1;
   // Some rank's memory changed since the name last ran.

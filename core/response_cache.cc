@@ -12,9 +12,12 @@ namespace {
 constexpr uint32_t kIntroduced = 0x8000'0000u;
 constexpr uint32_t kLastId = kIntroduced - 1;
 
-bool same_parameters(Request a, const Request& b) {
-  a.buffer_changed = b.buffer_changed;
-  return a == b;
+// Stored requests keep buffer_changed false, so the common case compares without a copy.
+bool same_parameters(const Request& a, const Request& b) {
+  if (a.buffer_changed == b.buffer_changed) return a == b;
+  Request flipped = a;
+  flipped.buffer_changed = b.buffer_changed;
+  return flipped == b;
 }
 
 }  // namespace
@@ -96,7 +99,10 @@ std::optional<uint32_t> CacheView::hit(const Request& request) const {
 }
 
 void CacheView::sent_in_full(const Request& request) {
-  if (cacheable(request)) in_full_[request.name] = request;
+  if (!cacheable(request)) return;
+  Request& stored = in_full_[request.name];
+  stored = request;
+  stored.buffer_changed = false;
 }
 
 void CacheView::apply(ResponseList& list) {

@@ -114,18 +114,15 @@ ControlChannel Runtime::connect_star(const std::string& label) {
 }
 
 Handle Runtime::submit(Request request, Tensor input, Tensor output) {
-  std::vector<TensorEntry> group;
-  group.push_back({std::move(request), std::move(input), std::move(output), nullptr});
-  return submit_group(std::move(group));
+  return submit(TensorEntry{std::move(request), std::move(input), std::move(output), nullptr, {}});
 }
 
-Handle Runtime::submit_group(std::vector<TensorEntry> entries) {
+Handle Runtime::submit(TensorEntry entry) {
   if (shutdown_requested_) throw ShutdownError("cohort has been shut down on this rank");
-  for (const auto& entry : entries) check_process_set(entry.request);
-  auto state = std::make_shared<detail::HandleState>(entries.front().request.name,
-                                                     static_cast<int>(entries.size()));
-  for (auto& entry : entries) entry.handle = state;
-  queue_.add(std::move(entries));
+  check_process_set(entry.request);
+  auto state = std::make_shared<detail::HandleState>(entry.request.name);
+  entry.handle = state;
+  queue_.add(std::move(entry));
   return Handle(state);
 }
 

@@ -44,8 +44,8 @@ class Runtime {
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
-  // Queues entries that complete as one handle (a grouped allreduce): all of them or none.
-  Handle submit_group(std::vector<TensorEntry> entries);
+  // The same for an entry of several tensors (a grouped allreduce); its handle is set here.
+  Handle submit(TensorEntry entry);
   // The global ranks of a process set; throws InvalidArgument if it does not exist.
   std::vector<int> process_set_ranks(int id) const;
 

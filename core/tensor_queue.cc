@@ -1,43 +1,41 @@
 #include "core/tensor_queue.h"
 
-#include <string_view>
-#include <unordered_set>
 #include <utility>
 
 #include "cohort/errors.h"
 
 namespace cohort {
 
-void TensorQueue::check_new_names(const std::vector<TensorEntry>& entries) const {
-  std::unordered_set<std::string_view> seen;  // a group may not name a tensor twice either
-  for (const auto& entry : entries) {
-    const std::string& name = entry.request.name;
-    bool repeated = entries.size() > 1 && !seen.insert(name).second;
-    if (repeated || in_flight_.contains(name)) {
-      throw InvalidArgument("a collective named '" + name +
-                            "' is already in flight on this rank; wait for it before reusing "
-                            "the name");
-    }
+bool TensorQueue::outputs_moved(const TensorEntry& entry) {
+  std::vector<void*>& last = last_outputs_[entry.request.name];
+  size_t n = entry.group.empty() ? 1 : entry.group.size();
+  bool moved = last.size() != n;
+  last.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    void* output = entry.group.empty() ? entry.output.data : entry.group[i].data;
+    moved = moved || last[i] != output;
+    last[i] = output;
   }
+  return moved;
 }
 
-void TensorQueue::add(std::vector<TensorEntry> entries) {
+void TensorQueue::add(TensorEntry entry) {
   bool wake;
   {
     std::lock_guard lock(mutex_);
     if (closed_) std::rethrow_exception(closed_);
-    check_new_names(entries);
+    const std::string& name = entry.request.name;
+    if (in_flight_.contains(name)) {
+      throw InvalidArgument("a collective named '" + name +
+                            "' is already in flight on this rank; wait for it before reusing "
+                            "the name");
+    }
     auto now = std::chrono::steady_clock::now();
     if (new_requests_.empty()) arrivals_.first = now;
     arrivals_.last = now;
-    for (auto& entry : entries) {
-      const std::string& name = entry.request.name;
-      void*& last = last_output_[name];
-      entry.request.buffer_changed = last != entry.output.data;
-      last = entry.output.data;
-      new_requests_.push_back(entry.request);
-      in_flight_.emplace(name, std::move(entry));
-    }
+    entry.request.buffer_changed = outputs_moved(entry);
+    new_requests_.push_back(entry.request);
+    in_flight_.emplace(name, std::move(entry));
     wake = !std::exchange(wake_pending_, true);
   }
   if (wake) wake_();
@@ -46,7 +44,12 @@ void TensorQueue::add(std::vector<TensorEntry> entries) {
 std::vector<Request> TensorQueue::take_new_requests() {
   std::lock_guard lock(mutex_);
   wake_pending_ = false;  // anything added from now on wakes the thread again
-  return std::exchange(new_requests_, {});
+  std::vector<Request> taken = std::move(new_requests_);
+  // Room for a burst like the last one: a step's thousand requests then fill the vector without
+  // growing it (and moving every request) ten times.
+  new_requests_ = {};
+  new_requests_.reserve(taken.size());
+  return taken;
 }
 
 std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {

@@ -24,6 +24,8 @@ struct TensorEntry {
   Tensor input;
   Tensor output;
   std::shared_ptr<detail::HandleState> handle;
+  // A grouped allreduce's tensors, each reduced in place (input and output are then unused).
+  std::vector<Tensor> group;
 };
 
 class TensorQueue {
@@ -32,15 +34,9 @@ class TensorQueue {
   // not per add, since a burst of submissions needs the thread woken only once.
   explicit TensorQueue(std::function<void()> wake) : wake_(std::move(wake)) {}
 
-  // Adds entries (several for a grouped allreduce) and sets their buffer_changed flags. Throws
-  // InvalidArgument if a name is already in flight or given twice, or the stored error once the
-  // queue was closed; in both cases nothing is added.
-  void add(std::vector<TensorEntry> entries);
-  void add(TensorEntry entry) {
-    std::vector<TensorEntry> one;
-    one.push_back(std::move(entry));
-    add(std::move(one));
-  }
+  // Adds an entry and sets its buffer_changed flag. Throws InvalidArgument if its name is already
+  // in flight, or the stored error once the queue was closed; in both cases nothing is added.
+  void add(TensorEntry entry);
 
   std::vector<Request> take_new_requests();
   // When the oldest and the newest of the requests not yet taken arrived; nullopt when none.
@@ -55,13 +51,15 @@ class TensorQueue {
   void close(std::exception_ptr error);
 
  private:
-  void check_new_names(const std::vector<TensorEntry>& entries) const;
+  // Records where `entry` writes; true when that differs from the last submission of its name.
+  bool outputs_moved(const TensorEntry& entry);
 
   std::function<void()> wake_;
   std::mutex mutex_;
   std::unordered_map<std::string, TensorEntry> in_flight_;
-  // The output memory each name used last time, to tell the backend when it changes.
-  std::unordered_map<std::string, void*> last_output_;
+  // The output memory each name used last time (each tensor of a group), to tell the backend
+  // when it changes.
+  std::unordered_map<std::string, std::vector<void*>> last_outputs_;
   std::vector<Request> new_requests_;
   Arrivals arrivals_;  // of new_requests_, when not empty
   std::exception_ptr closed_;

@@ -78,10 +78,10 @@ inline void allreduce(std::string name, Tensor inout, AllreduceOptions options =
   allreduce(std::move(name), inout, inout, options);
 }
 
-// Reduces every tensor of `tensors` in place, as one unit: the group is negotiated together and
-// its members are fused together, and the handle completes when all of them have. Member i is
-// negotiated under the name "<name>.<i>"; every rank must pass the same number of tensors with
-// matching shapes.
+// Reduces every tensor of `tensors` in place, as one unit: the group is negotiated as one
+// collective named `name` and its members are fused together, and the handle completes when all
+// of them have. Every rank must pass the same number of tensors with matching shapes and types
+// (a mismatch names the member); the tensors must all be on one device.
 Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
                                AllreduceOptions options = {});
 // grouped_allreduce_async(), then waits for it.

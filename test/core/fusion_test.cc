@@ -61,3 +61,53 @@ TEST_CASE("a fused group rebinds when any member does") {
   REQUIRE(out.size() == 1);
   CHECK(out[0].rebind);
 }
+
+namespace {
+ReadyResponse grouped(std::string name, GroupSpec tensors) {
+  Request r{.name = name, .dtype = tensors.dtype(0), .group = std::move(tensors)};
+  return {Response{.names = {name}, .dtype = r.dtype}, r};
+}
+}  // namespace
+
+TEST_CASE("a group fuses with other allreduces as a whole, its counts and parts in order") {
+  auto out = fuse_responses(
+      {allreduce("a", 10), grouped("g", {{DataType::kFloat32, {2, 3}}, {DataType::kFloat32, {4}}}),
+       allreduce("b", 5)},
+      1 << 20);
+  REQUIRE(groups(out) == std::vector<std::vector<std::string>>{{"a", "g", "b"}});
+  CHECK(out[0].counts == std::vector<int64_t>{10, 6, 4, 5});
+  CHECK(out[0].parts == std::vector<int64_t>{1, 2, 1});
+  CHECK(out[0].batches.empty());  // one batch of float32
+
+  // Too large to join "a" under 64 bytes: alone, and cut into batches of at most 64 bytes.
+  auto big = grouped("big", {{DataType::kFloat32, {8}},
+                             {DataType::kFloat32, {8}},
+                             {DataType::kFloat32, {20}},
+                             {DataType::kFloat32, {1}}});
+  out = fuse_responses({allreduce("a", 4), big}, 64);
+  REQUIRE(groups(out) == std::vector<std::vector<std::string>>{{"a"}, {"big"}});
+  using B = Response::Batch;
+  CHECK(out[1].batches ==
+        std::vector<B>{{2, DataType::kFloat32}, {1, DataType::kFloat32}, {1, DataType::kFloat32}});
+}
+
+TEST_CASE("a group of several types is cut where the type changes, and per tensor without fusion") {
+  auto mixed = grouped("m", {{DataType::kFloat32, {4}},
+                             {DataType::kFloat32, {4}},
+                             {DataType::kInt32, {4}},
+                             {DataType::kFloat32, {4}}});
+  using B = Response::Batch;
+  auto out = fuse_responses({mixed}, 1 << 20);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].batches ==
+        std::vector<B>{{2, DataType::kFloat32}, {1, DataType::kInt32}, {1, DataType::kFloat32}});
+  out = fuse_responses({mixed}, 0);
+  CHECK(out[0].batches.size() == 4);
+  CHECK(out[0].counts == std::vector<int64_t>{4, 4, 4, 4});
+
+  auto device = grouped("d", {{DataType::kFloat32, {4}}, {DataType::kFloat32, {4}}});
+  device.description.device = 0;  // device tensors are never packed into the host buffer
+  out = fuse_responses({allreduce("a", 4), device}, 1 << 20);
+  REQUIRE(groups(out) == std::vector<std::vector<std::string>>{{"a"}, {"d"}});
+  CHECK(out[1].batches == std::vector<B>{{1, DataType::kFloat32}, {1, DataType::kFloat32}});
+}

@@ -144,25 +144,70 @@ TEST_CASE("stalled names expire into errors for every rank and leave the table")
   CHECK(n.pending() == 0);
 }
 
-TEST_CASE("grouped members are released together, next to each other") {
+namespace {
+Request group(std::string name, std::vector<Shape> shapes) {
+  Request r{.name = std::move(name)};
+  for (auto& shape : shapes) r.group.add(DataType::kFloat32, shape);
+  return r;
+}
+}  // namespace
+
+TEST_CASE("a grouped allreduce is one entry and one response with each member's count") {
   Negotiator n(2);
-  auto member = [](std::string name) {
-    Request r = allreduce(std::move(name));
-    r.group = "g";
-    r.group_size = 2;
-    return r;
-  };
-  n.add(0, member("g.0"));
-  n.add(1, member("g.0"));
+  n.add(0, group("g", {{4}, {2, 3}, {}}));
   n.add(0, allreduce("x"));
   n.add(1, allreduce("x"));
-  CHECK(names(n.take_ready()) == std::vector<std::string>{"x"});  // g.0 waits for g.1
-  n.add(1, member("g.1"));
-  n.add(0, member("g.1"));
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"x"});  // g waits for rank 1
+  CHECK(n.pending() == 1);
+  n.add(1, group("g", {{4}, {2, 3}, {}}));
   auto ready = n.take_ready(1 << 20);
   REQUIRE(ready.size() == 1);
-  CHECK(ready[0].names == std::vector<std::string>{"g.0", "g.1"});
-  CHECK(ready[0].counts == std::vector<int64_t>{4, 4});
+  CHECK(ready[0].names == std::vector<std::string>{"g"});
+  CHECK(ready[0].counts == std::vector<int64_t>{4, 6, 1});
+  CHECK(ready[0].parts == std::vector<int64_t>{3});
+  CHECK(ready[0].batches.empty());  // one batch of float32: the default
+}
+
+TEST_CASE("a group's mismatch names the member, the ranks and the values") {
+  Negotiator n(3);
+  n.add(0, group("g", {{4}, {2, 3}, {5}}));
+  n.add(1, group("g", {{4}, {2, 3}, {5}}));
+  n.add(2, group("g", {{4}, {3, 2}, {5}}));
+  auto ready = n.take_ready();
+  REQUIRE(ready.size() == 1);
+  CHECK(ready[0].kind == Response::Kind::kError);
+  CHECK(ready[0].error ==
+        "allreduce 'g': member 1: mismatched shapes: rank 0 [2, 3], rank 1 [2, 3], rank 2 [3, 2]");
+
+  Request ints{.name = "h", .group = {{DataType::kFloat32, {4}}, {DataType::kInt32, {4}}}};
+  n.add(0, group("h", {{4}, {4}}));
+  n.add(1, group("h", {{4}, {4}}));
+  n.add(2, ints);
+  CHECK(n.take_ready().at(0).error ==
+        "allreduce 'h': member 1: mismatched data types: rank 0 float32, rank 1 float32, "
+        "rank 2 int32");
+
+  n.add(0, group("k", {{4}, {4}}));
+  n.add(1, group("k", {{4}}));
+  n.add(2, allreduce("k"));
+  CHECK(n.take_ready().at(0).error ==
+        "allreduce 'k': mismatched group sizes (0: not a group): rank 0 2, rank 1 1, rank 2 0");
+}
+
+TEST_CASE("a group runs without a joined rank and stalls under its own name") {
+  Negotiator n(3);
+  n.add(2, Request{.name = "cohort.join", .type = OpType::kJoin});
+  n.add(0, group("g", {{4}, {2}}));
+  auto start = Negotiator::Clock::now();
+  CHECK(n.take_ready().empty());
+  CHECK_THAT(n.stall_report(start + std::chrono::seconds(10), std::chrono::seconds(5)),
+             Catch::Matchers::EndsWith("rank 1 has not submitted ['cohort.join', 'g']."));
+  n.add(1, group("g", {{4}, {2}}));
+  auto ready = n.take_ready();
+  REQUIRE(names(ready) == std::vector<std::string>{"g"});
+  CHECK(ready[0].kind == Response::Kind::kExecute);
+  CHECK(ready[0].counts == std::vector<int64_t>{4, 2});
+  CHECK(ready[0].rebind);  // rank 2 reduces a scratch buffer
 }
 
 TEST_CASE("joined ranks let allreduces run and fail everything else") {

@@ -17,12 +17,16 @@ TEST_CASE("request lists survive encoding") {
             .prescale = 0.5,
             .postscale = 2.0,
             .shape = {4, 5, 6}};
-  list.requests = {r, Request{.name = "b", .type = OpType::kBarrier}};
+  Request group{
+      .name = "grads",
+      .group = {{DataType::kFloat32, {2, 3}}, {DataType::kInt64, {}}, {DataType::kBool, {7}}}};
+  list.requests = {r, Request{.name = "b", .type = OpType::kBarrier}, group};
   RequestList back = decode_request_list(encode(list));
   CHECK(back.shutdown);
-  REQUIRE(back.requests.size() == 2);
+  REQUIRE(back.requests.size() == 3);
   CHECK(back.requests[0] == r);
   CHECK(back.requests[1].name == "b");
+  CHECK(back.requests[2] == group);
 }
 
 TEST_CASE("response lists survive encoding") {
@@ -32,12 +36,39 @@ TEST_CASE("response lists survive encoding") {
                             .names = {"x", "y"},
                             .error = "bad",
                             .first_dims = {1, 2, 3}});
+  Response fused{.names = {"g", "z"}, .dtype = DataType::kFloat64, .counts = {1, 2, 3}};
+  fused.parts = {2, 1};
+  fused.batches = {{1, DataType::kFloat64}, {2, DataType::kInt8}};
+  list.responses.push_back(fused);
   ResponseList back = decode_response_list(encode(list));
-  REQUIRE(back.responses.size() == 1);
+  REQUIRE(back.responses.size() == 2);
   CHECK(back.responses[0].names == std::vector<std::string>{"x", "y"});
   CHECK(back.responses[0].error == "bad");
   CHECK(back.responses[0].first_dims == std::vector<int64_t>{1, 2, 3});
+  CHECK(back.responses[1].counts == fused.counts);
+  CHECK(back.responses[1].parts == fused.parts);
+  CHECK(back.responses[1].batches == fused.batches);
   CHECK_FALSE(back.shutdown);
+}
+
+TEST_CASE("a corrupt group raises instead of allocating or reading out of bounds") {
+  RequestList list;
+  list.requests.push_back(Request{.name = "g", .group = {{DataType::kFloat32, {4}}}});
+  auto bytes = encode(list);
+  for (size_t cut = 0; cut < bytes.size(); ++cut) {
+    std::vector<std::byte> truncated(bytes.begin(), bytes.begin() + cut);
+    CHECK_THROWS_AS(decode_request_list(truncated), InternalError);
+  }
+  // The group: its tensors' dimension counts (one: 1), dimensions (one: 4) and types (one), then
+  // the empty splits and members. More dimensions claimed than sent:
+  size_t ranks_at = bytes.size() - 4 - 4 - 1 - (4 + 8) - (4 + 4);
+  REQUIRE(bytes[ranks_at] == std::byte{1});
+  auto bad_ranks = bytes;
+  bad_ranks[ranks_at + 4] = std::byte{2};
+  CHECK_THROWS_WITH(decode_request_list(bad_ranks), Catch::Matchers::Contains("dimensions"));
+  auto huge_count = bytes;
+  huge_count[ranks_at + 3] = std::byte{0x7f};  // 2^30 tensors claimed, one present
+  CHECK_THROWS_AS(decode_request_list(huge_count), InternalError);
 }
 
 TEST_CASE("corrupt messages raise instead of reading out of bounds") {
