@@ -58,6 +58,7 @@ ClientAliveInterval 1
 ClientAliveCountMax 3
 CONF
   ip netns exec "$n" /usr/sbin/sshd -D -e -f "$tmp/sshd_$h" 2>>"$tmp/sshd.log" &
+  disown  # killed by teardown; no "Killed" job notices
 done
 ssh_flags=(--ssh-identity-file "$tmp/client_key" --ssh-config-file "$tmp/ssh_config")
 for h in "${hosts[@]}"; do  # each sshd answers within 10 s
