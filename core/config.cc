@@ -100,6 +100,16 @@ void check_worker_id(const std::string& id) {
   }
 }
 
+// The worker listens on the interface's IPv4 address, found here, on the worker's own host.
+std::string interface_address(const std::string& name) {
+  if (name.empty()) invalid(env::kNetworkInterface, name, "expected an interface name");
+  try {
+    return net::interface_ipv4(name);
+  } catch (const Error& e) {
+    invalid(env::kNetworkInterface, name, e.what());
+  }
+}
+
 // Elastic mode: the id and the launcher's address; the rank and size come with each round.
 void read_elastic_worker(const Config::Getenv& getenv, Config& c) {
   for (const char* placement : {env::kRank, env::kSize, env::kLocalRank, env::kLocalSize,
@@ -161,6 +171,7 @@ Config Config::from(const Getenv& getenv) {
     // Gloo under mpirun listens on this host's name (set COHORT_HOSTNAME to choose an address).
     c.hostname = getenv(env::kHostname).value_or(net::local_host_name());
   }
+  if (auto name = getenv(env::kNetworkInterface)) c.hostname = interface_address(*name);
   if (auto v = getenv("COHORT_TIMEOUT_SECONDS")) {
     c.timeout = parse_seconds("COHORT_TIMEOUT_SECONDS", *v);
   }

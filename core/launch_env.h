@@ -12,6 +12,9 @@ inline constexpr const char* kCrossRank = "COHORT_CROSS_RANK";
 inline constexpr const char* kCrossSize = "COHORT_CROSS_SIZE";
 // The address this worker's Gloo device and control socket listen on.
 inline constexpr const char* kHostname = "COHORT_HOSTNAME";
+// A network interface whose IPv4 address replaces COHORT_HOSTNAME (cohortrun --network-interface),
+// looked up on the worker's own host.
+inline constexpr const char* kNetworkInterface = "COHORT_NETWORK_INTERFACE";
 inline constexpr const char* kRendezvousAddr = "COHORT_RENDEZVOUS_ADDR";
 inline constexpr const char* kRendezvousPort = "COHORT_RENDEZVOUS_PORT";
 // 64 hex characters (32 bytes): the per-job HMAC key. Never passed on a command line.

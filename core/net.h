@@ -14,4 +14,12 @@ sockaddr_in resolve_ipv4(const std::string& host, int port);
 // This machine's host name (gethostname).
 std::string local_host_name();
 
+// The first IPv4 address of the network interface `name` (e.g. "eth0"); throws cohort::Error
+// when there is no such interface or it has no IPv4 address.
+std::string interface_ipv4(const std::string& name);
+
+// This machine's IPv4 address on the route towards `host`: the source address the kernel picks
+// for a UDP socket connected there (nothing is sent). Throws cohort::Error naming the host.
+std::string local_ipv4_towards(const std::string& host);
+
 }  // namespace cohort::net

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <map>
 
@@ -40,6 +41,8 @@ struct Options {
   int reset_limit = 0;
   std::pair<double, double> cooldown_range;
   double checkin_timeout_seconds = 10;
+  // Remote hosts.
+  LaunchOptions launch;
 };
 
 // Flags that only mean something with a discovery script, and with any elastic job.
@@ -71,11 +74,18 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
 }
 
+LaunchOptions launch_options(const Options& o) {
+  LaunchOptions launch = o.launch;
+  launch.remote_term_grace_seconds = static_cast<int>(std::ceil(o.term_grace_seconds));
+  return launch;
+}
+
 int run_static(const Options& o) {
   return run_static_job(job_hosts(o), {.np = parse_np(o.np),
                                        .command = o.command,
                                        .term_grace = millis(o.term_grace_seconds),
-                                       .start_timeout = millis(o.start_timeout_seconds)});
+                                       .start_timeout = millis(o.start_timeout_seconds),
+                                       .launch = launch_options(o)});
 }
 
 // Refuses flag combinations that contradict each other, naming them.
@@ -119,7 +129,8 @@ ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
                       .slots_per_host = o.slots_per_host,
                       .checkin_timeout = millis(o.checkin_timeout_seconds),
                       .term_grace = millis(o.term_grace_seconds),
-                      .start_timeout = millis(o.start_timeout_seconds)};
+                      .start_timeout = millis(o.start_timeout_seconds),
+                      .launch = launch_options(o)};
   if (!o.discovery_script.empty()) {
     e.discovery_script = o.discovery_script;
   } else {
@@ -175,6 +186,10 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
                                               {"--reset-limit", 1},
                                               {"--blacklist-cooldown-range", 2},
                                               {"--checkin-timeout", 1},
+                                              {"--ssh-port", 1},
+                                              {"--ssh-identity-file", 1},
+                                              {"--ssh-config-file", 1},
+                                              {"--network-interface", 1},
                                               {"-v", 0},
                                               {"--verbose", 0},
                                               {"-h", 0},
@@ -231,6 +246,20 @@ void add_elastic_options(CLI::App& app, Options& o) {
       ->check(seconds);
 }
 
+void add_remote_options(CLI::App& app, Options& o) {
+  app.add_option("--ssh-port", o.launch.ssh_port, "port of sshd on the remote hosts")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--ssh-identity-file", o.launch.ssh_identity_file,
+                 "private key for ssh to the remote hosts")
+      ->check(CLI::ExistingFile);
+  app.add_option("--ssh-config-file", o.launch.ssh_config_file,
+                 "ssh client configuration file (ssh -F) for the remote hosts")
+      ->check(CLI::ExistingFile);
+  app.add_option("--network-interface", o.launch.network_interface,
+                 "workers listen on this interface's IPv4 address on their own host");
+}
+
 void add_options(CLI::App& app, Options& o, std::string& program) {
   app.add_option("-n,--np,--num-proc", o.np, "number of workers (default: every slot)");
   auto* hosts = app.add_option("-H,--hosts", o.hosts, "hosts and slots: host:slots,host:slots");
@@ -244,6 +273,7 @@ void add_options(CLI::App& app, Options& o, std::string& program) {
       ->capture_default_str()
       ->check(CLI::Range(0.001, 86400.0));
   add_elastic_options(app, o);
+  add_remote_options(app, o);
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();

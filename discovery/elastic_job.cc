@@ -121,7 +121,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
                              .default_slots = options_.slots_per_host});
   } else {
     // Fixed hosts: an unreachable one fails the job now rather than at its first launch.
-    for (const auto& h : options_.fixed_hosts) launcher_for(h.host);
+    for (const auto& h : options_.fixed_hosts) launcher_for(h.host, options_.launch);
     hosts_.update(options_.fixed_hosts);
   }
   if (options_.checkin_timeout.count() <= 0) {
@@ -130,7 +130,9 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   signals_ = block_job_signals();
   checkins_ = make_eventfd();
-  endpoint_ = {"127.0.0.1", 0, random_bytes(kSecretSize)};
+  bool any_remote = options_.discovery_script.has_value();  // discovered hosts may be anywhere
+  for (const auto& h : options_.fixed_hosts) any_remote = any_remote || !is_local_host(h.host);
+  endpoint_ = {rendezvous_bind_address(any_remote), 0, random_bytes(kSecretSize)};
   int wake = checkins_.get();
   RendezvousServerOptions server_options{
       .max_get_wait = std::max(options_.start_timeout, options_.hosts.elastic_timeout),
@@ -335,10 +337,11 @@ void ElasticJob::start_worker(const SlotRef& slot) {
   ElasticWorker& w = roster_.add(slot);
   std::string id = std::to_string(w.id);
   try {
-    auto launcher = launcher_for(slot.host);
+    auto launcher = launcher_for(slot.host, options_.launch);
+    auto towards = endpoint_towards(endpoint_, slot.host, options_.launch.network_interface);
     workers_.add(w.id,
                  launcher->launch(slot.host, "worker " + id, options_.command,
-                                  elastic_worker_environment(id, slot.host, endpoint_)),
+                                  elastic_worker_environment(id, slot.host, towards)),
                  w.label());
     w.checkin_by = steady_now() + options_.start_timeout;
     log::info("started ", w.name());

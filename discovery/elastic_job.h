@@ -11,6 +11,7 @@
 
 #include "discovery/elastic_hosts.h"
 #include "discovery/hosts.h"
+#include "discovery/worker_launcher.h"
 
 namespace cohort::discovery {
 
@@ -29,6 +30,7 @@ struct ElasticJobOptions {
   std::chrono::milliseconds checkin_timeout{10000};
   std::chrono::milliseconds term_grace{5000};
   std::chrono::milliseconds start_timeout{120000};  // the longest rendezvous wait, at least
+  LaunchOptions launch;                             // ssh and the workers' network interface
 };
 
 // Runs the job to its end and returns cohortrun's exit status: 0 when every worker of the last

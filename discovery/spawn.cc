@@ -28,6 +28,8 @@ Spawned spawn_in_own_group(const std::vector<std::string>& argv,
   posix_spawn_file_actions_init(&actions);
   if (io.stdin_from_dev_null) {
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  } else if (io.in_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&actions, io.in_fd, STDIN_FILENO);
   }
   posix_spawn_file_actions_adddup2(&actions, io.out_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, io.err_fd, STDERR_FILENO);

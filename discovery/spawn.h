@@ -15,6 +15,7 @@ struct SpawnIo {
   int err_fd = -1;  // becomes the child's stderr
   // /dev/null as the child's stdin; when false it inherits this process's stdin.
   bool stdin_from_dev_null = false;
+  int in_fd = -1;  // when set, becomes the child's stdin
 };
 
 struct Spawned {

@@ -13,13 +13,11 @@
 namespace cohort::discovery {
 namespace {
 
-// The rendezvous server listens where every worker can reach it; all-local jobs keep it on
-// loopback so nothing outside this machine can even connect.
-std::string rendezvous_bind_address(const std::vector<SlotAssignment>& slots) {
+bool any_remote(const std::vector<SlotAssignment>& slots) {
   for (const auto& s : slots) {
-    if (!is_local_host(s.host)) throw InvalidArgument("remote rendezvous is not implemented yet");
+    if (!is_local_host(s.host)) return true;
   }
-  return "127.0.0.1";
+  return false;
 }
 
 }  // namespace
@@ -29,11 +27,12 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   std::vector<SlotAssignment> slots = hosts.assign(np);
   // Every launcher is chosen before anything starts, so an unreachable host fails the job early.
   std::vector<std::unique_ptr<WorkerLauncher>> launchers;
-  for (const auto& slot : slots) launchers.push_back(launcher_for(slot.host));
+  for (const auto& slot : slots) launchers.push_back(launcher_for(slot.host, options.launch));
 
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   Fd signals = block_job_signals();
-  RendezvousEndpoint endpoint{rendezvous_bind_address(slots), 0, random_bytes(kSecretSize)};
+  RendezvousEndpoint endpoint{rendezvous_bind_address(any_remote(slots)), 0,
+                              random_bytes(kSecretSize)};
   RendezvousServer server(endpoint.addr, endpoint.secret, {.max_get_wait = options.start_timeout});
   endpoint.port = server.port();
   log::info("rendezvous server on ", endpoint.addr, ":", endpoint.port, "; starting ", np,
@@ -42,8 +41,9 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   for (size_t i = 0; i < slots.size(); ++i) {
     try {
       std::string who = "rank " + std::to_string(slots[i].rank);
+      auto towards = endpoint_towards(endpoint, slots[i].host, options.launch.network_interface);
       supervisor.add(slots[i].rank, launchers[i]->launch(slots[i].host, who, options.command,
-                                                         worker_environment(slots[i], endpoint)));
+                                                         worker_environment(slots[i], towards)));
     } catch (const Error& e) {
       supervisor.abort(e.what());  // the ranks already started must not be left running
       break;

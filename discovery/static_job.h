@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "discovery/host_manager.h"
+#include "discovery/worker_launcher.h"
 
 namespace cohort::discovery {
 
@@ -15,6 +16,7 @@ struct StaticJobOptions {
   std::vector<std::string> command;  // the worker program and its arguments
   std::chrono::milliseconds term_grace{5000};
   std::chrono::milliseconds start_timeout{120000};  // the longest rendezvous wait
+  LaunchOptions launch;                             // ssh and the workers' network interface
 };
 
 // Runs the job to its end and returns cohortrun's exit status (0 when every worker exited 0).

@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include "cohort/errors.h"
 #include "core/launch_env.h"
+#include "core/net.h"
 #include "discovery/hmac.h"
 
 namespace cohort::discovery {
@@ -17,8 +19,32 @@ std::string var(const char* name, int value) {
 
 }  // namespace
 
+RendezvousEndpoint endpoint_towards(const RendezvousEndpoint& server, const std::string& host,
+                                    const std::string& network_interface) {
+  RendezvousEndpoint out = server;
+  if (is_local_host(host)) {
+    out.addr = "127.0.0.1";
+    return out;
+  }
+  if (!network_interface.empty()) {
+    try {
+      out.addr = net::interface_ipv4(network_interface);
+      return out;
+    } catch (const Error&) {
+      // Not an interface of this machine (only of the workers' hosts): follow the route.
+    }
+  }
+  out.addr = net::local_ipv4_towards(host);
+  return out;
+}
+
+std::string rendezvous_bind_address(bool any_remote_host) {
+  return any_remote_host ? "0.0.0.0" : "127.0.0.1";
+}
+
 std::string worker_listen_address(const std::string& host) {
-  // Remote hosts (ssh, later) will listen on their own name; local ones stay on loopback.
+  // Remote hosts listen on the name they were given (or on --network-interface's address, which
+  // the worker looks up itself); local ones stay on loopback.
   if (!is_local_host(host)) return host;
   in_addr addr{};
   return inet_pton(AF_INET, host.c_str(), &addr) == 1 ? host : "127.0.0.1";

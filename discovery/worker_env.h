@@ -26,6 +26,16 @@ std::vector<std::string> elastic_worker_environment(const std::string& worker_id
                                                     const std::string& host,
                                                     const RendezvousEndpoint& rendezvous);
 
+// The rendezvous server's address as a worker on `host` reaches it: loopback for this machine,
+// otherwise this machine's address on the route to `host`, or that of `network_interface` when
+// this machine has such an interface. Throws cohort::Error when `host` cannot be resolved.
+RendezvousEndpoint endpoint_towards(const RendezvousEndpoint& server, const std::string& host,
+                                    const std::string& network_interface);
+
+// Where the rendezvous server listens: loopback when every host is this machine, so nothing
+// else can even connect; every interface when a host is remote (requests are HMAC-signed).
+std::string rendezvous_bind_address(bool any_remote_host);
+
 // The address a worker on `host` listens on: a 127.x.y.z host is its own address (so tests can
 // give local "hosts" distinct addresses), any other name of this machine is 127.0.0.1.
 std::string worker_listen_address(const std::string& host);

@@ -8,7 +8,10 @@
 #include <map>
 
 #include "cohort/errors.h"
+#include "core/launch_env.h"
+#include "core/net.h"
 #include "discovery/spawn.h"
+#include "discovery/ssh_launcher.h"
 
 extern char** environ;
 
@@ -29,33 +32,41 @@ std::vector<std::string> merged_environment(const std::vector<std::string>& extr
   return out;
 }
 
-std::pair<Fd, Fd> make_pipe() {
+}  // namespace
+
+std::pair<Fd, Fd> make_cloexec_pipe() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
   return {Fd(fds[0]), Fd(fds[1])};
 }
 
-}  // namespace
-
 LaunchedWorker LocalLauncher::launch(const std::string& host, const std::string& who,
                                      const std::vector<std::string>& argv,
                                      const std::vector<std::string>& env) {
-  auto [out_read, out_write] = make_pipe();
-  auto [err_read, err_write] = make_pipe();
+  auto [out_read, out_write] = make_cloexec_pipe();
+  auto [err_read, err_write] = make_cloexec_pipe();
   std::vector<std::string> environment = merged_environment(env);
+  if (!network_interface_.empty()) {
+    environment.push_back(std::string(env::kNetworkInterface) + "=" + network_interface_);
+  }
   Spawned spawned =
       spawn_in_own_group(argv, &environment, {.out_fd = out_write.get(), .err_fd = err_write.get()},
                          /*search_path=*/true);
   if (spawned.error != 0) {
     throw Error("cannot start '" + argv[0] + "' for " + who + ": " + std::strerror(spawned.error));
   }
-  return {host, spawned.pid, std::move(out_read), std::move(err_read)};
+  return {host, spawned.pid, std::move(out_read), std::move(err_read), Fd()};
 }
 
-std::unique_ptr<WorkerLauncher> launcher_for(const std::string& host) {
-  if (is_local_host(host)) return std::make_unique<LocalLauncher>();
-  throw InvalidArgument("host '" + host +
-                        "' is not this machine, and launching over ssh is not implemented yet");
+std::unique_ptr<WorkerLauncher> launcher_for(const std::string& host,
+                                             const LaunchOptions& options) {
+  if (is_local_host(host)) return std::make_unique<LocalLauncher>(options.network_interface);
+  try {
+    net::local_ipv4_towards(host);  // a name that does not resolve fails here, before any ssh
+  } catch (const Error& e) {
+    throw InvalidArgument("host '" + host + "' cannot be reached: " + e.what());
+  }
+  return std::make_unique<SshLauncher>(options);
 }
 
 }  // namespace cohort::discovery

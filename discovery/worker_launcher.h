@@ -1,5 +1,5 @@
-// Starting one worker process on its host. Local hosts are spawned directly; remote hosts (ssh)
-// plug in here later behind the same interface.
+// Starting one worker process on its host. Local hosts are spawned directly; remote hosts go
+// through ssh (discovery/ssh_launcher.h) behind the same interface.
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +18,17 @@ struct LaunchedWorker {
   pid_t pid = -1;  // also the worker's process group
   Fd out;          // the worker's stdout and stderr, read by the supervisor
   Fd err;
+  Fd in;  // ssh's stdin, held open while the worker runs: its closing ends the remote worker
+};
+
+// How workers are reached and where they listen (cohortrun's --ssh-* and --network-interface).
+struct LaunchOptions {
+  int ssh_port = 22;
+  std::string ssh_identity_file;  // empty: ssh's own choice of key
+  std::string ssh_config_file;    // empty: ssh's default configuration files
+  std::string network_interface;  // empty: workers listen on the address of their host's name
+  // After the remote worker's ssh connection closes, how long it gets between SIGTERM and SIGKILL.
+  int remote_term_grace_seconds = 5;
 };
 
 class WorkerLauncher {
@@ -33,12 +44,21 @@ class WorkerLauncher {
 // Spawns the worker on this machine in its own process group, signals unblocked.
 class LocalLauncher final : public WorkerLauncher {
  public:
+  explicit LocalLauncher(std::string network_interface = "")
+      : network_interface_(std::move(network_interface)) {}
   LaunchedWorker launch(const std::string& host, const std::string& who,
                         const std::vector<std::string>& argv,
                         const std::vector<std::string>& env) override;
+
+ private:
+  std::string network_interface_;
 };
 
-// The launcher for `host`; throws InvalidArgument for hosts it cannot reach yet.
-std::unique_ptr<WorkerLauncher> launcher_for(const std::string& host);
+// The launcher for `host`: LocalLauncher for this machine's names, SshLauncher for any other.
+std::unique_ptr<WorkerLauncher> launcher_for(const std::string& host,
+                                             const LaunchOptions& options = {});
+
+// Makes a pipe whose ends are closed on exec; throws cohort::Error.
+std::pair<Fd, Fd> make_cloexec_pipe();
 
 }  // namespace cohort::discovery

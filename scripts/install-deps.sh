@@ -9,6 +9,8 @@ packages=(
   python3  # the timeline test parses the JSON it writes; the docs checks are Python
   doxygen  # the API reference (docs.doxygen)
   gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw.svg
+  openssh-client openssh-server  # cohortrun's remote hosts; test/remote starts sshd in netns
+  iproute2 util-linux  # ip netns for test/remote; setsid on remote hosts
 )
 
 missing=()

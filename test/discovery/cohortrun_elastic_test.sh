@@ -148,7 +148,7 @@ bad_flags)  # contradictory combinations are refused before anything starts
     -H localhost:2 --min-np 1 --blacklist-cooldown-range 5 1
   check_error "cohortrun: host discovery script '$tmp/missing.sh' cannot be run: No such file or directory" \
     --host-discovery-script "$tmp/missing.sh"
-  check_error "cohortrun: host 'otherhost' is not this machine, and launching over ssh is not implemented yet" \
+  check_error "cohortrun: host 'otherhost' cannot be reached: cannot resolve 'otherhost': Name or service not known" \
     -H otherhost:2 --min-np 1
   ;;
 *)

@@ -140,7 +140,7 @@ check_error "cohortrun: $tmp/bad:3: slot count 'two' is not a whole number betwe
 printf 'localhost cpus=2\n' >"$tmp/bad"
 check_error "cohortrun: $tmp/bad:1: expected 'slots=N' after the host, got 'cpus=2'" \
   --hostfile "$tmp/bad" "$probe"
-check_error "cohortrun: host 'otherhost' is not this machine, and launching over ssh is not implemented yet" \
+check_error "cohortrun: host 'otherhost' cannot be reached: cannot resolve 'otherhost': Name or service not known" \
   -H otherhost:1 "$probe"
 check_error "cohortrun: cannot start '/nonexistent/worker' for rank 0: No such file or directory" \
   -np 1 /nonexistent/worker

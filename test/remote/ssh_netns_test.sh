@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Remote hosts over ssh, end to end on one machine: every "host" is a network namespace with a
+# veth into a bridge (10.213.0.1/24 in the root namespace) and its own sshd started here. The
+# real cohortrun reaches them with the real ssh client; the workers are real libcohort programs.
+# Exits 77 (skipped) without root, `ip netns` or sshd.
+#   ssh_netns_test.sh COHORTRUN HELLO_ALLREDUCE SCENARIO_TRAINER SCENARIO
+set -euo pipefail
+cohortrun=$1 hello=$2 worker=$3 scenario=$4
+skip() { echo "SKIP: $*"; exit 77; }
+[[ $(id -u) -eq 0 ]] || skip "needs root for network namespaces"
+[[ -x /usr/sbin/sshd ]] || skip "no /usr/sbin/sshd (apt-get install openssh-server)"
+command -v ssh >/dev/null && command -v ssh-keygen >/dev/null || skip "no ssh client"
+ip netns list >/dev/null 2>&1 || skip "ip netns does not work here"
+
+bridge=cohbr213 hosts=(2 3 4)
+ns() { echo "cohort213-$1"; }
+source "$(dirname "$0")/../discovery/elastic_test_lib.sh"  # $tmp, start, wait_for, expect...
+teardown() {
+  for h in "${hosts[@]}"; do
+    ip netns pids "$(ns "$h")" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$(ns "$h")" 2>/dev/null || true
+    ip link del "veth213-$h" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+}
+trap 'teardown; cleanup' EXIT
+teardown  # what a killed earlier run left behind
+
+ip link add "$bridge" type bridge || skip "cannot create a bridge here"
+ip addr add 10.213.0.1/24 dev "$bridge"
+ip link set "$bridge" up
+ssh-keygen -q -t ed25519 -N "" -f "$tmp/host_key"
+ssh-keygen -q -t ed25519 -N "" -f "$tmp/client_key"
+cp "$tmp/client_key.pub" "$tmp/authorized_keys"
+printf 'UserKnownHostsFile %s\nLogLevel ERROR\n' "$tmp/known_hosts" >"$tmp/ssh_config"
+mkdir -p /run/sshd
+for h in "${hosts[@]}"; do
+  n=$(ns "$h")
+  ip netns add "$n"
+  ip link add "veth213-$h" type veth peer name eth0 netns "$n"
+  ip link set "veth213-$h" master "$bridge" up
+  ip -n "$n" addr add "10.213.0.$h/24" dev eth0
+  ip -n "$n" link set eth0 up
+  ip -n "$n" link set lo up
+  # ClientAlive: an sshd whose client vanished behind a partition closes the session, which
+  # ends the worker (its stdin closes) instead of leaving it running.
+  cat >"$tmp/sshd_$h" <<CONF
+ListenAddress 10.213.0.$h
+HostKey $tmp/host_key
+AuthorizedKeysFile $tmp/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+ClientAliveInterval 1
+ClientAliveCountMax 3
+CONF
+  ip netns exec "$n" /usr/sbin/sshd -D -e -f "$tmp/sshd_$h" 2>>"$tmp/sshd.log" &
+  disown  # killed by teardown; no "Killed" job notices
+done
+ssh_flags=(--ssh-identity-file "$tmp/client_key" --ssh-config-file "$tmp/ssh_config")
+for h in "${hosts[@]}"; do  # each sshd answers within 10 s
+  for _ in $(seq 200); do
+    ssh -F "$tmp/ssh_config" -i "$tmp/client_key" -o BatchMode=yes \
+      -o StrictHostKeyChecking=accept-new "10.213.0.$h" true 2>/dev/null && continue 2
+    sleep 0.05
+  done
+  cat "$tmp/sshd.log"; fail "sshd in $(ns "$h") does not answer"
+done
+
+trainer=(--samples 240 --batch 4 --commit-every 2)
+trained_once() {
+  expect_exit 0
+  expect "$tmp/out" "\[0\] trainer: exactly once: [0-9]* epochs of 240 samples"
+}
+epoch_at() { echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"; }
+workers_in() {  # workers_in HOST: pids of trainer processes inside that host's namespace
+  ip netns pids "$(ns "$1")" | while read -r p; do
+    [[ $(readlink "/proc/$p/exe" 2>/dev/null) == "$(readlink -f "$worker")" ]] && echo "$p"
+  done || true
+}
+no_workers_left() {  # within 10 s, no trainer runs in any namespace
+  for _ in $(seq 200); do
+    local left=""
+    for h in "${hosts[@]}"; do left+=$(workers_in "$h"); done
+    [[ -z $left ]] && return 0
+    sleep 0.05
+  done
+  fail "orphan workers left in the namespaces: $left"
+}
+secret_not_on_command_lines() {  # the job secret, read from a remote worker's environment
+  local pid secret
+  pid=$(workers_in 2 | head -n1)
+  [[ -n $pid ]] || fail "no worker runs in $(ns 2)"
+  secret=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^COHORT_SECRET=//p')
+  [[ ${#secret} -eq 64 ]] || fail "worker $pid has no COHORT_SECRET"
+  if grep -l -F -- "$secret" /proc/[0-9]*/cmdline 2>/dev/null; then
+    fail "the job secret is on a command line"
+  fi
+  pgrep -f "ssh .* 10.213.0.2 exec /bin/sh" >/dev/null || fail "no ssh client to 10.213.0.2"
+}
+
+case $scenario in
+static)  # hello_allreduce on two namespace hosts, 3 ranks
+  "$cohortrun" "${ssh_flags[@]}" -H 10.213.0.2:2,10.213.0.3:1 "$hello" >"$tmp/out" 2>"$tmp/err" ||
+    fail "static job failed"
+  [[ $(grep -c "of 3 (gloo): sum of ranks = 3, ranks counted = 3$" "$tmp/out") -eq 3 ]] ||
+    fail "not every rank reported the right sum"
+  no_workers_left
+  ;;
+kill_worker)  # elastic: the worker inside one namespace is SIGKILLed; the job goes on
+  set_hosts 10.213.0.2:2 10.213.0.3:1
+  start "${ssh_flags[@]}" "${discovery[@]}" --min-np 2 -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 3 0)"
+  secret_not_on_command_lines
+  kill -KILL $(workers_in 3)
+  wait_for "$tmp/err" "$(round 1 'size 2: .*')"
+  wait_for "$tmp/out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  trained_once
+  no_workers_left
+  ;;
+remove_host)  # every process of one namespace (its sshd too) is killed, and discovery drops it
+  set_hosts 10.213.0.2:1 10.213.0.3:1 10.213.0.4:1
+  start "${ssh_flags[@]}" "${discovery[@]}" --min-np 2 -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 3 0)"
+  ip netns pids "$(ns 4)" | xargs -r kill -KILL
+  set_hosts 10.213.0.2:1 10.213.0.3:1
+  wait_for "$tmp/err" "$(round 1 'size 2: .*')"
+  wait_for "$tmp/out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  trained_once
+  no_workers_left
+  ;;
+partition)  # one namespace's link goes down mid-training: heartbeats notice, the job goes on
+  set_hosts 10.213.0.2:1 10.213.0.3:1 10.213.0.4:1
+  COHORT_PEER_TIMEOUT_SECONDS=1 start "${ssh_flags[@]}" "${discovery[@]}" --min-np 2 \
+    --checkin-timeout 3 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 3 0)"
+  ip link set veth213-4 down
+  wait_for "$tmp/err" "$(round 1 'size 2: .*')"
+  wait_for "$tmp/out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  trained_once
+  no_workers_left  # the cut-off worker too: its sshd gave up on the client and closed stdin
+  ;;
+*)
+  fail "unknown scenario"
+  ;;
+esac
+echo "ssh netns ($scenario): all checks passed"
