@@ -14,8 +14,18 @@ namespace {
 
 // Logging configuration is process-wide by nature (stderr is); it holds no runtime state.
 std::atomic<Level> g_level{Level::kWarning};
-std::mutex g_prefix_mutex;
-std::string g_prefix;
+
+struct Prefix {
+  std::mutex mutex;
+  std::string text;
+};
+
+// Never destroyed: a program that returns from main() without cohort::shutdown() leaves the
+// Runtime to the exit handlers, and its threads may still log after other statics are gone.
+Prefix& prefix() {
+  static Prefix* p = new Prefix;
+  return *p;
+}
 
 const char* level_name(Level lvl) {
   switch (lvl) {
@@ -52,16 +62,18 @@ Level level() {
   return g_level;
 }
 
-void set_prefix(std::string prefix) {
-  std::lock_guard lock(g_prefix_mutex);
-  g_prefix = std::move(prefix);
+void set_prefix(std::string text) {
+  Prefix& p = prefix();
+  std::lock_guard lock(p.mutex);
+  p.text = std::move(text);
 }
 
 void write(Level lvl, std::string_view message) {
   std::string line;
   {
-    std::lock_guard lock(g_prefix_mutex);
-    line = g_prefix.empty() ? "" : g_prefix + " ";
+    Prefix& p = prefix();
+    std::lock_guard lock(p.mutex);
+    line = p.text.empty() ? "" : p.text + " ";
   }
   line += "cohort ";
   line += level_name(lvl);
