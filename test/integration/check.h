@@ -35,6 +35,8 @@ void expect_error(const std::function<void()>& call, const std::string& fragment
     check(std::string(e.what()).find(fragment) != std::string::npos,
           what + ": message '" + e.what() + "' lacks '" + fragment + "'");
     return;
+  } catch (const std::exception& e) {
+    fail(what + ": wrong exception: " + e.what());
   }
   fail(what + ": no error raised");
 }

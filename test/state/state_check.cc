@@ -22,6 +22,7 @@
 #include "cohort/elastic/checkpoint.h"
 #include "cohort/elastic/distributed_sampler.h"
 #include "cohort/elastic/state.h"
+#include "test/integration/check.h"
 
 using namespace cohort;
 using namespace cohort::elastic;
@@ -32,30 +33,8 @@ namespace {
 constexpr uint64_t kSamples = 5000;
 constexpr uint64_t kBatch = 16;
 
-[[noreturn]] void fail(const std::string& what) {
-  std::cerr << "state_check FAILED on rank " << cohort::rank() << ": " << what << std::endl;
-  std::exit(1);
-}
-
-void check(bool ok, const std::string& what) {
-  if (!ok) fail(what);
-}
-
-template <typename E>
-void expect_throw(const std::function<void()>& f, const std::string& needle,
-                  const std::string& what) {
-  try {
-    f();
-  } catch (const E& e) {
-    if (std::string(e.what()).find(needle) == std::string::npos) {
-      fail(what + ": message lacks '" + needle + "': " + e.what());
-    }
-    return;
-  } catch (const std::exception& e) {
-    fail(what + ": wrong exception: " + e.what());
-  }
-  fail(what + ": no exception");
-}
+using cohort::testing::check;
+using cohort::testing::fail;
 
 std::vector<int64_t> gather(int64_t mine, const std::string& name) {
   OwnedTensor all = cohort::allgather(name, Tensor::of(std::span<int64_t>(&mine, 1)));
@@ -208,8 +187,9 @@ void check_errors_everywhere() {
     State state("mismatch");
     std::vector<float> a(r == 1 ? 10 : 12, static_cast<float>(r));
     state.track("a", a);
-    expect_throw<MismatchError>([&] { state.sync(); }, "a buffer of float32, 48 bytes on rank 0",
-                                "sync of different sizes");
+    cohort::testing::expect_error<MismatchError>([&] { state.sync(); },
+                                                 "a buffer of float32, 48 bytes on rank 0",
+                                                 "sync of different sizes");
     check(a[0] == static_cast<float>(r), "a failed sync changes nothing");
   }
   {  // one rank's resized buffer fails the commit everywhere
@@ -218,8 +198,9 @@ void check_errors_everywhere() {
     state.track("a", a);
     state.commit();
     if (r == 1) a.push_back(1.0f);
-    expect_throw<InvalidArgument>([&] { state.commit(); }, "rank 1: tracked buffer 'a' now has 9",
-                                  "commit with a resized buffer on rank 1");
+    cohort::testing::expect_error<InvalidArgument>([&] { state.commit(); },
+                                                   "rank 1: tracked buffer 'a' now has 9",
+                                                   "commit with a resized buffer on rank 1");
     check(state.commit_count() == 1, "a failed commit commits nothing");
     if (r == 1) a.pop_back();
     state.commit();
@@ -230,8 +211,8 @@ void check_errors_everywhere() {
     state.track("sampler", sampler);
     state.sync();
     if (r == 1) train(sampler, 1);
-    expect_throw<InvalidArgument>([&] { state.sync(); }, "uncommitted records",
-                                  "sync with records");
+    cohort::testing::expect_error<InvalidArgument>([&] { state.sync(); }, "uncommitted records",
+                                                   "sync with records");
     state.restore();
     state.sync();
   }
@@ -283,15 +264,17 @@ void check_checkpoints(const fs::path& dir) {
     limit.rlim_cur = 10'000;
     setrlimit(RLIMIT_FSIZE, &limit);
   }
-  expect_throw<CheckpointError>([&] { save(state, dir); }, "File too large", "save on a full disk");
+  cohort::testing::expect_error<CheckpointError>([&] { save(state, dir); }, "File too large",
+                                                 "save on a full disk");
   if (r == 0) {
     rlimit limit{};
     getrlimit(RLIMIT_FSIZE, &limit);
     limit.rlim_cur = limit.rlim_max;
     setrlimit(RLIMIT_FSIZE, &limit);
   }
-  expect_throw<CheckpointError>([&] { save(state, "/proc/cohort-cannot-create-this"); },
-                                "checkpoint", "save where nothing can be created");
+  cohort::testing::expect_error<CheckpointError>(
+      [&] { save(state, "/proc/cohort-cannot-create-this"); }, "checkpoint",
+      "save where nothing can be created");
 
   // Every rank ends with the checkpoint's state, whatever it held.
   w.assign(w.size(), static_cast<float>(r + 10));
@@ -364,6 +347,7 @@ void resize_b(const fs::path& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cohort::testing::g_program = "state_check";
   if (argc < 3) {
     std::cerr << "usage: state_check basic|resize-a|resize-b DIR" << std::endl;
     return 2;
