@@ -210,7 +210,8 @@ class Trainer {
 
   // One SGD step over every worker's batch; returns the global loss sum, correct count, count.
   StepStats step(const std::vector<uint64_t>& batch) {
-    Mlp grad = zero_like(model_);
+    Mlp& grad = grad_;
+    zero(grad);
     StepStats stats;
     for (uint64_t s : batch) accumulate(model_, data_.input(s), data_.y[s], grad, stats);
     std::vector<float> totals{stats.loss, stats.correct, stats.count};
@@ -228,10 +229,8 @@ class Trainer {
     return stats;
   }
 
-  static Mlp zero_like(const Mlp& m) {
-    Mlp z = m;
-    for (auto* p : z.parameters()) std::fill(p->begin(), p->end(), 0.0f);
-    return z;
+  static void zero(Mlp& m) {
+    for (auto* p : m.parameters()) std::fill(p->begin(), p->end(), 0.0f);
   }
 
   void apply(Mlp& grad, float scale) {
@@ -299,7 +298,7 @@ class Trainer {
 
   // Accuracy on the held-out samples (rank 0 alone: the model is the same everywhere).
   double held_out_accuracy() {
-    Mlp unused = zero_like(model_);
+    Mlp unused;
     StepStats stats;
     for (int s = 0; s < static_cast<int>(held_out_.y.size()); ++s) {
       accumulate(model_, held_out_.input(s), held_out_.y[s], unused, stats);
@@ -322,6 +321,9 @@ class Trainer {
   Dataset data_;
   Dataset held_out_;  // never trained on: the accuracy printed at the end
   Mlp model_;
+  // The gradients, reused every step: the same buffers each time let the runtime keep its
+  // communication set-up for them (a new allocation per step would be a "moved buffer").
+  Mlp grad_;
   std::vector<std::vector<float>> velocity_;
   cohort::elastic::State state_;
   cohort::elastic::ElasticSampler sampler_;
