@@ -58,9 +58,8 @@ void check_data(const std::string& name, const Tensor& t, const char* role) {
   }
 }
 
-// Device tensors go through NCCL: in place, without scaling, and only where the result fits the
-// caller's buffer (the runtime-owned outputs of allgather, alltoall and reducescatter are host
-// memory).
+// Device tensors go through NCCL; their runtime-owned results (allgather, alltoall,
+// reducescatter) are allocated on the same device.
 void check_device(const std::string& name, OpType type, const Tensor& t) {
   if (t.device == kCpuDevice) return;
   std::string what = std::string(to_string(type)) + " '" + name + "': ";
@@ -70,24 +69,28 @@ void check_device(const std::string& name, OpType type, const Tensor& t) {
 #if !COHORT_HAVE_NCCL
   throw InvalidArgument(what + "a CUDA device tensor, but this Cohort was built without NCCL");
 #endif
-  if (type != OpType::kAllreduce && type != OpType::kBroadcast) {
-    throw InvalidArgument(what +
-                          "device tensors are supported by allreduce and broadcast only; "
-                          "copy to host memory for this collective");
-  }
 }
 
-void check_device_allreduce(const std::string& name, const Tensor& in, const Tensor& out,
+bool is_floating(DataType dtype) {
+  return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ||
+         dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+}
+
+// Device reductions run wholly inside NCCL: in place, and with average and scale factors folded
+// into one pre-multiplied sum (PreMulSum), which NCCL has for floating-point types only.
+void check_device_reduction(const std::string& what, const Tensor& in, const Tensor& out,
                             const AllreduceOptions& o) {
   if (in.device == kCpuDevice && out.device == kCpuDevice) return;
-  std::string what = "allreduce '" + name + "': ";
   if (in.data != out.data || in.device != out.device) {
     throw InvalidArgument(what + "device tensors are reduced in place (input = output)");
   }
-  if (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0) {
-    throw InvalidArgument(what +
-                          "device tensors support sum, min, max and product without "
-                          "scale factors (divide by size() on the device for an average)");
+  if (o.op != ReduceOp::kAverage && o.prescale == 1.0 && o.postscale == 1.0) return;
+  if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAverage) {
+    throw InvalidArgument(what + "scale factors on device tensors apply to sum and average only");
+  }
+  if (!is_floating(in.dtype)) {
+    throw InvalidArgument(what + "average and scale factors on device tensors need a " +
+                          "floating-point type, not " + std::string(to_string(in.dtype)));
   }
 }
 
@@ -103,27 +106,28 @@ Request make_request(std::string name, OpType type, const Tensor& t, ProcessSet 
   return r;
 }
 
-void check_allreduce(const std::string& name, const Tensor& in, const Tensor& out,
+// For allreduce and reducescatter (`type`).
+void check_reduction(OpType type, const std::string& name, const Tensor& in, const Tensor& out,
                      const AllreduceOptions& o) {
   check_data(name, in, "input");
   check_data(name, out, "output");
+  std::string what = std::string(to_string(type)) + " '" + name + "': ";
   if (in.dtype != out.dtype || in.shape != out.shape) {
-    throw InvalidArgument("allreduce '" + name + "': input is " + std::string(to_string(in.dtype)) +
-                          " " + to_string(in.shape) + " but output is " +
+    throw InvalidArgument(what + "input is " + std::string(to_string(in.dtype)) + " " +
+                          to_string(in.shape) + " but output is " +
                           std::string(to_string(out.dtype)) + " " + to_string(out.shape));
   }
   if (in.dtype == DataType::kBool &&
       (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0)) {
-    throw InvalidArgument("allreduce '" + name +
-                          "': bool tensors support sum, min, max and product without scaling");
+    throw InvalidArgument(what + "bool tensors support sum, min, max and product without scaling");
   }
   if (!std::isfinite(o.prescale) || !std::isfinite(o.postscale)) {
-    throw InvalidArgument("allreduce '" + name + "': scale factors must be finite");
+    throw InvalidArgument(what + "scale factors must be finite");
   }
-  check_device_allreduce(name, in, out, o);
+  check_device_reduction(what, in, out, o);
 }
 
-// For allreduce and reducescatter, whose arguments check_allreduce has checked.
+// For allreduce and reducescatter, whose arguments check_reduction has checked.
 Request allreduce_request(std::string name, OpType type, const Tensor& input,
                           const AllreduceOptions& o) {
   Request r = make_request(std::move(name), type, input, o.process_set);
@@ -209,7 +213,7 @@ std::string_view backend_name() {
 
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
-  check_allreduce(name, input, output, options);
+  check_reduction(OpType::kAllreduce, name, input, output, options);
   Request r = allreduce_request(std::move(name), OpType::kAllreduce, input, options);
   return runtime()->submit(std::move(r), std::move(input), std::move(output));
 }
@@ -226,7 +230,8 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
   }
   GroupSpec specs;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    check_allreduce(name + "." + std::to_string(i), tensors[i], tensors[i], options);
+    check_reduction(OpType::kAllreduce, name + "." + std::to_string(i), tensors[i], tensors[i],
+                    options);
     if (tensors[i].device != tensors[0].device) {
       throw InvalidArgument("grouped allreduce '" + name + "': member " + std::to_string(i) +
                             " is on device " + std::to_string(tensors[i].device) +
@@ -324,11 +329,10 @@ AlltoallResult alltoall(std::string name, Tensor input, std::vector<int64_t> spl
 
 Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions options) {
   check_name(name);
-  check_allreduce(name, input, input, options);
+  check_reduction(OpType::kReducescatter, name, input, input, options);
   if (input.shape.empty()) {
     throw InvalidArgument("reducescatter '" + name + "': needs at least one dimension to split");
   }
-  // The request's own type, so that device tensors are refused as for any other collective.
   Request r = allreduce_request(std::move(name), OpType::kReducescatter, input, options);
   return runtime()->submit(std::move(r), input, input);
 }

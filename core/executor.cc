@@ -39,6 +39,15 @@ void set_scalar_output(TensorEntry& entry, int32_t value) {
 
 }  // namespace
 
+bool Executor::is_scaled(const Request& how) {
+  return how.reduce_op == ReduceOp::kAverage || how.prescale != 1.0 || how.postscale != 1.0;
+}
+
+double Executor::device_factor(const Request& how, size_t members) {
+  double factor = how.prescale * how.postscale;
+  return how.reduce_op == ReduceOp::kAverage ? factor / static_cast<double>(members) : factor;
+}
+
 Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
                    std::chrono::milliseconds timeout, Diagnose diagnose)
     : queue_(queue),
@@ -87,6 +96,10 @@ bool Executor::is_member(int process_set) const {
 
 ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
   if (device == kCpuDevice) return *set.backend;
+  return device_backend_for(set, device);
+}
+
+ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int device) {
 #if COHORT_HAVE_NCCL
   if (set.device_backend && set.device != device) {
     throw InvalidArgument("device tensors of one process set must stay on one CUDA device (" +
@@ -104,8 +117,26 @@ ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
   }
   return *set.device_backend;
 #else
-  throw InvalidArgument("a CUDA device tensor, but this Cohort was built without NCCL");
+  (void)set;
+  throw InvalidArgument("a tensor on CUDA device " + std::to_string(device) +
+                        ", but this Cohort was built without NCCL");
 #endif
+}
+
+void* Executor::allocate_output(ProcessSetState& set, TensorEntry& entry, int64_t rows) {
+  const Request& req = entry.request;
+  OwnedTensor& result = entry.handle->output;
+  result.dtype = req.dtype;
+  result.shape = req.shape;
+  result.shape[0] = rows;
+  result.device = req.device;
+  size_t bytes = static_cast<size_t>(rows) * row_bytes(req);
+  if (req.device == kCpuDevice) {
+    result.bytes.resize(bytes);
+    return result.bytes.data();
+  }
+  result.device_memory = device_backend_for(set, req.device).allocate(bytes);
+  return result.device_memory.get();
 }
 
 Executor::ProcessSetState& Executor::member_set(int id) {
@@ -217,7 +248,6 @@ void Executor::run_single(const Response& response) {
 void Executor::run_collective(const Response& response, TensorEntry& entry) {
   const Request& req = entry.request;
   ProcessSetState& set = member_set(response.process_set);
-  ops::Backend& backend = *set.backend;
   switch (response.type) {
     case OpType::kBroadcast:
       backend_for(set, req.device)
@@ -227,21 +257,17 @@ void Executor::run_collective(const Response& response, TensorEntry& entry) {
     case OpType::kAllgather: {
       size_t row = row_bytes(req);
       std::vector<size_t> counts;
-      int64_t first = 0;
+      int64_t rows = 0;
       for (int64_t d : response.first_dims) {
         counts.push_back(static_cast<size_t>(d) * row);
-        first += d;
+        rows += d;
       }
-      OwnedTensor& result = entry.handle->output;
-      result.dtype = req.dtype;
-      result.shape = req.shape;
-      result.shape[0] = first;
-      result.bytes.resize(static_cast<size_t>(first) * row);
-      backend.allgatherv(entry.input.data, result.bytes.data(), counts);
+      void* output = allocate_output(set, entry, rows);
+      backend_for(set, req.device).allgatherv(entry.input.data, output, counts);
       return;
     }
     case OpType::kBarrier:
-      backend.barrier();
+      set.backend->barrier();
       return;
     case OpType::kAlltoall:
       return run_alltoall(response, set, entry);
@@ -274,12 +300,8 @@ void Executor::run_alltoall(const Response& response, ProcessSetState& set, Tens
     receive[j] = static_cast<size_t>(received[j]) * row;
     rows += received[j];
   }
-  OwnedTensor& result = entry.handle->output;
-  result.dtype = req.dtype;
-  result.shape = req.shape;
-  result.shape[0] = rows;
-  result.bytes.resize(static_cast<size_t>(rows) * row);
-  set.backend->alltoallv(entry.input.data, send, result.bytes.data(), receive);
+  void* output = allocate_output(set, entry, rows);
+  backend_for(set, req.device).alltoallv(entry.input.data, send, output, receive);
 }
 
 void Executor::run_reducescatter(ProcessSetState& set, TensorEntry& entry) {
@@ -291,12 +313,9 @@ void Executor::run_reducescatter(ProcessSetState& set, TensorEntry& entry) {
   for (int64_t r = 0; r < n; ++r) {
     counts.push_back(static_cast<size_t>(rows / n + (r < rows % n ? 1 : 0)) * row_elements);
   }
-  int64_t me = set_rank_of(set.members, rank_);
-  OwnedTensor& result = entry.handle->output;
-  result.dtype = req.dtype;
-  result.shape = req.shape;
-  result.shape[0] = rows / n + (me < rows % n ? 1 : 0);
-  result.bytes.resize(counts[static_cast<size_t>(me)] * element_size(req.dtype));
+  size_t me = static_cast<size_t>(set_rank_of(set.members, rank_));
+  void* output = allocate_output(set, entry, rows / n + (static_cast<int64_t>(me) < rows % n));
+  if (req.device != kCpuDevice) return reducescatter_on_device(set, entry, counts, output);
   const void* input = entry.input.data;
   if (req.prescale != 1.0) {
     // The caller's input is read-only here: scale a copy.
@@ -307,11 +326,22 @@ void Executor::run_reducescatter(ProcessSetState& set, TensorEntry& entry) {
     input = scratch_.data();
   }
   bool average = req.reduce_op == ReduceOp::kAverage;
-  set.backend->reduce_scatter(input, result.bytes.data(), counts, req.dtype,
+  set.backend->reduce_scatter(input, output, counts, req.dtype,
                               average ? ReduceOp::kSum : req.reduce_op);
   double post = req.postscale / (average ? static_cast<double>(n) : 1.0);
-  if (post != 1.0)
-    ops::scale(result.bytes.data(), counts[static_cast<size_t>(me)], req.dtype, post);
+  if (post != 1.0) ops::scale(output, counts[me], req.dtype, post);
+}
+
+void Executor::reducescatter_on_device(ProcessSetState& set, const TensorEntry& entry,
+                                       std::span<const size_t> counts, void* output) {
+  const Request& req = entry.request;
+  ops::DeviceBackend& device = device_backend_for(set, req.device);
+  if (is_scaled(req)) {
+    device.reduce_scatter_scaled(entry.input.data, output, counts, req.dtype,
+                                 device_factor(req, set.members.size()));
+  } else {
+    device.reduce_scatter(entry.input.data, output, counts, req.dtype, req.reduce_op);
+  }
 }
 
 void Executor::finish_join(const Response& response) {

@@ -17,6 +17,7 @@
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "ops/backend.h"
+#include "ops/device_backend.h"
 
 namespace cohort {
 
@@ -52,7 +53,7 @@ class Executor {
     std::vector<int> members;               // global ranks, sorted
     std::unique_ptr<ops::Backend> backend;  // null where this rank is not a member
     // NCCL over the same members for device tensors, made on first use (NCCL builds only).
-    std::unique_ptr<ops::Backend> device_backend;
+    std::unique_ptr<ops::DeviceBackend> device_backend;
     int device = kCpuDevice;
     // Where this set's fused allreduces are packed. It only grows, by the same steps on every
     // member, so whether it moved is the same on all of them (see ops::BufferBinding).
@@ -63,6 +64,11 @@ class Executor {
   bool is_member(int process_set) const;
   // The backend for tensors on `device` in `set`: the set's own, or its NCCL backend.
   ops::Backend& backend_for(ProcessSetState& set, int device);
+  // The set's NCCL backend on CUDA device `device`, made on first use.
+  ops::DeviceBackend& device_backend_for(ProcessSetState& set, int device);
+  // Sizes the handle's output for `rows` rows of the entry's tensor, in host memory or on the
+  // entry's device; returns where to write it.
+  void* allocate_output(ProcessSetState& set, TensorEntry& entry, int64_t rows);
   ProcessSetState& member_set(int id);
   // The entries of `names`; a missing one is allowed only while this rank has joined.
   std::vector<TensorEntry> take_entries(const Response& response);
@@ -73,6 +79,8 @@ class Executor {
   void reduce_all(const Response& response, std::vector<TensorEntry>& entries);
   void reduce_alone(const Response& response, ProcessSetState& set, const ReducedTensor& tensor,
                     const Request& how);
+  void reduce_on_device(ProcessSetState& set, const ReducedTensor& tensor, const Request& how,
+                        const ops::BufferBinding& binding);
   void reduce_packed(ProcessSetState& set, std::span<const ReducedTensor> tensors,
                      const Request& how, bool moved);
   bool grow_fusion_buffer(ProcessSetState& set, const std::vector<Response::Batch>& batches,
@@ -81,7 +89,13 @@ class Executor {
   void run_collective(const Response& response, TensorEntry& entry);
   void run_alltoall(const Response& response, ProcessSetState& set, TensorEntry& entry);
   void run_reducescatter(ProcessSetState& set, TensorEntry& entry);
+  void reducescatter_on_device(ProcessSetState& set, const TensorEntry& entry,
+                               std::span<const size_t> counts, void* output);
   static size_t row_bytes(const Request& req);
+  // Whether a reduction averages or scales; on a device, all of that is one factor applied before
+  // the sum (NCCL's PreMulSum): prescale × postscale, divided by the set's size for an average.
+  static bool is_scaled(const Request& how);
+  static double device_factor(const Request& how, size_t members);
   void finish_join(const Response& response);
   void add_process_set(const Response& response);
   // Prescale, reduce, postscale (and average) `count` elements in place.

@@ -17,6 +17,7 @@ struct Executor::ReducedTensor {
   size_t count = 0;
   size_t name = 0;    // index in Response::names
   size_t member = 0;  // index among that name's tensors
+  int device = kCpuDevice;
 };
 
 namespace {
@@ -132,6 +133,7 @@ void Executor::reduce_all(const Response& response, std::vector<TensorEntry>& en
       if (entry.handle) {
         t.input = entry.group.empty() ? entry.input.data : entry.group[m].data;
         t.output = entry.group.empty() ? entry.output.data : entry.group[m].data;
+        t.device = entry.request.device;  // this rank's own, which may differ from rank 0's
       }
       tensors.push_back(t);
     }
@@ -175,6 +177,11 @@ bool Executor::grow_fusion_buffer(ProcessSetState& set, const std::vector<Respon
 void Executor::reduce_alone(const Response& response, ProcessSetState& set,
                             const ReducedTensor& tensor, const Request& how) {
   ops::BufferBinding binding{binding_key(response, tensor.name, tensor.member), response.rebind};
+  if (response.device != kCpuDevice) {
+    // Rank 0 refuses device allreduces while a rank has joined, so this rank submitted it.
+    if (!tensor.input) throw InternalError("rank 0 scheduled a device allreduce on a joined rank");
+    return reduce_on_device(set, tensor, how, binding);
+  }
   if (!tensor.input) {
     // This rank has joined: it reduces the identity (rank 0 made every rank rebind for this).
     scratch_.resize(tensor.count * element_size(how.dtype));
@@ -183,13 +190,19 @@ void Executor::reduce_alone(const Response& response, ProcessSetState& set,
     return;
   }
   copy_bytes(tensor.output, tensor.input, tensor.count * element_size(how.dtype));
-  if (response.device != kCpuDevice) {
-    // In place and unscaled (checked at submission): the data never leaves the device.
-    backend_for(set, response.device)
-        .allreduce(tensor.output, tensor.count, how.dtype, how.reduce_op, binding);
-    return;
-  }
   reduce_in_place(set, tensor.output, tensor.count, how, binding);
+}
+
+void Executor::reduce_on_device(ProcessSetState& set, const ReducedTensor& tensor,
+                                const Request& how, const ops::BufferBinding& binding) {
+  // In place (checked at submission): the data never leaves the device.
+  ops::DeviceBackend& device = device_backend_for(set, tensor.device);
+  if (is_scaled(how)) {
+    device.allreduce_scaled(tensor.output, tensor.count, how.dtype,
+                            device_factor(how, set.members.size()));
+  } else {
+    device.allreduce(tensor.output, tensor.count, how.dtype, how.reduce_op, binding);
+  }
 }
 
 void Executor::reduce_packed(ProcessSetState& set, std::span<const ReducedTensor> tensors,

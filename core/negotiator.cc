@@ -50,6 +50,12 @@ std::optional<std::string> differing(const std::vector<std::optional<Request>>& 
   return out.str();
 }
 
+// Host or device memory is for the ranks to agree on; which CUDA device is each rank's own (one
+// GPU per rank, usually the local rank's).
+std::string_view memory_of(const Request& r) {
+  return r.device == kCpuDevice ? "host" : "CUDA device";
+}
+
 Shape trailing_dims(const Request& r) {
   return r.shape.empty() ? Shape{} : Shape(r.shape.begin() + 1, r.shape.end());
 }
@@ -63,8 +69,8 @@ bool per_rank_first_dim(OpType type) {
 bool agree(const Request& a, const Request& b) {
   bool scalars = a.type == b.type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
                  a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-                 a.process_set == b.process_set && a.device == b.device && a.members == b.members &&
-                 a.group == b.group;
+                 a.process_set == b.process_set && memory_of(a) == memory_of(b) &&
+                 a.members == b.members && a.group == b.group;
   if (!scalars) return false;
   if (!per_rank_first_dim(a.type)) return a.shape == b.shape && a.splits == b.splits;
   return a.shape.size() == b.shape.size() &&
@@ -109,7 +115,7 @@ std::vector<Check> checks_for(const Request& first,
   std::vector<Check> checks = {
       [&] { return differing(by_rank, "operations", [](R r) { return to_string(r.type); }); },
       [&] { return differing(by_rank, "process sets", [](R r) { return r.process_set; }); },
-      [&] { return differing(by_rank, "devices (-1 is the host)", [](R r) { return r.device; }); },
+      [&] { return differing(by_rank, "memory", [](R r) { return memory_of(r); }); },
       [&] {
         return differing(by_rank, "group sizes (0: not a group)",
                          [](R r) { return r.group.size(); });

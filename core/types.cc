@@ -88,4 +88,10 @@ void Tensor::check_holds(size_t elements) const {
   }
 }
 
+void OwnedTensor::check_on_host() const {
+  if (device == kCpuDevice) return;
+  throw InvalidArgument("this result is on CUDA device " + std::to_string(device) +
+                        ": copy it to host memory (cudaMemcpy from data()) to read it");
+}
+
 }  // namespace cohort

@@ -117,7 +117,8 @@ GlooAllreduceAlgorithm choose_gloo_allreduce(size_t count, size_t bytes, int ran
   // steps make it slower than the ring for large messages (3 ranks above).
   bool power_of_two = (ranks & (ranks - 1)) == 0;
   bool halving_doubling = int_count && (power_of_two || bytes < kRingFromBytes);
-  return halving_doubling ? GlooAllreduceAlgorithm::kHalvingDoubling : GlooAllreduceAlgorithm::kRing;
+  return halving_doubling ? GlooAllreduceAlgorithm::kHalvingDoubling
+                          : GlooAllreduceAlgorithm::kRing;
 }
 
 std::unique_ptr<gloo::Algorithm> make_gloo_allreduce(GlooAllreduceAlgorithm algorithm,

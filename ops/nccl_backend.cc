@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
+#include "ops/half.h"
 #include "ops/nccl_call.h"
 
 namespace cohort::ops {
@@ -60,6 +62,66 @@ ncclRedOp_t nccl_op(const char* what, DataType dtype, ReduceOp op) {
   return ncclMax;
 }
 
+// A reduction as NCCL takes it: a built-in operator, or a sum that first multiplies each rank's
+// elements by a factor (PreMulSum), whose operator is made on the communicator for each operation.
+struct Reduction {
+  ncclRedOp_t builtin = ncclSum;
+  bool scaled = false;
+  std::byte factor[8] = {};  // the factor as a value of the reduced type, as PreMulSum wants it
+};
+
+Reduction builtin(const char* what, DataType dtype, ReduceOp op) {
+  return {.builtin = nccl_op(what, dtype, op)};
+}
+
+Reduction scaled(const char* what, DataType dtype, double factor) {
+  Reduction r{.scaled = true};
+  auto store = [&r](auto value) { std::memcpy(r.factor, &value, sizeof value); };
+  switch (dtype) {
+    case DataType::kFloat16:
+      store(float_to_float16(static_cast<float>(factor)));
+      break;
+    case DataType::kBFloat16:
+      store(float_to_bfloat16(static_cast<float>(factor)));
+      break;
+    case DataType::kFloat32:
+      store(static_cast<float>(factor));
+      break;
+    case DataType::kFloat64:
+      store(factor);
+      break;
+    default:
+      throw InvalidArgument(std::string(what) + ": a scaled sum needs a floating-point type, not " +
+                            std::string(to_string(dtype)));
+  }
+  return r;
+}
+
+// The operator of one operation: the built-in one, or a PreMulSum made now and destroyed when
+// the NCCL call that uses it has returned (NCCL reads it when the call is enqueued).
+class OperatorScope {
+ public:
+  OperatorScope(const Reduction& reduction, DataType dtype, ncclComm_t comm)
+      : op_(reduction.builtin), comm_(reduction.scaled ? comm : nullptr) {
+    if (!comm_) return;
+    auto* factor = const_cast<std::byte*>(reduction.factor);  // NCCL's API is not const-correct
+    check_nccl(
+        ncclRedOpCreatePreMulSum(&op_, factor, nccl_type(dtype), ncclScalarHostImmediate, comm),
+        "ncclRedOpCreatePreMulSum", comm);
+  }
+  ~OperatorScope() {
+    if (comm_) ncclRedOpDestroy(op_, comm_);
+  }
+  OperatorScope(const OperatorScope&) = delete;
+  OperatorScope& operator=(const OperatorScope&) = delete;
+
+  ncclRedOp_t op() const { return op_; }
+
+ private:
+  ncclRedOp_t op_;
+  ncclComm_t comm_;
+};
+
 bool all_equal(std::span<const size_t> counts) {
   return std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
 }
@@ -85,7 +147,7 @@ struct CommCloser {
   }
 };
 
-class NcclBackend final : public Backend {
+class NcclBackend final : public DeviceBackend {
  public:
   // `owned` is null or the object `bootstrap` refers to (a split's CPU backend).
   NcclBackend(Backend& bootstrap, std::unique_ptr<Backend> owned, int device,
@@ -111,12 +173,11 @@ class NcclBackend final : public Backend {
 
   void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                  const BufferBinding&) override {
-    ncclRedOp_t nop = nccl_op("NCCL allreduce", dtype, op);
-    if (count == 0) return;
-    run("allreduce", [&](ncclComm_t comm, cudaStream_t stream) {
-      check_nccl(ncclAllReduce(buffer, buffer, count, nccl_type(dtype), nop, comm, stream),
-                 "ncclAllReduce", comm);
-    });
+    allreduce_with(buffer, count, dtype, builtin("NCCL allreduce", dtype, op));
+  }
+
+  void allreduce_scaled(void* buffer, size_t count, DataType dtype, double factor) override {
+    allreduce_with(buffer, count, dtype, scaled("NCCL allreduce", dtype, factor));
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
@@ -189,25 +250,25 @@ class NcclBackend final : public Backend {
   void reduce_scatter(const void* input, void* output, std::span<const size_t> counts,
                       DataType dtype, ReduceOp op) override {
     check_reduce_scatter("NCCL reduce_scatter", input, output, counts, dtype, op, rank_, size_);
-    ncclRedOp_t nop = nccl_op("NCCL reduce_scatter", dtype, op);
-    ncclDataType_t type = nccl_type(dtype);
-    if (std::accumulate(counts.begin(), counts.end(), size_t{0}) == 0) return;
-    run("reduce_scatter", [&](ncclComm_t comm, cudaStream_t stream) {
-      if (all_equal(counts)) {
-        check_nccl(ncclReduceScatter(input, output, counts[0], type, nop, comm, stream),
-                   "ncclReduceScatter", comm);
-        return;
-      }
-      // ncclReduceScatter takes equal blocks: uneven ones are reduced one per owner, fused by
-      // the group. The traffic is the same; NCCL only schedules P operations instead of one.
-      const auto* in = static_cast<const std::byte*>(input);
-      for (int r = 0; r < size_; in += counts[r] * element_size(dtype), ++r) {
-        if (counts[r] == 0) continue;
-        void* mine = r == rank_ ? output : nullptr;  // NCCL writes only on the root
-        check_nccl(ncclReduce(in, mine, counts[r], type, nop, r, comm, stream), "ncclReduce", comm);
-      }
-    });
+    reduce_scatter_with(input, output, counts, dtype, builtin("NCCL reduce_scatter", dtype, op));
   }
+
+  void reduce_scatter_scaled(const void* input, void* output, std::span<const size_t> counts,
+                             DataType dtype, double factor) override {
+    check_reduce_scatter("NCCL reduce_scatter", input, output, counts, dtype, ReduceOp::kSum, rank_,
+                         size_);
+    reduce_scatter_with(input, output, counts, dtype, scaled("NCCL reduce_scatter", dtype, factor));
+  }
+
+  std::shared_ptr<void> allocate(size_t bytes) override {
+    if (bytes == 0) return nullptr;
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice");
+    void* memory = nullptr;
+    check_cuda(cudaMalloc(&memory, bytes), "cudaMalloc");
+    return std::shared_ptr<void>(memory, DeviceFree{});
+  }
+
+  int device() const override { return device_; }
 
   std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
     check_split("NCCL split", ranks, rank_, size_);
@@ -219,6 +280,38 @@ class NcclBackend final : public Backend {
   }
 
  private:
+  void allreduce_with(void* buffer, size_t count, DataType dtype, const Reduction& reduction) {
+    if (count == 0) return;
+    run("allreduce", [&](ncclComm_t comm, cudaStream_t stream) {
+      OperatorScope op(reduction, dtype, comm);
+      check_nccl(ncclAllReduce(buffer, buffer, count, nccl_type(dtype), op.op(), comm, stream),
+                 "ncclAllReduce", comm);
+    });
+  }
+
+  void reduce_scatter_with(const void* input, void* output, std::span<const size_t> counts,
+                           DataType dtype, const Reduction& reduction) {
+    ncclDataType_t type = nccl_type(dtype);
+    if (std::accumulate(counts.begin(), counts.end(), size_t{0}) == 0) return;
+    run("reduce_scatter", [&](ncclComm_t comm, cudaStream_t stream) {
+      OperatorScope op(reduction, dtype, comm);
+      if (all_equal(counts)) {
+        check_nccl(ncclReduceScatter(input, output, counts[0], type, op.op(), comm, stream),
+                   "ncclReduceScatter", comm);
+        return;
+      }
+      // ncclReduceScatter takes equal blocks: uneven ones are reduced one per owner, fused by
+      // the group. The traffic is the same; NCCL only schedules P operations instead of one.
+      const auto* in = static_cast<const std::byte*>(input);
+      for (int r = 0; r < size_; in += counts[r] * element_size(dtype), ++r) {
+        if (counts[r] == 0) continue;
+        void* mine = r == rank_ ? output : nullptr;  // NCCL writes only on the root
+        check_nccl(ncclReduce(in, mine, counts[r], type, op.op(), r, comm, stream), "ncclReduce",
+                   comm);
+      }
+    });
+  }
+
   // Readies this rank's device (and, on rank 0, the communicator's id); returns "" or the reason
   // it failed.
   std::string prepare(ncclUniqueId& id) {
@@ -333,8 +426,8 @@ int nccl_version() {
   return version;
 }
 
-std::unique_ptr<Backend> make_nccl_backend(Backend& bootstrap, int cuda_device,
-                                           std::chrono::milliseconds timeout) {
+std::unique_ptr<DeviceBackend> make_nccl_backend(Backend& bootstrap, int cuda_device,
+                                                 std::chrono::milliseconds timeout) {
   // A bad device number is not rejected here but by cudaSetDevice, so that every rank learns of
   // it through agree_on_readiness instead of waiting for this one.
   return std::make_unique<NcclBackend>(bootstrap, nullptr, cuda_device, timeout);

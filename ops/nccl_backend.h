@@ -9,7 +9,7 @@
 #include <chrono>
 #include <memory>
 
-#include "ops/backend.h"
+#include "ops/device_backend.h"
 
 namespace cohort::ops {
 
@@ -35,12 +35,14 @@ int nccl_version();
 //
 // All nine Cohort types are supported; bool travels as uint8 with sum and max as max (OR) and
 // product and min as min (AND), so its values must be 0 or 1. kAverage is rejected with
-// InvalidArgument, as in every backend.
+// InvalidArgument, as in every backend: averages and scale factors go through the
+// DeviceBackend's scaled sums (PreMulSum), for floating-point types. allocate() is cudaMalloc on
+// the backend's device, freed with cudaFree.
 //
 // `bootstrap` must outlive the returned backend and must not be used concurrently with it:
 // split() first splits `bootstrap` to hand the new communicator's id to the members only
 // (ncclCommSplit would need every rank of the parent, while only members call Backend::split).
-std::unique_ptr<Backend> make_nccl_backend(
+std::unique_ptr<DeviceBackend> make_nccl_backend(
     Backend& bootstrap, int cuda_device,
     std::chrono::milliseconds timeout = std::chrono::seconds(30));
 

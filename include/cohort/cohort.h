@@ -3,6 +3,15 @@
 // Every collective is named. Ranks may submit names in any order and from any thread; a
 // collective runs once every rank has submitted its name, and all ranks run collectives in the
 // same order. A name may be in flight only once per rank at a time.
+//
+// Tensors on a CUDA device (Tensor::device >= 0, NCCL builds only) go through NCCL, made for each
+// process set on first use; each rank uses its own device (usually its local rank's), and the
+// ranks must agree only on host versus device. Every collective takes them, with these limits:
+// allreduce works in place (input = output); average and scale factors apply to sum and average
+// of floating-point types, and are applied as one factor before the sum (prescale × postscale,
+// divided by the size for an average: NCCL's PreMulSum); runtime-owned results (allgather,
+// alltoall, reducescatter) are allocated on the same device (OwnedTensor::device_memory); device
+// allreduces do not run while a rank has joined, and are not fused.
 #pragma once
 
 #include <string>

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -135,17 +136,36 @@ struct Tensor {
 };
 
 // Memory owned by the runtime: the result of a collective whose output size is only known after
-// negotiation (allgather).
+// negotiation (allgather, alltoall, reducescatter). The result of a collective on device tensors
+// stays on their CUDA device.
 struct OwnedTensor {
-  std::vector<std::byte> bytes;         // the elements, packed
+  std::vector<std::byte> bytes;         // a host result's elements, packed (empty on a device)
   DataType dtype = DataType::kFloat32;  // the elements' type
   Shape shape;                          // the dimensions, outermost first
+  int device = kCpuDevice;              // kCpuDevice, or the CUDA device holding the result
+  // A device result's memory, allocated by the runtime and freed (cudaFree) when the last copy of
+  // this OwnedTensor is destroyed.
+  std::shared_ptr<void> device_memory;
 
-  // The elements as T, which should match dtype.
+  // The size of the result in bytes, wherever it is.
+  size_t num_bytes() const {
+    return static_cast<size_t>(num_elements(shape)) * element_size(dtype);
+  }
+  // The first element, in host or device memory.
+  const void* data() const { return device == kCpuDevice ? bytes.data() : device_memory.get(); }
+  // A view of the result, e.g. to pass it to another collective; this OwnedTensor must outlive it.
+  Tensor view() const { return {const_cast<void*>(data()), dtype, shape, device}; }
+
+  // A host result's elements as T, which should match dtype. InvalidArgument for a device result
+  // (copy it to the host with cudaMemcpy first).
   template <typename T>
   std::span<const T> as() const {
+    check_on_host();
     return {reinterpret_cast<const T*>(bytes.data()), bytes.size() / sizeof(T)};
   }
+
+ private:
+  void check_on_host() const;
 };
 
 }  // namespace cohort
