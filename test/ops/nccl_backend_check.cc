@@ -1,8 +1,9 @@
 // The NCCL backend on real GPUs: every operation on device memory against results computed on the
 // host (the checks of backend_checks.h that the MPI and Gloo backends pass, through a wrapper
-// that stages host buffers in device memory). Runs alone (a world of one), under mpirun or under
-// cohortrun, one GPU per rank of a host. Exits 77 (reported by ctest as skipped) when there is no
-// usable GPU or fewer GPUs than ranks on this host, 1 on any mismatch (printed), 0 otherwise.
+// that stages host buffers in device memory), and the DeviceBackend's scaled sums and allocate().
+// Runs alone (a world of one), under mpirun or under cohortrun, one GPU per rank of a host. Exits
+// 77 (reported by ctest as skipped) when there is no usable GPU or fewer GPUs than ranks on this
+// host, 1 on any mismatch (printed), 0 otherwise.
 #include <cuda_runtime.h>
 
 #include <csignal>
@@ -16,6 +17,7 @@
 #include "cohort/errors.h"
 #include "core/backend_factory.h"
 #include "core/config.h"
+#include "ops/half.h"
 #include "ops/nccl_backend.h"
 
 using namespace cohort;
@@ -99,6 +101,48 @@ class HostStaged final : public Backend {
   std::unique_ptr<Backend> device_;
 };
 
+int report(bool ok, int rank, const std::string& what) {
+  if (!ok) std::printf("rank %d: FAILED: %s\n", rank, what.c_str());
+  return ok ? 0 : 1;
+}
+
+// The DeviceBackend's own operations, which the engine uses for averages, scale factors and
+// runtime-owned results: sums with a factor (float32, float16), and allocate(). Returns the
+// number of failed checks.
+int check_device_backend(DeviceBackend& b) {
+  int n = b.size(), r = b.rank(), failures = 0;
+  float ranks_sum = static_cast<float>(n * (n + 1) / 2);  // of the values r + 1
+  std::vector<float> values(100, static_cast<float>(r + 1));
+  DeviceCopy a(values.data(), values.size() * 4);
+  b.allreduce_scaled(a.get(), values.size(), DataType::kFloat32, 0.5);
+  a.copy_to(values.data());
+  failures += report(values[99] == 0.5f * ranks_sum, r, "allreduce_scaled float32");
+
+  std::vector<uint16_t> halves(64, float_to_float16(2.0f));
+  DeviceCopy h(halves.data(), halves.size() * 2);
+  b.allreduce_scaled(h.get(), halves.size(), DataType::kFloat16, 0.25);
+  h.copy_to(halves.data());
+  failures += report(float16_to_float(halves[63]) == 0.5f * static_cast<float>(n), r,
+                     "allreduce_scaled float16");
+
+  std::vector<size_t> counts(static_cast<size_t>(n), 3);
+  std::vector<float> input(counts.size() * 3, static_cast<float>(r + 1)), block(3);
+  DeviceCopy in(input.data(), input.size() * 4), out(nullptr, block.size() * 4);
+  b.reduce_scatter_scaled(in.get(), out.get(), counts, DataType::kFloat32, 2.0);
+  out.copy_to(block.data());
+  failures += report(block[2] == 2.0f * ranks_sum, r, "reduce_scatter_scaled float32");
+
+  try {
+    b.allreduce_scaled(a.get(), 1, DataType::kInt32, 2.0);
+    failures += report(false, r, "allreduce_scaled of int32 was accepted");
+  } catch (const InvalidArgument&) {
+  }
+  std::shared_ptr<void> memory = b.allocate(1 << 20);
+  bool usable = memory && cudaMemset(memory.get(), 0, 1 << 20) == cudaSuccess;
+  failures += report(usable && b.allocate(0) == nullptr, r, "allocate");
+  return failures;
+}
+
 int env_int(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr ? std::atoi(value) : fallback;
@@ -127,10 +171,12 @@ int main() {
     auto cpu = make_backend(config);
     int failures = 0;
     {
-      HostStaged b(make_nccl_backend(*cpu, local_rank, config.timeout));
+      std::unique_ptr<DeviceBackend> device = make_nccl_backend(*cpu, local_rank, config.timeout);
+      failures += check_device_backend(*device);
+      HostStaged b(std::move(device));
       testing::BackendChecks checks(b);
       checks.run_all();
-      failures = checks.failures();
+      failures += checks.failures();
     }
     cpu->barrier();  // no rank closes its connections while a peer still uses them
     std::printf("rank %d of %d: %s\n", cpu->rank(), cpu->size(),
