@@ -2,7 +2,6 @@
 // group), then reduces them batch by batch as rank 0 cut them: a batch of several is packed into
 // the process set's fusion buffer, a batch of one is reduced where it lies.
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #include "cohort/errors.h"
@@ -90,16 +89,6 @@ std::string_view timeline_op(const Response& response, const TensorEntry& entry)
   return response.counts.size() > 1 ? "allreduce (fused)" : "allreduce";
 }
 
-// How many elements a packed batch of `count` reduces. Fused counts change from step to step
-// when a step's tensors reach the ranks split differently between cycles, and Gloo binds each
-// algorithm to one count; building one costs more than running it. Rounding up to one of eight
-// sizes per power of two (padding with the identity, at most 1/8 more) lets the few cached
-// algorithms serve every step.
-size_t padded_count(size_t count) {
-  size_t step = std::max<size_t>(std::bit_floor(count) / 8, 1);
-  return (count + step - 1) / step * step;
-}
-
 size_t bytes_of(const TensorEntry& entry) {
   if (entry.group.empty()) return entry.output.num_bytes();
   size_t bytes = 0;
@@ -171,9 +160,10 @@ bool Executor::grow_fusion_buffer(ProcessSetState& set, const std::vector<Respon
                                   const std::vector<ReducedTensor>& tensors) {
   size_t largest = 0, first = 0;
   for (const auto& batch : batches) {
-    size_t count = 0;
-    for (size_t i = first; i < first + batch.tensors; ++i) count += tensors[i].count;
-    size_t bytes = padded_count(count) * element_size(batch.dtype);
+    size_t bytes = 0;
+    for (size_t i = first; i < first + batch.tensors; ++i) {
+      bytes += tensors[i].count * element_size(batch.dtype);
+    }
     if (batch.tensors > 1) largest = std::max(largest, bytes);
     first += batch.tensors;
   }
@@ -230,9 +220,7 @@ void Executor::reduce_packed(ProcessSetState& set, std::span<const ReducedTensor
     slot += t.count * element;
   }
   size_t total = static_cast<size_t>(slot - set.fusion_buffer.data()) / element;
-  size_t padded = padded_count(total);
-  ops::fill_identity(slot, padded - total, how.dtype, how.reduce_op);
-  reduce_in_place(set, set.fusion_buffer.data(), padded, how,
+  reduce_in_place(set, set.fusion_buffer.data(), total, how,
                   {"cohort.fusion." + std::to_string(set.generation), moved},
                   /*prescale=*/false);
   slot = set.fusion_buffer.data();
