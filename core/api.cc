@@ -77,19 +77,21 @@ bool is_floating(DataType dtype) {
 }
 
 // Device reductions run wholly inside NCCL: in place, and with average and scale factors folded
-// into one pre-multiplied sum (PreMulSum), which NCCL has for floating-point types only.
-void check_device_reduction(const std::string& what, const Tensor& in, const Tensor& out,
+// into one pre-multiplied sum (PreMulSum), which NCCL has for floating-point types only. `what()`
+// begins the error message (built only on failure: grouped allreduces check every member).
+template <typename What>
+void check_device_reduction(const What& what, const Tensor& in, const Tensor& out,
                             const AllreduceOptions& o) {
   if (in.device == kCpuDevice && out.device == kCpuDevice) return;
   if (in.data != out.data || in.device != out.device) {
-    throw InvalidArgument(what + "device tensors are reduced in place (input = output)");
+    throw InvalidArgument(what() + "device tensors are reduced in place (input = output)");
   }
   if (o.op != ReduceOp::kAverage && o.prescale == 1.0 && o.postscale == 1.0) return;
   if (o.op != ReduceOp::kSum && o.op != ReduceOp::kAverage) {
-    throw InvalidArgument(what + "scale factors on device tensors apply to sum and average only");
+    throw InvalidArgument(what() + "scale factors on device tensors apply to sum and average only");
   }
   if (!is_floating(in.dtype)) {
-    throw InvalidArgument(what + "average and scale factors on device tensors need a " +
+    throw InvalidArgument(what() + "average and scale factors on device tensors need a " +
                           "floating-point type, not " + std::string(to_string(in.dtype)));
   }
 }
@@ -111,18 +113,19 @@ void check_reduction(OpType type, const std::string& name, const Tensor& in, con
                      const AllreduceOptions& o) {
   check_data(name, in, "input");
   check_data(name, out, "output");
-  std::string what = std::string(to_string(type)) + " '" + name + "': ";
+  auto what = [&] { return std::string(to_string(type)) + " '" + name + "': "; };
   if (in.dtype != out.dtype || in.shape != out.shape) {
-    throw InvalidArgument(what + "input is " + std::string(to_string(in.dtype)) + " " +
+    throw InvalidArgument(what() + "input is " + std::string(to_string(in.dtype)) + " " +
                           to_string(in.shape) + " but output is " +
                           std::string(to_string(out.dtype)) + " " + to_string(out.shape));
   }
   if (in.dtype == DataType::kBool &&
       (o.op == ReduceOp::kAverage || o.prescale != 1.0 || o.postscale != 1.0)) {
-    throw InvalidArgument(what + "bool tensors support sum, min, max and product without scaling");
+    throw InvalidArgument(what() +
+                          "bool tensors support sum, min, max and product without scaling");
   }
   if (!std::isfinite(o.prescale) || !std::isfinite(o.postscale)) {
-    throw InvalidArgument(what + "scale factors must be finite");
+    throw InvalidArgument(what() + "scale factors must be finite");
   }
   check_device_reduction(what, in, out, o);
 }
@@ -230,8 +233,12 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
   }
   GroupSpec specs;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    check_reduction(OpType::kAllreduce, name + "." + std::to_string(i), tensors[i], tensors[i],
-                    options);
+    try {
+      check_reduction(OpType::kAllreduce, name, tensors[i], tensors[i], options);
+    } catch (const InvalidArgument& e) {
+      // The member's number only on failure: a step may hand over a thousand members.
+      throw InvalidArgument("grouped allreduce member " + std::to_string(i) + ": " + e.what());
+    }
     if (tensors[i].device != tensors[0].device) {
       throw InvalidArgument("grouped allreduce '" + name + "': member " + std::to_string(i) +
                             " is on device " + std::to_string(tensors[i].device) +

@@ -41,6 +41,13 @@ void check_grouped_allreduce() {
   check(a[3] == 2.0f && b[7] == 4.0f, "grouped average");
   expect_error<InvalidArgument>([] { grouped_allreduce("empty", {}); }, "at least one tensor",
                                 "empty group");
+  Tensor no_data{nullptr, DataType::kFloat32, {4}};
+  expect_error<InvalidArgument>(
+      [&] {
+        grouped_allreduce("holed", {Tensor::of(a), no_data});
+      },
+      "grouped allreduce member 1: 'holed': input has no data pointer",
+      "a group member without data");
 }
 
 // Rank r trains r + 1 steps, then joins: step i has the ranks >= i as contributors.
