@@ -225,13 +225,15 @@ void allreduce(std::string name, Tensor input, Tensor output, AllreduceOptions o
   allreduce_async(std::move(name), std::move(input), std::move(output), options).wait();
 }
 
-Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
+Handle grouped_allreduce_async(std::string name, const std::vector<Tensor>& tensors,
                                AllreduceOptions options) {
   check_name(name);
   if (tensors.empty()) {
     throw InvalidArgument("grouped allreduce '" + name + "': needs at least one tensor");
   }
   GroupSpec specs;
+  std::vector<void*> memory;
+  memory.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     try {
       check_reduction(OpType::kAllreduce, name, tensors[i], tensors[i], options);
@@ -246,15 +248,17 @@ Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
                             "; a group's tensors share one device");
     }
     specs.add(tensors[i].dtype, tensors[i].shape);
+    memory.push_back(tensors[i].data);
   }
   Request r = allreduce_request(std::move(name), OpType::kAllreduce, tensors[0], options);
   r.shape.clear();
   r.group = std::move(specs);
-  return runtime()->submit(TensorEntry{std::move(r), {}, {}, nullptr, std::move(tensors)});
+  return runtime()->submit(TensorEntry{std::move(r), {}, {}, nullptr, std::move(memory)});
 }
 
-void grouped_allreduce(std::string name, std::vector<Tensor> tensors, AllreduceOptions options) {
-  grouped_allreduce_async(std::move(name), std::move(tensors), options).wait();
+void grouped_allreduce(std::string name, const std::vector<Tensor>& tensors,
+                       AllreduceOptions options) {
+  grouped_allreduce_async(std::move(name), tensors, options).wait();
 }
 
 Handle broadcast_async(std::string name, Tensor buffer, int root, ProcessSet set) {

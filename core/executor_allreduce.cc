@@ -54,8 +54,9 @@ void check_entry(const TensorEntry& entry, size_t parts, const int64_t* counts) 
   size_t mine = entry.group.empty() ? 1 : entry.group.size();
   bool same = mine == parts;
   for (size_t m = 0; same && m < mine; ++m) {
-    const Tensor& t = entry.group.empty() ? entry.output : entry.group[m];
-    same = t.num_elements() == counts[m];
+    int64_t elements =
+        entry.group.empty() ? entry.output.num_elements() : entry.request.group.elements(m);
+    same = elements == counts[m];
   }
   if (!same) {
     throw InternalError("rank 0 scheduled '" + entry.request.name + "' as " +
@@ -91,8 +92,11 @@ std::string_view timeline_op(const Response& response, const TensorEntry& entry)
 
 size_t bytes_of(const TensorEntry& entry) {
   if (entry.group.empty()) return entry.output.num_bytes();
+  const GroupSpec& group = entry.request.group;
   size_t bytes = 0;
-  for (const auto& t : entry.group) bytes += t.num_bytes();
+  for (size_t m = 0; m < group.size(); ++m) {
+    bytes += static_cast<size_t>(group.elements(m)) * element_size(group.dtype(m));
+  }
   return bytes;
 }
 
@@ -131,8 +135,8 @@ void Executor::reduce_all(const Response& response, std::vector<TensorEntry>& en
       ReducedTensor t{
           .count = static_cast<size_t>(response.counts[tensors.size()]), .name = i, .member = m};
       if (entry.handle) {
-        t.input = entry.group.empty() ? entry.input.data : entry.group[m].data;
-        t.output = entry.group.empty() ? entry.output.data : entry.group[m].data;
+        t.input = entry.group.empty() ? entry.input.data : entry.group[m];
+        t.output = entry.group.empty() ? entry.output.data : entry.group[m];
         t.device = entry.request.device;  // this rank's own, which may differ from rank 0's
       }
       tensors.push_back(t);

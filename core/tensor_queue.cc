@@ -12,7 +12,7 @@ bool TensorQueue::outputs_moved(const TensorEntry& entry) {
   bool moved = last.size() != n;
   last.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    void* output = entry.group.empty() ? entry.output.data : entry.group[i].data;
+    void* output = entry.group.empty() ? entry.output.data : entry.group[i];
     moved = moved || last[i] != output;
     last[i] = output;
   }

@@ -24,8 +24,9 @@ struct TensorEntry {
   Tensor input;
   Tensor output;
   std::shared_ptr<detail::HandleState> handle;
-  // A grouped allreduce's tensors, each reduced in place (input and output are then unused).
-  std::vector<Tensor> group;
+  // A grouped allreduce's tensors' memory, in order, each reduced in place (their types and shapes
+  // are request.group; input and output are then unused).
+  std::vector<void*> group;
 };
 
 class TensorQueue {

@@ -91,10 +91,10 @@ inline void allreduce(std::string name, Tensor inout, AllreduceOptions options =
 // collective named `name` and its members are fused together, and the handle completes when all
 // of them have. Every rank must pass the same number of tensors with matching shapes and types
 // (a mismatch names the member); the tensors must all be on one device.
-Handle grouped_allreduce_async(std::string name, std::vector<Tensor> tensors,
+Handle grouped_allreduce_async(std::string name, const std::vector<Tensor>& tensors,
                                AllreduceOptions options = {});
 // grouped_allreduce_async(), then waits for it.
-void grouped_allreduce(std::string name, std::vector<Tensor> tensors,
+void grouped_allreduce(std::string name, const std::vector<Tensor>& tensors,
                        AllreduceOptions options = {});
 
 // Overwrites `buffer` on every rank with `root`'s.
