@@ -101,9 +101,10 @@ ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
 
 ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int device) {
 #if COHORT_HAVE_NCCL
-  if (set.device_backend && set.device != device) {
+  if (set.device_backend && set.device_backend->device() != device) {
     throw InvalidArgument("device tensors of one process set must stay on one CUDA device (" +
-                          std::to_string(set.device) + "), not move to " + std::to_string(device));
+                          std::to_string(set.device_backend->device()) + "), not move to " +
+                          std::to_string(device));
   }
   if (!set.device_backend) {
     try {
@@ -113,7 +114,6 @@ ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int devic
       // host backend is intact: the collective fails, the runtime goes on.
       throw Error(std::string("no NCCL communicator for device tensors: ") + e.what());
     }
-    set.device = device;
   }
   return *set.device_backend;
 #else

@@ -54,7 +54,6 @@ class Executor {
     std::unique_ptr<ops::Backend> backend;  // null where this rank is not a member
     // NCCL over the same members for device tensors, made on first use (NCCL builds only).
     std::unique_ptr<ops::DeviceBackend> device_backend;
-    int device = kCpuDevice;
     // Where this set's fused allreduces are packed. It only grows, by the same steps on every
     // member, so whether it moved is the same on all of them (see ops::BufferBinding).
     std::vector<std::byte> fusion_buffer;
