@@ -236,3 +236,34 @@ TEST_CASE("a tracked sampler commits with the State and restores with it") {
   CHECK(sampler.steps(100) == 9);
   state.sync();
 }
+
+TEST_CASE("bytes: a value whose size changes commits through the program's callbacks") {
+  init();
+  State state;
+  std::vector<std::string> lines;  // grows between commits, like an optimizer's lazy state
+  auto save = [&lines] {
+    std::string out;
+    for (const auto& l : lines) out += l + '\n';
+    return out;
+  };
+  auto parse = [&lines](std::string_view bytes) -> std::function<void()> {
+    if (!bytes.empty() && bytes.back() != '\n') throw std::runtime_error("truncated");
+    std::vector<std::string> parsed;
+    for (size_t at = 0; at < bytes.size();) {
+      size_t end = bytes.find('\n', at);
+      parsed.emplace_back(bytes.substr(at, end - at));
+      at = end + 1;
+    }
+    return [&lines, parsed = std::move(parsed)] { lines = parsed; };
+  };
+  state.track_bytes("lines", "lines/v1", save, parse);
+  state.commit();
+  lines = {"a", "bb"};
+  state.commit();
+  lines.push_back("ccc");
+  state.restore();
+  CHECK(lines == std::vector<std::string>{"a", "bb"});
+
+  CHECK_THROWS_AS(state.track_bytes("empty", "x", nullptr, parse), InvalidArgument);
+  CHECK_THROWS_AS(state.track_bytes("lines", "x", save, parse), InvalidArgument);
+}

@@ -151,6 +151,14 @@ class State {
     track_object(std::move(name), detail::object_access(object));
   }
 
+  // A value the program serializes itself, for values whose size changes or that cereal cannot
+  // reach (a framework's optimizer state, created lazily). `save` returns the value's bytes as
+  // they are now; `parse` checks bytes and returns the function that moves them into the value,
+  // so a failure on any rank (parse throws) changes nothing anywhere. `type_tag` names the kind
+  // of value in sync checks and checkpoints: ranks and checkpoints must agree on it.
+  void track_bytes(std::string name, std::string type_tag, std::function<std::string()> save,
+                   std::function<std::function<void()>(std::string_view)> parse);
+
   // Collective. Snapshots every value in memory and merges the samplers' processed sets (one
   // allgather), then runs the commit hook. Throws on every rank, committing nothing, if any rank
   // has bad input (a resized buffer, a failing serializer, ranks out of step).
