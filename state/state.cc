@@ -139,8 +139,7 @@ void State::track_buffer(std::string name, DataType dtype,
       {std::move(name), detail::ValueKind::kBuffer, impl_->buffers.size() - 1});
 }
 
-void State::track_bytes(std::string name, std::string type_tag,
-                        std::function<std::string()> save,
+void State::track_bytes(std::string name, std::string type_tag, std::function<std::string()> save,
                         std::function<std::function<void()>(std::string_view)> parse) {
   if (!save || !parse) throw InvalidArgument("State::track_bytes('" + name + "'): empty callback");
   track_object(std::move(name), {std::move(type_tag), std::move(save), std::move(parse)});
