@@ -11,6 +11,10 @@ packages=(
   gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw.svg
   openssh-client openssh-server  # cohortrun's remote hosts; test/remote starts sshd in netns
   iproute2 util-linux  # ip netns for test/remote; setsid on remote hosts
+  # The torch adapter and the Python package. python3-torch does not pull libtorch-dev without
+  # recommends; sklearn is only for the digits data set it ships (the main job's data).
+  libtorch-dev python3-torch pybind11-dev python3-pybind11 python3-numpy python3-pytest
+  python3-sklearn zlib1g-dev
 )
 
 missing=()

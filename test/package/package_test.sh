@@ -2,7 +2,9 @@
 # Installs the build into a fresh prefix, builds test/package/hello against the installed tree the
 # way an outside project would, and runs it alone (a world of one) and as 2 workers under the
 # installed cohortrun. MODE find_package builds it with CMake and find_package(Cohort); MODE
-# pkg_config compiles it with the flags of `pkg-config --cflags --libs cohort`.
+# pkg_config compiles it with the flags of `pkg-config --cflags --libs cohort`; MODE
+# find_package_torch builds test/package/hello_torch with find_package(Cohort COMPONENTS torch)
+# (a build with libtorch only).
 # Usage: package_test.sh MODE BUILD_DIR WORK_DIR HELLO_SOURCE_DIR (CXX and CMAKE_GENERATOR from the
 # environment).
 set -euo pipefail
@@ -19,6 +21,12 @@ for f in bin/cohortrun include/cohort/cohort.h lib/cmake/Cohort/CohortConfig.cma
          lib/cmake/Cohort/CohortConfigVersion.cmake lib/pkgconfig/cohort.pc; do
   [[ -e $prefix/$f ]] || { echo "package_test: $prefix/$f was not installed" >&2; exit 1; }
 done
+if [[ $mode == find_package_torch ]]; then
+  for f in lib/libcohort_torch.so include/cohort/torch.h include/cohort/torch/collectives.h \
+           lib/cmake/Cohort/CohortTorchTargets.cmake; do
+    [[ -e $prefix/$f ]] || { echo "package_test: $prefix/$f was not installed" >&2; exit 1; }
+  done
+fi
 # The installed package must not point back into the source or build tree.
 if grep -rlF -e "$build" -e "$(cd "$hello/../../.." && pwd)/" "$prefix/lib/cmake" "$prefix/lib/pkgconfig"; then
   echo "package_test: the files above name the build or source tree" >&2
@@ -26,7 +34,7 @@ if grep -rlF -e "$build" -e "$(cd "$hello/../../.." && pwd)/" "$prefix/lib/cmake
 fi
 
 case $mode in
-  find_package)
+  find_package | find_package_torch)
     step "configuring and building $hello with find_package(Cohort)"
     timeout 120 cmake -S "$hello" -B "$work/hello" -G "${CMAKE_GENERATOR:-Ninja}" \
       -DCMAKE_CXX_COMPILER="${CXX:-c++}" -DCMAKE_PREFIX_PATH="$prefix" \
@@ -46,7 +54,7 @@ case $mode in
     app=$work/hello_package
     ;;
   *)
-    echo "package_test: unknown mode '$mode' (find_package or pkg_config)" >&2
+    echo "package_test: unknown mode '$mode' (find_package, pkg_config or find_package_torch)" >&2
     exit 2
     ;;
 esac
@@ -56,6 +64,13 @@ loaded=$(ldd "$app" | awk '/libcohort\.so/ {print $3}')
 if [[ $(realpath "$loaded") != "$(realpath "$prefix")"/lib/* ]]; then
   echo "package_test: $app loads libcohort from '$loaded', not from $prefix/lib" >&2
   exit 1
+fi
+if [[ $mode == find_package_torch ]]; then
+  loaded=$(ldd "$app" | awk '/libcohort_torch\.so/ {print $3}')
+  if [[ $(realpath "$loaded") != "$(realpath "$prefix")"/lib/* ]]; then
+    echo "package_test: $app loads libcohort_torch from '$loaded', not from $prefix/lib" >&2
+    exit 1
+  fi
 fi
 
 step "running $app alone"

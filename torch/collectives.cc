@@ -1,0 +1,452 @@
+// Cohort's collectives on at::Tensor: dtype mapping, contiguous staging of non-contiguous tensors,
+// copies of runtime-owned outputs, Work, and the names of unnamed calls.
+#include <c10/core/ScalarType.h>
+
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "cohort/torch/collectives.h"
+#include "tensor_bridge.h"
+
+namespace cohort::torch {
+
+namespace detail {
+namespace {
+
+constexpr const char* kSupported =
+    "bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64";
+
+// Counters of unnamed calls per kind of collective: the one piece of process-wide mutable state
+// of the adapter, owned here.
+class NameRegistry {
+ public:
+  static NameRegistry& instance() {
+    static NameRegistry registry;
+    return registry;
+  }
+  std::string next(std::string_view op) {
+    std::lock_guard lock(mutex_);
+    uint64_t n = counters_[std::string(op)]++;
+    return std::string(op) + ".noname." + std::to_string(n);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, uint64_t, std::less<>> counters_;
+};
+
+}  // namespace
+
+std::string dtype_name(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kBool:
+      return "bool";
+    case at::kByte:
+      return "uint8";
+    case at::kChar:
+      return "int8";
+    case at::kShort:
+      return "int16";
+    case at::kInt:
+      return "int32";
+    case at::kLong:
+      return "int64";
+    case at::kHalf:
+      return "float16";
+    case at::kBFloat16:
+      return "bfloat16";
+    case at::kFloat:
+      return "float32";
+    case at::kDouble:
+      return "float64";
+    case at::kComplexHalf:
+      return "complex32";
+    case at::kComplexFloat:
+      return "complex64";
+    case at::kComplexDouble:
+      return "complex128";
+    default:
+      return c10::toString(dtype);
+  }
+}
+
+void check_tensor(const at::Tensor& tensor, std::string_view what) {
+  std::string where = "cohort.torch." + std::string(what) + ": ";
+  if (!tensor.defined()) throw InvalidArgument(where + "the tensor is undefined");
+  if (tensor.is_cuda()) {
+    // Debian's libtorch has no CUDA (no c10_cuda), so the adapter cannot wait for torch's current
+    // stream before handing the memory to NCCL; it refuses rather than race.
+    throw InvalidArgument(where +
+                          "CUDA tensor on a CPU-only build of torch/Cohort: this adapter was "
+                          "built against a libtorch without CUDA, so it cannot order the "
+                          "collective after torch's CUDA stream; move the tensor to the CPU");
+  }
+  if (!tensor.device().is_cpu()) {
+    throw InvalidArgument(where + "tensor on device " + tensor.device().str() +
+                          "; only CPU tensors are supported");
+  }
+  if (tensor.layout() != at::kStrided) {
+    throw InvalidArgument(where + "sparse or other non-strided tensors are not supported");
+  }
+  to_cohort(tensor.scalar_type());
+}
+
+Tensor view_of(const at::Tensor& tensor) {
+  return {tensor.data_ptr(), to_cohort(tensor.scalar_type()),
+          Shape(tensor.sizes().begin(), tensor.sizes().end()), kCpuDevice};
+}
+
+at::Tensor to_tensor(const OwnedTensor& owned) {
+  if (owned.device != kCpuDevice) {
+    throw InvalidArgument("cohort.torch: a device result cannot be wrapped by this CPU-only build");
+  }
+  // One copy out of the runtime's buffer; handing the allocation to torch would save it.
+  at::Tensor out =
+      at::empty(at::IntArrayRef(owned.shape), at::TensorOptions().dtype(to_torch(owned.dtype)));
+  if (owned.num_bytes() > 0) std::memcpy(out.data_ptr(), owned.data(), owned.num_bytes());
+  return out;
+}
+
+std::string name_or_default(std::string name, std::string_view op) {
+  if (!name.empty()) return name;
+  return NameRegistry::instance().next(op);
+}
+
+}  // namespace detail
+
+DataType to_cohort(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kBool:
+      return DataType::kBool;
+    case at::kByte:
+      return DataType::kUInt8;
+    case at::kChar:
+      return DataType::kInt8;
+    case at::kInt:
+      return DataType::kInt32;
+    case at::kLong:
+      return DataType::kInt64;
+    case at::kHalf:
+      return DataType::kFloat16;
+    case at::kBFloat16:
+      return DataType::kBFloat16;
+    case at::kFloat:
+      return DataType::kFloat32;
+    case at::kDouble:
+      return DataType::kFloat64;
+    default:
+      throw InvalidArgument("cohort.torch: dtype " + detail::dtype_name(dtype) +
+                            " is not supported (supported: " + detail::kSupported + ")");
+  }
+}
+
+at::ScalarType to_torch(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool:
+      return at::kBool;
+    case DataType::kUInt8:
+      return at::kByte;
+    case DataType::kInt8:
+      return at::kChar;
+    case DataType::kInt32:
+      return at::kInt;
+    case DataType::kInt64:
+      return at::kLong;
+    case DataType::kFloat16:
+      return at::kHalf;
+    case DataType::kBFloat16:
+      return at::kBFloat16;
+    case DataType::kFloat32:
+      return at::kFloat;
+    case DataType::kFloat64:
+      return at::kDouble;
+  }
+  throw InvalidArgument("cohort.torch: unknown cohort::DataType " +
+                        std::to_string(static_cast<int>(dtype)));
+}
+
+// ---- Work ----
+
+Work::Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+namespace {
+
+Work::State& live(const std::shared_ptr<Work::State>& state) {
+  if (!state) throw InvalidArgument("cohort.torch.Work: this Work holds no collective");
+  return *state;
+}
+
+// Waits for the collective (rethrowing its error), then finishes it once.
+const std::vector<at::Tensor>& results_of(Work::State& state) {
+  state.handle.wait();
+  std::lock_guard lock(state.mutex);
+  if (!state.finished) {
+    state.results = state.finish(state.handle);
+    state.finished = true;
+    state.finish = nullptr;
+    state.keep.clear();
+  }
+  return state.results;
+}
+
+}  // namespace
+
+bool Work::poll() const {
+  return live(state_).handle.poll();
+}
+
+at::Tensor Work::wait() const {
+  State& state = live(state_);
+  const std::vector<at::Tensor>& results = results_of(state);
+  if (state.kind == State::Kind::kGroup && results.size() != 1) {
+    throw InvalidArgument("cohort.torch.Work('" + state.name +
+                          "'): a grouped allreduce has several results; use wait_all()");
+  }
+  if (results.empty()) return {};
+  return results.front();
+}
+
+std::vector<at::Tensor> Work::wait_all() const {
+  State& state = live(state_);
+  const std::vector<at::Tensor>& results = results_of(state);
+  if (state.kind == State::Kind::kAlltoall) return {results.front()};
+  return results;
+}
+
+at::Tensor Work::received_splits() const {
+  State& state = live(state_);
+  if (state.kind != State::Kind::kAlltoall) {
+    throw InvalidArgument("cohort.torch.Work('" + state.name +
+                          "'): received_splits() is for an alltoall");
+  }
+  return results_of(state).at(1);
+}
+
+const std::string& Work::name() const {
+  return live(state_).name;
+}
+
+// ---- Staging ----
+
+namespace {
+
+// A tensor as the runtime will see it: `caller` is what the caller gave, `target` the same tensor
+// detached from autograd, `staged` contiguous memory for the collective (the same tensor when
+// already contiguous).
+struct Staged {
+  at::Tensor caller;
+  at::Tensor target;
+  at::Tensor staged;
+  // After an in-place collective: the result goes back into a non-contiguous target.
+  void copy_back() const {
+    if (!staged.is_same(target)) target.copy_(staged);
+  }
+};
+
+Staged stage(const at::Tensor& tensor, std::string_view what) {
+  detail::check_tensor(tensor, what);
+  // detach(): the collective reads and writes the data without autograd tracking it, so tensors
+  // that require grad (parameters) work, in place included.
+  at::Tensor target = tensor.detach();
+  return {tensor, target, target.is_contiguous() ? target : target.contiguous()};
+}
+
+// A contiguous, detached copy: out-of-place calls leave the caller's tensor untouched.
+at::Tensor fresh_copy(const at::Tensor& tensor, std::string_view what) {
+  detail::check_tensor(tensor, what);
+  return tensor.detach().clone(at::MemoryFormat::Contiguous);
+}
+
+Work make_work(std::string name, Work::State::Kind kind, Handle handle,
+               std::vector<at::Tensor> keep,
+               std::function<std::vector<at::Tensor>(const Handle&)> finish) {
+  auto state = std::make_shared<Work::State>();
+  state->name = std::move(name);
+  state->kind = kind;
+  state->handle = std::move(handle);
+  state->keep = std::move(keep);
+  state->finish = std::move(finish);
+  return Work(std::move(state));
+}
+
+// An in-place collective on one tensor, submitted by `submit` on the staged view.
+Work in_place(const at::Tensor& tensor, std::string name, std::string_view op,
+              const std::function<Handle(std::string, Tensor)>& submit) {
+  Staged s = stage(tensor, op);
+  name = detail::name_or_default(std::move(name), op);
+  Handle handle = submit(name, detail::view_of(s.staged));
+  return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle),
+                   {s.target, s.staged}, [s](const Handle&) {
+                     s.copy_back();
+                     return std::vector<at::Tensor>{s.caller};
+                   });
+}
+
+// A collective whose result the runtime allocates (allgather, reducescatter).
+Work owned_output(const at::Tensor& input, std::string name, std::string_view op,
+                  const std::function<Handle(std::string, Tensor)>& submit) {
+  detail::check_tensor(input, op);
+  at::Tensor in = input.detach().contiguous();
+  name = detail::name_or_default(std::move(name), op);
+  Handle handle = submit(name, detail::view_of(in));
+  return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle), {in},
+                   [](const Handle& h) { return std::vector{detail::to_tensor(h.output())}; });
+}
+
+std::vector<int64_t> splits_of(const at::Tensor& splits) {
+  if (!splits.defined() || splits.numel() == 0) return {};
+  if (splits.dim() != 1 ||
+      (splits.scalar_type() != at::kLong && splits.scalar_type() != at::kInt)) {
+    throw InvalidArgument(
+        "cohort.torch.alltoall: splits must be a 1-D int64 or int32 tensor, not " +
+        std::to_string(splits.dim()) + "-D " + detail::dtype_name(splits.scalar_type()));
+  }
+  at::Tensor s = splits.detach().to(at::kCPU, at::kLong).contiguous();
+  const int64_t* p = s.data_ptr<int64_t>();
+  return {p, p + s.numel()};
+}
+
+}  // namespace
+
+// ---- Allreduce ----
+
+Work allreduce_async(const at::Tensor& input, AllreduceOptions options, std::string name) {
+  detail::check_tensor(input, "allreduce");
+  at::Tensor in = input.detach().contiguous();
+  at::Tensor out = at::empty(in.sizes(), in.options());
+  name = detail::name_or_default(std::move(name), "allreduce");
+  Handle handle = cohort::allreduce_async(name, detail::view_of(in), detail::view_of(out), options);
+  return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle), {in, out},
+                   [out](const Handle&) { return std::vector<at::Tensor>{out}; });
+}
+
+at::Tensor allreduce(const at::Tensor& input, AllreduceOptions options, std::string name) {
+  return allreduce_async(input, options, std::move(name)).wait();
+}
+
+Work allreduce_async_(const at::Tensor& tensor, AllreduceOptions options, std::string name) {
+  return in_place(tensor, std::move(name), "allreduce", [&](std::string n, Tensor t) {
+    return cohort::allreduce_async(std::move(n), t, options);
+  });
+}
+
+at::Tensor allreduce_(const at::Tensor& tensor, AllreduceOptions options, std::string name) {
+  return allreduce_async_(tensor, options, std::move(name)).wait();
+}
+
+// ---- Grouped allreduce ----
+
+Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceOptions options,
+                              std::string name) {
+  std::vector<Staged> staged;
+  std::vector<Tensor> views;
+  std::vector<at::Tensor> keep;
+  for (const at::Tensor& t : tensors) {
+    staged.push_back(stage(t, "grouped_allreduce"));
+    views.push_back(detail::view_of(staged.back().staged));
+    keep.push_back(staged.back().target);
+    keep.push_back(staged.back().staged);
+  }
+  name = detail::name_or_default(std::move(name), "grouped_allreduce");
+  Handle handle = cohort::grouped_allreduce_async(name, views, options);
+  return make_work(std::move(name), Work::State::Kind::kGroup, std::move(handle), std::move(keep),
+                   [staged = std::move(staged)](const Handle&) {
+                     std::vector<at::Tensor> results;
+                     for (const Staged& s : staged) {
+                       s.copy_back();
+                       results.push_back(s.caller);
+                     }
+                     return results;
+                   });
+}
+
+std::vector<at::Tensor> grouped_allreduce_(const std::vector<at::Tensor>& tensors,
+                                           AllreduceOptions options, std::string name) {
+  return grouped_allreduce_async_(tensors, options, std::move(name)).wait_all();
+}
+
+Work grouped_allreduce_async(const std::vector<at::Tensor>& inputs, AllreduceOptions options,
+                             std::string name) {
+  std::vector<at::Tensor> copies;
+  for (const at::Tensor& t : inputs) copies.push_back(fresh_copy(t, "grouped_allreduce"));
+  return grouped_allreduce_async_(copies, options, std::move(name));
+}
+
+std::vector<at::Tensor> grouped_allreduce(const std::vector<at::Tensor>& inputs,
+                                          AllreduceOptions options, std::string name) {
+  return grouped_allreduce_async(inputs, options, std::move(name)).wait_all();
+}
+
+// ---- Allgather, broadcast, alltoall, reducescatter ----
+
+Work allgather_async(const at::Tensor& input, std::string name, ProcessSet set) {
+  return owned_output(input, std::move(name), "allgather", [&](std::string n, Tensor t) {
+    return cohort::allgather_async(std::move(n), t, set);
+  });
+}
+
+at::Tensor allgather(const at::Tensor& input, std::string name, ProcessSet set) {
+  return allgather_async(input, std::move(name), set).wait();
+}
+
+Work broadcast_async_(const at::Tensor& tensor, int root, std::string name, ProcessSet set) {
+  return in_place(tensor, std::move(name), "broadcast", [&](std::string n, Tensor t) {
+    return cohort::broadcast_async(std::move(n), t, root, set);
+  });
+}
+
+at::Tensor broadcast_(const at::Tensor& tensor, int root, std::string name, ProcessSet set) {
+  return broadcast_async_(tensor, root, std::move(name), set).wait();
+}
+
+Work broadcast_async(const at::Tensor& input, int root, std::string name, ProcessSet set) {
+  return broadcast_async_(fresh_copy(input, "broadcast"), root, std::move(name), set);
+}
+
+at::Tensor broadcast(const at::Tensor& input, int root, std::string name, ProcessSet set) {
+  return broadcast_async(input, root, std::move(name), set).wait();
+}
+
+Work alltoall_async(const at::Tensor& input, const at::Tensor& splits, std::string name,
+                    ProcessSet set) {
+  detail::check_tensor(input, "alltoall");
+  std::vector<int64_t> counts = splits_of(splits);
+  at::Tensor in = input.detach().contiguous();
+  name = detail::name_or_default(std::move(name), "alltoall");
+  Handle handle = cohort::alltoall_async(name, detail::view_of(in), std::move(counts), set);
+  return make_work(std::move(name), Work::State::Kind::kAlltoall, std::move(handle), {in},
+                   [](const Handle& h) {
+                     const std::vector<int64_t>& received = h.received_splits();
+                     at::Tensor r = at::tensor(at::ArrayRef<int64_t>(received), at::kLong);
+                     return std::vector<at::Tensor>{detail::to_tensor(h.output()), r};
+                   });
+}
+
+std::pair<at::Tensor, at::Tensor> alltoall(const at::Tensor& input, const at::Tensor& splits,
+                                           std::string name, ProcessSet set) {
+  Work work = alltoall_async(input, splits, std::move(name), set);
+  return {work.wait(), work.received_splits()};
+}
+
+Work reducescatter_async(const at::Tensor& input, AllreduceOptions options, std::string name) {
+  return owned_output(input, std::move(name), "reducescatter", [&](std::string n, Tensor t) {
+    return cohort::reducescatter_async(std::move(n), t, options);
+  });
+}
+
+at::Tensor reducescatter(const at::Tensor& input, AllreduceOptions options, std::string name) {
+  return reducescatter_async(input, options, std::move(name)).wait();
+}
+
+// ---- Barrier, join ----
+
+void barrier(ProcessSet set) {
+  cohort::barrier("cohort.torch.barrier", set);
+}
+
+int join() {
+  return cohort::join();
+}
+
+}  // namespace cohort::torch

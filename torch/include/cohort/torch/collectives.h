@@ -1,0 +1,112 @@
+// Cohort's collectives on libtorch tensors: at::Tensor in and out of every collective, blocking,
+// asynchronous (a Work that keeps its tensors alive until it completes) and in place.
+//
+//   cohort::init();
+//   at::Tensor avg = cohort::torch::allreduce(grad, {.op = cohort::ReduceOp::kAverage});
+//   cohort::torch::allreduce_(grad);                       // in place
+//   auto work = cohort::torch::allgather_async(features);  // ... later: work.wait()
+//
+// Names: every collective is named; an empty name takes "<op>.noname.<n>", with n counting this
+// process's unnamed calls of that kind, as Horovod does (so unnamed calls must come in the same
+// order on every rank). Dtypes: uint8, int8, int32, int64, float16, bfloat16, float32, float64
+// and bool map to Cohort's types; any other (complex, int16, ...) is refused with InvalidArgument
+// naming it. A non-contiguous tensor is copied into a contiguous one for the collective, and an
+// in-place result is copied back into it. Tensors that require grad are read and written outside
+// autograd. CPU tensors go through Gloo or MPI. CUDA tensors are refused with InvalidArgument:
+// the libtorch this is built against (Debian's) has no CUDA, so the adapter cannot wait for
+// torch's current stream before NCCL reads the memory (a CUDA build would map the device index
+// to cohort::Tensor::device and wait for c10::cuda::getCurrentCUDAStream first). The namespace is
+// cohort::torch, so inside `using namespace cohort` write ::torch for libtorch's.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cohort/cohort.h"
+
+namespace cohort::torch {
+
+// The Cohort type of a torch dtype; InvalidArgument naming the dtype if Cohort has none.
+DataType to_cohort(at::ScalarType dtype);
+// The torch dtype of a Cohort type.
+at::ScalarType to_torch(DataType dtype);
+
+// An asynchronous collective on torch tensors. It holds the tensors it reads and writes until it
+// completes, so the caller may drop its own references. Copies share one collective.
+class Work {
+ public:
+  Work() = default;
+  // True once the collective has completed or failed; never blocks.
+  bool poll() const;
+  // Waits, then returns the result: the output tensor (for allreduce and broadcast, the tensor
+  // written; for an in-place call, the caller's tensor). Rethrows the collective's error.
+  at::Tensor wait() const;
+  // Grouped allreduce: waits, then returns every member's result, in the order given.
+  std::vector<at::Tensor> wait_all() const;
+  // Alltoall: waits, then returns how many rows came from each rank (an int64 tensor).
+  at::Tensor received_splits() const;
+  // The collective's name.
+  const std::string& name() const;
+
+  struct State;  // the handle, the tensors kept alive and how to finish (work.cc)
+  explicit Work(std::shared_ptr<State> state);
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Allreduce into a new tensor (input untouched).
+Work allreduce_async(const at::Tensor& input, AllreduceOptions options = {}, std::string name = {});
+at::Tensor allreduce(const at::Tensor& input, AllreduceOptions options = {}, std::string name = {});
+// Allreduce in place.
+Work allreduce_async_(const at::Tensor& tensor, AllreduceOptions options = {},
+                      std::string name = {});
+at::Tensor allreduce_(const at::Tensor& tensor, AllreduceOptions options = {},
+                      std::string name = {});
+
+// One grouped allreduce of every tensor (negotiated and fused as one), into new tensors or in
+// place.
+Work grouped_allreduce_async(const std::vector<at::Tensor>& inputs, AllreduceOptions options = {},
+                             std::string name = {});
+std::vector<at::Tensor> grouped_allreduce(const std::vector<at::Tensor>& inputs,
+                                          AllreduceOptions options = {}, std::string name = {});
+Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceOptions options = {},
+                              std::string name = {});
+std::vector<at::Tensor> grouped_allreduce_(const std::vector<at::Tensor>& tensors,
+                                           AllreduceOptions options = {}, std::string name = {});
+
+// Concatenation of every rank's tensor along the first dimension (which may differ), in rank order.
+Work allgather_async(const at::Tensor& input, std::string name = {}, ProcessSet set = {});
+at::Tensor allgather(const at::Tensor& input, std::string name = {}, ProcessSet set = {});
+
+// Root's tensor, into a new tensor or in place.
+Work broadcast_async(const at::Tensor& input, int root, std::string name = {}, ProcessSet set = {});
+at::Tensor broadcast(const at::Tensor& input, int root, std::string name = {}, ProcessSet set = {});
+Work broadcast_async_(const at::Tensor& tensor, int root, std::string name = {},
+                      ProcessSet set = {});
+at::Tensor broadcast_(const at::Tensor& tensor, int root, std::string name = {},
+                      ProcessSet set = {});
+
+// Rows of `input` to every rank: splits[j] rows to the set's j-th rank (empty: even split).
+// `splits` may be an int64/int32 tensor of one dimension, or undefined for an even split.
+Work alltoall_async(const at::Tensor& input, const at::Tensor& splits = {}, std::string name = {},
+                    ProcessSet set = {});
+// The rows received, and how many came from each rank.
+std::pair<at::Tensor, at::Tensor> alltoall(const at::Tensor& input, const at::Tensor& splits = {},
+                                           std::string name = {}, ProcessSet set = {});
+
+// Reduce, then this rank's block of the first dimension (cohort::reducescatter's split).
+Work reducescatter_async(const at::Tensor& input, AllreduceOptions options = {},
+                         std::string name = {});
+at::Tensor reducescatter(const at::Tensor& input, AllreduceOptions options = {},
+                         std::string name = {});
+
+// As cohort::barrier and cohort::join (join: this rank ran out of data; returns the last joiner).
+void barrier(ProcessSet set = {});
+int join();
+
+}  // namespace cohort::torch

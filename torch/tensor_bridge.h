@@ -1,0 +1,70 @@
+// Private to the torch adapter: the bridge between at::Tensor and cohort::Tensor (checks, views,
+// copies of runtime-owned results), the registry that names unnamed collectives, and the state
+// behind a Work.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cohort/cohort.h"
+#include "cohort/torch/collectives.h"
+
+namespace cohort::torch::detail {
+
+// Torch's user-facing name of a dtype ("complex64", "int16", ...), for error messages.
+std::string dtype_name(at::ScalarType dtype);
+
+// Throws InvalidArgument unless `tensor` can go through a collective: defined, dense, on the CPU
+// (this libtorch has no CUDA), of a dtype Cohort has. `what` names the call in the message.
+void check_tensor(const at::Tensor& tensor, std::string_view what);
+
+// A view of a contiguous, checked CPU tensor's memory.
+Tensor view_of(const at::Tensor& tensor);
+
+// A new torch tensor holding a copy of a runtime-owned host result.
+at::Tensor to_tensor(const OwnedTensor& owned);
+
+// `name`, or "<op>.noname.<n>" when it is empty (n counts this process's unnamed calls of `op`).
+std::string name_or_default(std::string name, std::string_view op);
+
+}  // namespace cohort::torch::detail
+
+namespace cohort::torch {
+
+// What a Work shares between its copies: the collective's handle, every tensor it reads or writes
+// (kept alive until it completes), and how to turn the completed collective into its results.
+struct Work::State {
+  enum class Kind { kSingle, kGroup, kAlltoall };
+
+  std::string name;
+  Kind kind = Kind::kSingle;
+  Handle handle;
+  std::vector<at::Tensor> keep;
+  // Runs once, after the handle completed: copies in-place results back into non-contiguous
+  // tensors, copies runtime-owned outputs into torch tensors. Returns the results.
+  std::function<std::vector<at::Tensor>(const Handle&)> finish;
+
+  std::mutex mutex;  // guards what follows: copies of a Work may wait from several threads
+  bool finished = false;
+  std::vector<at::Tensor> results;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  // A Work dropped before it completes waits here: the runtime may still write into the tensors
+  // this state keeps alive. Its error, if any, had no one to go to.
+  ~State() {
+    if (finished || !finish) return;
+    try {
+      handle.wait();
+    } catch (...) {
+    }
+  }
+};
+
+}  // namespace cohort::torch
