@@ -1,0 +1,21 @@
+"""The exceptions Cohort raises, as Python classes (made by the extension).
+
+``CohortError`` is a ``RuntimeError``; ``InvalidArgument`` is also a ``ValueError``.
+``InternalError`` (alias ``HorovodInternalError``) means the communication layer failed: a peer
+died, a connection broke or a collective timed out; ``elastic.run`` recovers from it.
+"""
+
+from cohort._C import (  # noqa: F401
+    CheckpointError,
+    CohortError,
+    HostsUpdatedInterrupt,
+    InternalError,
+    InvalidArgument,
+    MismatchError,
+    NotInitialized,
+    ShutdownError,
+    StallError,
+)
+
+# Horovod's name for the same error, so `except hvd.HorovodInternalError` keeps working.
+HorovodInternalError = InternalError

@@ -1,0 +1,167 @@
+"""Elastic state for Python: values that survive a failure, on Cohort's C++ elastic::State.
+
+``state.commit()`` snapshots every tracked value in memory (collective); ``state.restore()`` goes
+back to the last commit (local); ``state.sync()`` makes every rank's values rank 0's (collective).
+Python values are tracked through save/parse callbacks (``State::track_bytes``): the model's and
+the optimizer's state dicts as ``torch.save`` bytes, other attributes as pickles (the peers are the
+job's own ranks; see cohort.torch.functions), and ElasticSamplers natively, so that their processed
+samples merge at every commit.
+"""
+
+import io
+import pickle
+
+import torch
+
+from cohort import _C
+from cohort.torch.elastic.sampler import ElasticSampler
+
+
+def _torch_bytes(value):
+    buffer = io.BytesIO()
+    torch.save(value, buffer)
+    return buffer.getvalue()
+
+
+def _torch_value(data):
+    return torch.load(io.BytesIO(data))
+
+
+class ObjectState:
+    """Named Python values (``**kwargs``) kept as attributes, committed, restored and synced.
+
+    ``state.epoch = 3`` changes the value; the next commit keeps it. ElasticSampler values are
+    tracked as samplers. Every rank creates the State with the same names in the same order.
+    """
+
+    def __init__(self, _label="python", **kwargs):
+        object.__setattr__(self, "_cpp", _C.State(_label))
+        object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_samplers", {})
+        object.__setattr__(self, "_reset_callbacks", [])
+        self._track_fields()
+        for key, value in kwargs.items():
+            if isinstance(value, ElasticSampler):
+                self._samplers[key] = value
+                self._cpp.track_sampler(f"sampler.{key}", value._core)
+            else:
+                self._values[key] = value
+        self._cpp.track_bytes("attributes", "python.pickle", self._save_values, self._parse_values)
+
+    def _track_fields(self):
+        """Subclasses track their own values first (TorchState: model and optimizer)."""
+
+    # --- attributes -----------------------------------------------------------------------------
+
+    def __getattr__(self, name):
+        values = self.__dict__.get("_values", {})
+        if name in values:
+            return values[name]
+        samplers = self.__dict__.get("_samplers", {})
+        if name in samplers:
+            return samplers[name]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        if name in self._values:
+            self._values[name] = value
+        elif name in self._samplers:
+            raise AttributeError(f"the tracked sampler {name!r} cannot be replaced")
+        else:
+            object.__setattr__(self, name, value)
+
+    def _save_values(self):
+        return pickle.dumps(self._values)
+
+    def _parse_values(self, data):
+        values = pickle.loads(data)
+        if set(values) != set(self._values):
+            raise ValueError(f"the saved attributes {sorted(values)} are not this State's "
+                             f"{sorted(self._values)}")
+        return lambda: self._values.update(values)
+
+    # --- the State's operations -----------------------------------------------------------------
+
+    def _repartitioned(self):
+        for sampler in self._samplers.values():
+            sampler._invalidate()
+
+    def commit(self):
+        """Collective: keeps every value as it is now (inside ``run``, also checks host updates)."""
+        self._cpp.commit()
+
+    def restore(self):
+        """Local: every value back to the last commit or sync; uncommitted sampler records dropped."""
+        try:
+            self._cpp.restore()
+        finally:
+            self._repartitioned()
+
+    def sync(self):
+        """Collective: every rank takes rank 0's values; samplers repartitioned over the world."""
+        try:
+            self._cpp.sync()
+        finally:
+            self._repartitioned()
+
+    def check_host_updates(self):
+        """Collective: raises HostsUpdatedInterrupt if the launcher changed the hosts."""
+        _C.check_host_updates()
+
+    def register_reset_callbacks(self, callbacks):
+        """Functions to call after a reset into a new world (rank() and size() are the new ones)."""
+        for callback in callbacks:
+            self._reset_callbacks.append(callback)
+            self._cpp.add_reset_callback(callback)
+
+    def on_reset(self):
+        """Runs the reset callbacks in registration order (``run`` does it after every reset)."""
+        self._cpp.run_reset_callbacks()
+
+    @property
+    def commit_count(self):
+        """Successful commits so far."""
+        return self._cpp.commit_count
+
+
+class TorchState(ObjectState):
+    """A model's parameters and buffers, an optimizer's state, and any other values.
+
+    ``TorchState(model, optimizer, train_sampler=sampler, epoch=0, batch=0)`` as in Horovod: the
+    model's ``state_dict()`` and the optimizer's (hyperparameters included) are committed,
+    restored and synced with the other values.
+    """
+
+    def __init__(self, model=None, optimizer=None, **kwargs):
+        object.__setattr__(self, "model", model)
+        object.__setattr__(self, "optimizer", optimizer)
+        super().__init__(_label="torch", **kwargs)
+
+    def _track_fields(self):
+        if self.model is not None:
+            self._cpp.track_bytes("model", "torch.module.state_dict",
+                                  lambda: _torch_bytes(self.model.state_dict()), self._parse_model)
+        if self.optimizer is not None:
+            self._cpp.track_bytes("optimizer", "torch.optim.state_dict",
+                                  lambda: _torch_bytes(self.optimizer.state_dict()),
+                                  self._parse_optimizer)
+
+    def _parse_model(self, data):
+        saved = _torch_value(data)
+        current = self.model.state_dict()
+        if set(saved) != set(current):
+            raise ValueError("the saved model has other parameters than this one")
+        for key, tensor in saved.items():
+            if tuple(tensor.shape) != tuple(current[key].shape):
+                raise ValueError(f"the saved {key} has shape {tuple(tensor.shape)}, this model's "
+                                 f"{tuple(current[key].shape)}")
+        return lambda: self.model.load_state_dict(saved)
+
+    def _parse_optimizer(self, data):
+        saved = _torch_value(data)
+        groups = self.optimizer.param_groups
+        if len(saved["param_groups"]) != len(groups) or any(
+                len(s["params"]) != len(g["params"])
+                for s, g in zip(saved["param_groups"], groups)):
+            raise ValueError("the saved optimizer state has other param groups than this one")
+        return lambda: self.optimizer.load_state_dict(saved)

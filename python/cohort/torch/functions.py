@@ -1,0 +1,150 @@
+"""Making every rank start from the same state: parameters, optimizer state and objects.
+
+Objects travel as pickles (as in Horovod): unpickling runs code chosen by the sender, which is
+acceptable here because the only peers are the job's own ranks, started by the same launcher from
+the same program; never point these functions at data from outside the job.
+"""
+
+import io
+import pickle
+
+import torch
+
+from cohort import _C
+from cohort.torch import mpi_ops
+from cohort.torch.mpi_ops import global_process_set, synchronize
+
+# Element types that go through a broadcast collective; others travel inside the pickle.
+_COLLECTIVE_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int32, torch.int64,
+                      torch.float16, torch.bfloat16, torch.float32, torch.float64}
+
+
+def broadcast_parameters(params, root_rank, process_set=global_process_set):
+    """Overwrites every tensor with root's, in place.
+
+    ``params``: a ``state_dict()`` (a dict, taken in sorted name order) or a sequence of
+    ``(name, tensor)`` pairs such as ``model.named_parameters()`` (in the given order, which must
+    be the same on every rank).
+    """
+    if isinstance(params, dict):
+        items = sorted(params.items())
+    else:
+        items = [p if isinstance(p, tuple) else (None, p) for p in params]
+    handles = []
+    # The runtime writes the parameters' memory; autograd must not see it as an in-place op.
+    with torch.no_grad():
+        for index, (name, tensor) in enumerate(items):
+            if tensor is None:
+                continue
+            label = f"parameters.{name if name is not None else index}"
+            handles.append(mpi_ops.broadcast_async_(tensor, root_rank, name=label,
+                                                    process_set=process_set))
+        for handle in handles:
+            synchronize(handle)
+
+
+def _split_tensors(value, tensors):
+    """``value`` with every collective-friendly tensor replaced by a placeholder (its index)."""
+    if isinstance(value, torch.Tensor) and value.dtype in _COLLECTIVE_DTYPES \
+            and value.device.type == "cpu":
+        tensors.append(value)
+        return _TensorSlot(len(tensors) - 1, tuple(value.shape), value.dtype)
+    if isinstance(value, dict):
+        return {k: _split_tensors(v, tensors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_split_tensors(v, tensors) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_split_tensors(v, tensors) for v in value)
+    return value
+
+
+def _fill_tensors(value, tensors):
+    """The inverse of ``_split_tensors``: placeholders replaced by ``tensors``."""
+    if isinstance(value, _TensorSlot):
+        return tensors[value.index]
+    if isinstance(value, dict):
+        return {k: _fill_tensors(v, tensors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_tensors(v, tensors) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_fill_tensors(v, tensors) for v in value)
+    return value
+
+
+class _TensorSlot:
+    """Where a broadcast tensor goes back into the optimizer's state dict."""
+
+    def __init__(self, index, shape, dtype):
+        self.index = index
+        self.shape = shape
+        self.dtype = dtype
+
+
+def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=global_process_set):
+    """Makes the optimizer's whole state equal to root's.
+
+    Every param group's hyperparameters (lr, momentum, betas, eps, weight decay, ...) and every
+    per-parameter state tensor (momentum buffers, Adam's step and moments). A rank with no state
+    yet (a fresh optimizer) gets root's. Root sends its state dict's structure as one pickled
+    object, then each state tensor through a broadcast collective; the others load the result
+    with ``optimizer.load_state_dict``, which checks that the param groups match.
+    """
+    del model  # Horovod's argument, not needed: the optimizer names its parameters by index
+    is_root = _C.rank() == root_rank
+    tensors = []
+    skeleton = _split_tensors(optimizer.state_dict(), tensors) if is_root else None
+    skeleton = broadcast_object(skeleton, root_rank, name="optimizer_state.structure",
+                                process_set=process_set)
+    if not is_root:
+        slots = []
+        _collect_slots(skeleton, slots)
+        tensors = [torch.empty(s.shape, dtype=s.dtype) for s in sorted(slots, key=lambda s: s.index)]
+    handles = [mpi_ops.broadcast_async_(t, root_rank, name=f"optimizer_state.{i}",
+                                        process_set=process_set)
+               for i, t in enumerate(tensors)]
+    for handle in handles:
+        synchronize(handle)
+    if not is_root:
+        optimizer.load_state_dict(_fill_tensors(skeleton, tensors))
+
+
+def _collect_slots(value, slots):
+    if isinstance(value, _TensorSlot):
+        slots.append(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _collect_slots(v, slots)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _collect_slots(v, slots)
+
+
+def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
+    """Root's object on every rank (root gets its own object back). Pickled; see the module doc."""
+    name = name or "broadcast_object"
+    if _C.rank() == root_rank:
+        data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+        length = torch.tensor([data.numel()], dtype=torch.int64)
+    else:
+        length = torch.zeros(1, dtype=torch.int64)
+    mpi_ops.broadcast_(length, root_rank, name=f"{name}.length", process_set=process_set)
+    if _C.rank() != root_rank:
+        data = torch.empty(int(length.item()), dtype=torch.uint8)
+    mpi_ops.broadcast_(data, root_rank, name=f"{name}.data", process_set=process_set)
+    if _C.rank() == root_rank:
+        return obj
+    return pickle.load(io.BytesIO(data.numpy().tobytes()))
+
+
+def allgather_object(obj, name=None, process_set=global_process_set):
+    """Every rank's object, in rank order. Pickled; see the module doc."""
+    name = name or "allgather_object"
+    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+    lengths = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64),
+                                name=f"{name}.lengths", process_set=process_set)
+    gathered = mpi_ops.allgather(data, name=f"{name}.data", process_set=process_set).numpy()
+    objects, offset = [], 0
+    for length in lengths.tolist():
+        objects.append(pickle.loads(gathered[offset:offset + length].tobytes()))
+        offset += length
+    return objects

@@ -1,0 +1,530 @@
+"""Horovod's basic operations on torch tensors, over Cohort's runtime.
+
+Every collective has Horovod's signature. The ``*_async`` forms return an opaque handle for
+``poll(handle)`` and ``synchronize(handle)`` (which returns the output); the forms ending in ``_``
+work in place. A given ``name`` becomes ``<op>.<name>``; unnamed calls are numbered per kind, so
+they must come in the same order on every rank, as in Horovod.
+"""
+
+import atexit
+
+import torch
+
+from cohort import _C
+from cohort._errors import InvalidArgument
+from cohort.torch.compression import Compression
+
+# The reduction operators. Adasum is named so that scripts that mention it import, and refused
+# precisely when used.
+Sum = _C.ReduceOp.SUM
+Average = _C.ReduceOp.AVERAGE
+Min = _C.ReduceOp.MIN
+Max = _C.ReduceOp.MAX
+Product = _C.ReduceOp.PRODUCT
+
+
+class _UnsupportedOp:
+    """A Horovod reduction operator that Cohort does not implement."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+Adasum = _UnsupportedOp("Adasum")
+
+
+def _check_op(op):
+    if isinstance(op, _UnsupportedOp):
+        raise NotImplementedError(
+            f"cohort.torch: op={op.name} is not supported by Cohort "
+            "(supported: Sum, Average, Min, Max, Product)")
+    if not isinstance(op, _C.ReduceOp):
+        raise InvalidArgument(f"cohort.torch: op must be one of Sum, Average, Min, Max, Product, "
+                              f"not {op!r}")
+    return op
+
+
+def _resolve_op(average, op, default=Average):
+    """Horovod's rules: ``average`` is the deprecated form of ``op`` and may not come with it."""
+    if average is not None:
+        if op is not None:
+            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
+        return Average if average else Sum
+    return _check_op(default if op is None else op)
+
+
+# --- Joining the job -----------------------------------------------------------------------------
+
+def init(comm=None, process_sets=None):
+    """Joins the job (cohortrun → Gloo, mpirun → MPI, alone → a world of one).
+
+    ``process_sets``: ProcessSet objects to register right away, as Horovod does.
+    """
+    if comm is not None:
+        raise NotImplementedError("cohort.torch: init(comm=...) with an MPI communicator is not "
+                                  "supported; start the job with cohortrun or mpirun")
+    _C.init()
+    if process_sets:
+        for process_set in process_sets:
+            add_process_set(process_set)
+
+
+def shutdown():
+    """Leaves the job once every rank has called it. Also done at exit if forgotten."""
+    if _C.is_initialized():
+        _C.shutdown()
+
+
+# Horovod scripts usually leave without shutdown(); Cohort's shutdown is what lets the peers see a
+# clean departure rather than a broken connection.
+atexit.register(shutdown)
+
+is_initialized = _C.is_initialized
+rank = _C.rank
+size = _C.size
+local_rank = _C.local_rank
+local_size = _C.local_size
+cross_rank = _C.cross_rank
+cross_size = _C.cross_size
+
+
+def gloo_built():
+    """Cohort always has its Gloo backend."""
+    return True
+
+
+def mpi_built():
+    """Cohort always has its MPI backend."""
+    return True
+
+
+def nccl_built():
+    """Whether this build of Cohort has its NCCL backend."""
+    return bool(_C.nccl_built)
+
+
+def gloo_enabled():
+    """Whether this job runs over Gloo (started by cohortrun)."""
+    return _C.backend_name() == "gloo"
+
+
+def mpi_enabled():
+    """Whether this job runs over MPI (started by mpirun)."""
+    return _C.backend_name() == "mpi"
+
+
+def cuda_built():
+    """Whether CUDA tensors can go through Cohort (NCCL builds)."""
+    return nccl_built()
+
+
+def rocm_built():
+    """Cohort has no ROCm support."""
+    return False
+
+
+def ddl_built():
+    """Cohort has no IBM DDL support."""
+    return False
+
+
+def ccl_built():
+    """Cohort has no oneCCL support."""
+    return False
+
+
+# --- Process sets --------------------------------------------------------------------------------
+
+class ProcessSet:
+    """A subset of the ranks that runs collectives among themselves, as Horovod's ProcessSet.
+
+    Create it with the global ranks, then register it on every rank with ``add_process_set`` (or
+    ``init(process_sets=[...])``).
+    """
+
+    def __init__(self, ranks):
+        self.ranks = sorted(int(r) for r in ranks) if ranks is not None else None
+        self.process_set_id = None
+
+    def _id(self):
+        if self.process_set_id is None:
+            raise InvalidArgument("cohort.torch: this process set has not been added; call "
+                                  "add_process_set() on every rank first")
+        return self.process_set_id
+
+    def size(self):
+        """The number of ranks in the set."""
+        return len(_C.process_set_ranks(self._id()))
+
+    def rank(self):
+        """This process's index in the set (ValueError-like InvalidArgument if not a member)."""
+        members = _C.process_set_ranks(self._id())
+        me = _C.rank()
+        if me not in members:
+            raise InvalidArgument(f"cohort.torch: rank {me} is not in process set "
+                                  f"{self.process_set_id}")
+        return members.index(me)
+
+    def included(self):
+        """Whether this process is a member."""
+        return _C.rank() in _C.process_set_ranks(self._id())
+
+    def __repr__(self):
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+
+
+class _GlobalProcessSet(ProcessSet):
+    """Every rank of the world: process set 0, whose ranks follow the current world."""
+
+    def __init__(self):  # pylint: disable=super-init-not-called
+        self.process_set_id = 0
+
+    @property
+    def ranks(self):
+        """The world's ranks (None before init)."""
+        return _C.process_set_ranks(0) if _C.is_initialized() else None
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def add_process_set(process_set):
+    """Registers a ProcessSet (or a list of ranks) on every rank; returns the ProcessSet."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError("cohort.torch: this process set has already been added")
+    process_set.process_set_id = _C.add_process_set(process_set.ranks)
+    return process_set
+
+
+def remove_process_set(process_set):
+    """Not supported: Cohort's process sets live as long as the runtime."""
+    raise NotImplementedError("cohort.torch: remove_process_set is not supported; process sets "
+                              "live until shutdown()")
+
+
+def _set_id(process_set):
+    if process_set is None:
+        return 0
+    if not isinstance(process_set, ProcessSet):
+        raise InvalidArgument(f"cohort.torch: process_set must be a ProcessSet, not "
+                              f"{type(process_set).__name__}")
+    return process_set._id()
+
+
+# --- Handles -------------------------------------------------------------------------------------
+
+class Handle:
+    """An asynchronous collective in flight: pass it to ``poll`` or ``synchronize``."""
+
+    __slots__ = ("_work", "_finish", "_result", "_done")
+
+    def __init__(self, work, finish):
+        self._work = work
+        self._finish = finish
+        self._done = False
+        self._result = None
+
+    def __repr__(self):
+        return f"<cohort.torch handle {self._work.name}>"
+
+
+def poll(handle):
+    """True once the collective has completed (or failed); never blocks."""
+    return handle._done or handle._work.poll()
+
+
+def synchronize(handle):
+    """Waits for the collective and returns its output (raises its error)."""
+    if not handle._done:
+        handle._result = handle._finish(handle._work)
+        handle._done = True
+        handle._work = _Finished(handle._work.name)
+    return handle._result
+
+
+class _Finished:
+    """What a handle keeps once synchronized: its name, and a poll that says done."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def poll(self):
+        return True
+
+
+def _check_device(tensor, what):
+    if not isinstance(tensor, torch.Tensor):
+        raise InvalidArgument(f"cohort.torch.{what}: expected a torch.Tensor, got "
+                              f"{type(tensor).__name__}")
+    if tensor.device.type not in ("cpu", "cuda"):
+        raise InvalidArgument(f"cohort.torch.{what}: tensor on device '{tensor.device}'; only CPU "
+                              f"tensors (and CUDA ones in NCCL builds) are supported")
+
+
+def _name(op, name):
+    return "" if name is None else f"{op}.{name}"
+
+
+# --- Allreduce -----------------------------------------------------------------------------------
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0, process_set=global_process_set):
+    """Starts an allreduce into a new tensor; ``synchronize`` returns it."""
+    _check_device(tensor, "allreduce_async")
+    op = _resolve_op(average, op)
+    work = _C.allreduce_async(tensor, op, prescale_factor, postscale_factor,
+                              _set_id(process_set), _name("allreduce", name))
+    return Handle(work, lambda w: w.wait())
+
+
+class _AllreduceFunction(torch.autograd.Function):
+    """Allreduce with a gradient: the gradient is the same allreduce of the output's gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, op, prescale, postscale, set_id, name):
+        ctx.args = (op, prescale, postscale, set_id)
+        return _C.allreduce(tensor, op, prescale, postscale, set_id, name)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        op, prescale, postscale, set_id = ctx.args
+        grad = _C.allreduce(grad_output.contiguous(), op, prescale, postscale, set_id, "")
+        return grad, None, None, None, None, None
+
+
+def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
+              prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """Reduces ``tensor`` over the ranks into a new tensor (Average by default); differentiable."""
+    _check_device(tensor, "allreduce")
+    op = _resolve_op(average, op)
+    compressed, ctx = compression.compress(tensor)
+    args = (op, prescale_factor, postscale_factor, _set_id(process_set),
+            _name("allreduce", name))
+    if compressed.requires_grad:
+        out = _AllreduceFunction.apply(compressed, *args)
+    else:
+        out = _C.allreduce(compressed, *args)
+    return compression.decompress(out, ctx)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0, process_set=global_process_set):
+    """Starts an in-place allreduce; ``synchronize`` returns ``tensor``."""
+    _check_device(tensor, "allreduce_async_")
+    op = _resolve_op(average, op)
+    work = _C.allreduce_async_(tensor, op, prescale_factor, postscale_factor,
+                               _set_id(process_set), _name("allreduce", name))
+    return Handle(work, lambda w: w.wait())
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+               postscale_factor=1.0, process_set=global_process_set):
+    """Reduces ``tensor`` in place and returns it."""
+    _check_device(tensor, "allreduce_")
+    op = _resolve_op(average, op)
+    return _C.allreduce_(tensor, op, prescale_factor, postscale_factor, _set_id(process_set),
+                         _name("allreduce", name))
+
+
+# --- Grouped allreduce ---------------------------------------------------------------------------
+
+def _check_all(tensors, what):
+    tensors = list(tensors)
+    for t in tensors:
+        _check_device(t, what)
+    return tensors
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0, process_set=global_process_set):
+    """Starts one allreduce of every tensor (negotiated and fused as one); outputs are new."""
+    tensors = _check_all(tensors, "grouped_allreduce_async")
+    op = _resolve_op(average, op)
+    work = _C.grouped_allreduce_async(tensors, op, prescale_factor, postscale_factor,
+                                      _set_id(process_set), _name("grouped_allreduce", name))
+    return Handle(work, lambda w: w.wait_all())
+
+
+def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
+                      prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
+    """One allreduce of every tensor; returns the list of results."""
+    tensors = _check_all(tensors, "grouped_allreduce")
+    op = _resolve_op(average, op)
+    compressed = [compression.compress(t) for t in tensors]
+    outs = _C.grouped_allreduce([c for c, _ in compressed], op, prescale_factor, postscale_factor,
+                                _set_id(process_set), _name("grouped_allreduce", name))
+    return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, compressed)]
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0, process_set=global_process_set):
+    """Starts one in-place allreduce of every tensor."""
+    tensors = _check_all(tensors, "grouped_allreduce_async_")
+    op = _resolve_op(average, op)
+    work = _C.grouped_allreduce_async_(tensors, op, prescale_factor, postscale_factor,
+                                       _set_id(process_set), _name("grouped_allreduce", name))
+    return Handle(work, lambda w: w.wait_all())
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0, process_set=global_process_set):
+    """Reduces every tensor in place, as one collective; returns them."""
+    tensors = _check_all(tensors, "grouped_allreduce_")
+    op = _resolve_op(average, op)
+    return _C.grouped_allreduce_(tensors, op, prescale_factor, postscale_factor,
+                                 _set_id(process_set), _name("grouped_allreduce", name))
+
+
+# --- Allgather, broadcast, alltoall, reducescatter -----------------------------------------------
+
+def allgather_async(tensor, name=None, process_set=global_process_set):
+    """Starts an allgather (concatenation along the first dimension, in rank order)."""
+    _check_device(tensor, "allgather_async")
+    work = _C.allgather_async(tensor, _set_id(process_set), _name("allgather", name))
+    return Handle(work, lambda w: w.wait())
+
+
+class _AllgatherFunction(torch.autograd.Function):
+    """Allgather with a gradient: this rank's rows of the summed output gradient."""
+
+    @staticmethod
+    def forward(ctx, tensor, set_id, name):
+        ctx.set_id = set_id
+        rows = torch.tensor([tensor.shape[0] if tensor.dim() > 0 else 1], dtype=torch.int64)
+        ctx.rows = _C.allgather(rows, set_id, "").tolist()
+        ctx.index = _C.process_set_ranks(set_id).index(_C.rank())
+        return _C.allgather(tensor, set_id, name)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, ctx.set_id, "")
+        start = sum(ctx.rows[:ctx.index])
+        return grad[start:start + ctx.rows[ctx.index]], None, None
+
+
+def allgather(tensor, name=None, process_set=global_process_set):
+    """Every rank's tensor, concatenated along the first dimension in rank order."""
+    _check_device(tensor, "allgather")
+    set_id = _set_id(process_set)
+    if tensor.requires_grad:
+        return _AllgatherFunction.apply(tensor, set_id, _name("allgather", name))
+    return _C.allgather(tensor, set_id, _name("allgather", name))
+
+
+def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts a broadcast of root's tensor into a new tensor."""
+    _check_device(tensor, "broadcast_async")
+    work = _C.broadcast_async(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+    return Handle(work, lambda w: w.wait())
+
+
+class _BroadcastFunction(torch.autograd.Function):
+    """Broadcast with a gradient: root gets the summed gradient, the others none."""
+
+    @staticmethod
+    def forward(ctx, tensor, root_rank, set_id, name):
+        ctx.args = (root_rank, set_id)
+        return _C.broadcast(tensor, root_rank, set_id, name)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        root_rank, set_id = ctx.args
+        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, set_id, "")
+        if _C.rank() != root_rank:
+            grad = torch.zeros_like(grad)
+        return grad, None, None, None
+
+
+def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
+    """Root's tensor, as a new tensor on every rank."""
+    _check_device(tensor, "broadcast")
+    set_id = _set_id(process_set)
+    if tensor.requires_grad:
+        return _BroadcastFunction.apply(tensor, root_rank, set_id, _name("broadcast", name))
+    return _C.broadcast(tensor, root_rank, set_id, _name("broadcast", name))
+
+
+def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Starts an in-place broadcast of root's tensor."""
+    _check_device(tensor, "broadcast_async_")
+    work = _C.broadcast_async_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+    return Handle(work, lambda w: w.wait())
+
+
+def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
+    """Overwrites ``tensor`` with root's and returns it."""
+    _check_device(tensor, "broadcast_")
+    return _C.broadcast_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+
+
+def _splits_tensor(splits):
+    if splits is None:
+        return None
+    if isinstance(splits, torch.Tensor):
+        return splits
+    return torch.tensor(list(splits), dtype=torch.int64)
+
+
+def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
+    """Starts an alltoall; ``synchronize`` returns ``(output, received_splits)``."""
+    _check_device(tensor, "alltoall_async")
+    splits_t = _splits_tensor(splits)
+    # Horovod's received splits have the dtype of the splits given, or int32.
+    rdtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+    work = _C.alltoall_async(tensor, splits_t, _set_id(process_set), _name("alltoall", name))
+    return Handle(work, lambda w: (w.wait(), w.received_splits().to(rdtype)))
+
+
+def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
+    """Sends ``splits[j]`` rows to rank j (even split if None).
+
+    As Horovod: returns the rows received, and, when ``splits`` is given, also how many came from
+    each rank: ``(output, received_splits)``.
+    """
+    output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+    return output if splits is None else (output, received)
+
+
+def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
+                        prescale_factor=1.0, postscale_factor=1.0):
+    """Starts a reducescatter; ``synchronize`` returns this rank's block."""
+    _check_device(tensor, "reducescatter_async")
+    op = _check_op(op)
+    work = _C.reducescatter_async(tensor, op, prescale_factor, postscale_factor,
+                                  _set_id(process_set), _name("reducescatter", name))
+    return Handle(work, lambda w: w.wait())
+
+
+def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
+                  process_set=global_process_set, prescale_factor=1.0, postscale_factor=1.0):
+    """Reduces ``tensor`` and returns this rank's block of the first dimension.
+
+    With d rows over n ranks, rank r gets d // n rows, plus one if r < d % n.
+    """
+    _check_device(tensor, "reducescatter")
+    op = _check_op(op)
+    compressed, ctx = compression.compress(tensor)
+    out = _C.reducescatter(compressed, op, prescale_factor, postscale_factor,
+                           _set_id(process_set), _name("reducescatter", name))
+    return compression.decompress(out, ctx)
+
+
+# --- Barrier and join ----------------------------------------------------------------------------
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank of the set has reached the barrier."""
+    _C.barrier("cohort.torch.barrier", _set_id(process_set))
+
+
+def join(device=-1):
+    """This rank ran out of data: blocks until every rank has joined; returns the last joiner.
+
+    Meanwhile the other ranks' allreduces go on with this rank contributing zeros.
+    """
+    del device  # CPU collectives only need the rank
+    return _C.join()

@@ -1,0 +1,178 @@
+"""DistributedOptimizer: any torch optimizer whose step() first combines the gradients of all ranks.
+
+As in Horovod, ``DistributedOptimizer(opt, ...)`` returns an instance of a class made on the fly
+that derives from ``type(opt)`` (so ``isinstance`` checks and the optimizer's own methods keep
+working) and shares ``opt``'s parameters, hyperparameters and state. Unlike Horovod it sends all
+gradients in ONE grouped allreduce per step, its members ordered by parameter name: the order in
+which autograd produced the gradients, which may differ between ranks, does not matter. Hooks on
+the gradient accumulators only count backward passes, to refuse more than
+``backward_passes_per_step`` of them before a step.
+"""
+
+import contextlib
+import itertools
+import warnings
+
+import torch
+
+from cohort.torch import mpi_ops
+from cohort.torch.compression import Compression
+from cohort.torch.mpi_ops import Average, global_process_set
+
+# Each DistributedOptimizer's grouped allreduce gets its own name; optimizers are created in the
+# same order on every rank, as Horovod also requires.
+_optimizer_counter = itertools.count()
+
+
+class _DistributedOptimizer:
+    """The methods mixed in front of the wrapped optimizer's class."""
+
+    def _cohort_setup(self, named_parameters, compression, backward_passes_per_step, op,
+                      gradient_predivide_factor, sparse_as_dense, process_set):
+        mpi_ops._check_op(op)
+        if gradient_predivide_factor != 1.0 and op != Average:
+            raise ValueError("gradient_predivide_factor not supported with op != Average")
+        if backward_passes_per_step < 1:
+            raise ValueError("backward_passes_per_step must be at least 1")
+        in_groups = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            names = [name for name, _ in named]
+            if len(set(names)) != len(names):
+                raise ValueError("Parameter names in named_parameters must be unique.")
+            known = {id(p) for _, p in named}
+            if any(id(p) not in known for p in in_groups):
+                raise ValueError("named_parameters was specified, but one or more model "
+                                 "parameters were not named. Python object ids: "
+                                 f"{', '.join(str(id(p)) for p in in_groups if id(p) not in known)}")
+            wanted = {id(p) for p in in_groups}
+            named = [(n, p) for n, p in named if id(p) in wanted]
+        else:
+            named = [(f"noname.{i:06d}", p) for i, p in enumerate(in_groups)]
+        # Name order makes the group's member order the same on every rank.
+        self._cohort_params = sorted(((n, p) for n, p in named if p.requires_grad),
+                                     key=lambda item: item[0])
+        self._cohort_compression = compression
+        self._cohort_passes_per_step = backward_passes_per_step
+        self._cohort_op = op
+        self._cohort_prescale = 1.0
+        self._cohort_postscale = 1.0
+        if op == Average:
+            # The runtime divides by the size after the sum; the predivide factor is split so that
+            # float16 sums stay in range.
+            self._cohort_prescale = 1.0 / gradient_predivide_factor
+            self._cohort_postscale = gradient_predivide_factor
+        self._cohort_sparse_as_dense = sparse_as_dense
+        self._cohort_process_set = process_set
+        self._cohort_name = f"DistributedOptimizer.{next(_optimizer_counter)}"
+        self._cohort_passes = {}
+        self._cohort_synchronized = False
+        self._cohort_should_synchronize = True
+        self._cohort_accumulators = []
+        self._cohort_register_hooks()
+
+    def _cohort_register_hooks(self):
+        with torch.enable_grad():
+            self._cohort_hook_accumulators()
+
+    def _cohort_hook_accumulators(self):
+        for name, p in self._cohort_params:
+            # The AccumulateGrad node of a leaf is reached through a view of it; it runs once per
+            # backward pass that reaches the parameter.
+            accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+            accumulator.register_hook(self._cohort_make_hook(name))
+            self._cohort_accumulators.append(accumulator)
+
+    def _cohort_make_hook(self, name):
+        def hook(*_):
+            passes = self._cohort_passes.get(name, 0) + 1
+            if passes > self._cohort_passes_per_step:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times before call "
+                    "to step(). Increase backward_passes_per_step to accumulate gradients locally.")
+            self._cohort_passes[name] = passes
+        return hook
+
+    def synchronize(self):
+        """Combines every parameter's gradient across the ranks now, in one grouped allreduce.
+
+        A parameter with no gradient on this rank (unused in this step) contributes zeros, so no
+        rank waits for it. A later ``step()`` does not repeat the allreduce.
+        """
+        if self._cohort_synchronized:
+            return
+        grads = []
+        for _, p in self._cohort_params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                if not self._cohort_sparse_as_dense:
+                    raise mpi_ops.InvalidArgument(
+                        "cohort.torch.DistributedOptimizer: sparse gradients are not supported; "
+                        "pass sparse_as_dense=True")
+                p.grad = p.grad.to_dense()
+            grads.append(p.grad)
+        if grads:
+            compression = self._cohort_compression
+            compressed = [compression.compress(g) for g in grads]
+            tensors = [c for c, _ in compressed]
+            mpi_ops.grouped_allreduce_(tensors, name=self._cohort_name, op=self._cohort_op,
+                                       prescale_factor=self._cohort_prescale,
+                                       postscale_factor=self._cohort_postscale,
+                                       process_set=self._cohort_process_set)
+            with torch.no_grad():
+                for grad, tensor, (_, ctx) in zip(grads, tensors, compressed):
+                    if tensor is not grad:
+                        grad.copy_(compression.decompress(tensor, ctx))
+        self._cohort_passes.clear()
+        self._cohort_synchronized = True
+
+    @contextlib.contextmanager
+    def skip_synchronize(self):
+        """Inside it, ``step()`` does not allreduce (call ``synchronize()`` first, e.g. to clip)."""
+        self._cohort_should_synchronize = False
+        try:
+            yield
+        finally:
+            self._cohort_should_synchronize = True
+
+    def step(self, closure=None):
+        """Allreduces the gradients (unless done already or skipped), then the optimizer's step."""
+        if self._cohort_should_synchronize:
+            if self._cohort_synchronized:
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() "
+                              "context after optimizer.synchronize(); the gradients are not "
+                              "reduced a second time.")
+            self.synchronize()
+        self._cohort_synchronized = False
+        return super().step(closure)
+
+    def zero_grad(self, set_to_none=False):
+        """The wrapped optimizer's zero_grad; also forgets the backward passes counted."""
+        self._cohort_passes.clear()
+        self._cohort_synchronized = False
+        return super().zero_grad(set_to_none=set_to_none)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None, sparse_as_dense=False,
+                         process_set=global_process_set):
+    """Wraps ``optimizer`` so that ``step()`` first combines the gradients of all ranks.
+
+    ``named_parameters``: ``model.named_parameters()``, to name the parameters (otherwise they are
+    named by position in the param groups). ``op``: Average (default), Sum, Min, Max or Product.
+    ``backward_passes_per_step``: backward passes accumulated locally before each step; more are
+    refused. ``gradient_predivide_factor``: for Average, divide by it before the sum and multiply
+    by it / size after. ``num_groups`` and ``groups`` are accepted for compatibility and have no
+    effect: every step sends all gradients as one fused group.
+    """
+    del num_groups, groups  # one group per step, always
+    base = optimizer.__class__
+    cls = type(base.__name__, (_DistributedOptimizer, base), {})
+    wrapped = cls.__new__(cls)
+    # Shares the wrapped optimizer's param groups, state and hyperparameters.
+    wrapped.__dict__.update(optimizer.__dict__)
+    wrapped._cohort_setup(named_parameters, compression, backward_passes_per_step, op,
+                          gradient_predivide_factor, sparse_as_dense, process_set)
+    return wrapped

@@ -1,0 +1,111 @@
+"""An elastic training script written against horovod.torch's names (cohort.torch as hvd), run by
+elastic_test.sh under cohortrun's elastic mode with a worker SIGKILLed at a chosen step.
+
+It trains a small model with DistributedOptimizer on samples handed out by hvd.elastic's
+ElasticSampler, commits every few steps, and records in its TorchState, per epoch, every sample the
+ranks trained (allgathered each step). At the end rank 0 checks that the committed history trains
+each sample exactly once per epoch and prints "elastic_train: exactly once".
+
+Log lines: "elastic_train: start rank=R size=S resets=N epoch=E", "elastic_train: epoch E done
+rank=R size=S", "elastic_train: failing at step K", "elastic_train: finished epochs=E resets=N".
+"""
+
+import argparse
+import os
+import signal
+import sys
+
+import torch
+
+import cohort.torch as hvd
+
+
+def parse():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--samples", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--commit-every", type=int, default=2)
+    parser.add_argument("--fail-step", type=int, default=-1)
+    parser.add_argument("--fail-rank", type=int, default=1)
+    parser.add_argument("--fail-marker", default="")
+    return parser.parse_args()
+
+
+def log(message):
+    print(f"elastic_train: {message}", flush=True)
+
+
+def maybe_fail(args, step):
+    """The rank that is fail_rank at fail_step kills itself, once per job (the marker file)."""
+    if step != args.fail_step or hvd.rank() != args.fail_rank or not args.fail_marker:
+        return
+    try:
+        os.close(os.open(args.fail_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    log(f"failing at step {step} as rank {hvd.rank()}")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main():
+    args = parse()
+    hvd.init()
+    torch.manual_seed(0)
+    features = torch.randn(args.samples, 3)
+    targets = features @ torch.tensor([[1.0], [-1.0], [2.0]])
+    dataset = torch.utils.data.TensorDataset(features, targets)
+
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         op=hvd.Sum)
+    sampler = hvd.elastic.ElasticSampler(dataset, seed=7)
+    state = hvd.elastic.TorchState(model, optimizer, train_sampler=sampler, epoch=0, step=0,
+                                   history={})
+    resets = []
+    state.register_reset_callbacks([lambda: resets.append(hvd.size())])
+
+    @hvd.elastic.run
+    def train(state):
+        log(f"start rank={hvd.rank()} size={hvd.size()} resets={len(resets)} "
+            f"epoch={state.epoch}")
+        while state.epoch < args.epochs:
+            # The same number of batches on every rank; a rank with less left gets short ones.
+            for batch in state.train_sampler.batches(args.batch):
+                maybe_fail(args, state.step)
+                optimizer.zero_grad()
+                if batch:
+                    x, y = dataset[batch]
+                    torch.nn.functional.mse_loss(model(x), y, reduction="sum").backward()
+                optimizer.step()  # an unused model (empty batch) contributes zero gradients
+                trained = hvd.allgather(torch.tensor(batch, dtype=torch.int64), name="ids")
+                state.history.setdefault(state.epoch, []).extend(trained.tolist())
+                state.train_sampler.record_indices(batch)
+                state.step += 1
+                if state.step % args.commit_every == 0:
+                    state.commit()
+            state.commit()
+            log(f"epoch {state.epoch} done rank={hvd.rank()} size={hvd.size()}")
+            state.epoch += 1
+            state.train_sampler.set_epoch(state.epoch)
+            state.commit()
+        log(f"finished epochs={state.epoch} resets={len(resets)}")
+
+    train(state)
+
+    if hvd.rank() == 0:
+        for epoch, ids in sorted(state.history.items()):
+            if sorted(ids) != list(range(args.samples)):
+                log(f"FAILED: epoch {epoch} trained {len(ids)} samples, "
+                    f"{len(set(ids))} distinct, of {args.samples}")
+                sys.exit(1)
+        if len(state.history) != args.epochs:
+            log(f"FAILED: {len(state.history)} epochs in the history")
+            sys.exit(1)
+        log(f"exactly once: {len(state.history)} epochs of {args.samples} samples")
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
