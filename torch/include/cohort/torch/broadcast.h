@@ -33,13 +33,17 @@ void broadcast_parameters(const ::torch::nn::Module& module, int root, ProcessSe
 // on a joining rank). SGD, Adam, AdamW, Adagrad and RMSprop; others: InvalidArgument.
 void broadcast_optimizer_state(::torch::optim::Optimizer& optimizer, int root, ProcessSet set = {});
 
-// The optimizer's whole state as bytes, and back; what broadcast_optimizer_state sends, and what
-// TorchState commits. load_optimizer_state checks everything before it changes anything.
+// The optimizer's whole state as bytes: what broadcast_optimizer_state sends, and what TorchState
+// commits. Native byte order: for the ranks of one job, not for files moved between machines.
 std::string save_optimizer_state(::torch::optim::Optimizer& optimizer);
+// Puts bytes from save_optimizer_state back; checks everything (the optimizer's kind, the number
+// and shapes of its parameters) before it changes anything, and throws InvalidArgument if a check
+// fails.
 void load_optimizer_state(::torch::optim::Optimizer& optimizer, std::string_view bytes);
 
-// Bytes from root to every rank (sizes agreed first), and every rank's bytes to every rank.
+// Bytes from root to every rank (the size is broadcast first); other ranks' `bytes` are ignored.
 std::string broadcast_bytes(std::string bytes, int root, std::string name, ProcessSet set = {});
+// Every rank's bytes, in rank order, on every rank (sizes may differ between ranks).
 std::vector<std::string> allgather_bytes(std::string bytes, std::string name, ProcessSet set = {});
 
 // Any cereal-serializable object, from root to every rank.

@@ -15,8 +15,8 @@
 // autograd. CPU tensors go through Gloo or MPI. CUDA tensors are refused with InvalidArgument:
 // the libtorch this is built against (Debian's) has no CUDA, so the adapter cannot wait for
 // torch's current stream before NCCL reads the memory (a CUDA build would map the device index
-// to cohort::Tensor::device and wait for c10::cuda::getCurrentCUDAStream first). The namespace is
-// cohort::torch, so inside `using namespace cohort` write ::torch for libtorch's.
+// to cohort::Tensor::device and wait for the current CUDA stream first). The namespace is
+// cohort::torch, so code inside `using namespace cohort` names libtorch with a leading `::`.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -32,7 +32,7 @@ namespace cohort::torch {
 
 // The Cohort type of a torch dtype; InvalidArgument naming the dtype if Cohort has none.
 DataType to_cohort(at::ScalarType dtype);
-// The torch dtype of a Cohort type.
+// The libtorch dtype (at::ScalarType) of a Cohort type.
 at::ScalarType to_torch(DataType dtype);
 
 // An asynchronous collective on torch tensors. It holds the tensors it reads and writes until it
@@ -52,8 +52,10 @@ class Work {
   // The collective's name.
   const std::string& name() const;
 
-  struct State;  // the handle, the tensors kept alive and how to finish (work.cc)
+  // \cond internal: made by the collectives below
+  struct State;  // the handle, the tensors kept alive and how to finish
   explicit Work(std::shared_ptr<State> state);
+  // \endcond
 
  private:
   std::shared_ptr<State> state_;
@@ -61,33 +63,41 @@ class Work {
 
 // Allreduce into a new tensor (input untouched).
 Work allreduce_async(const at::Tensor& input, AllreduceOptions options = {}, std::string name = {});
+// allreduce_async(), then waits: the reduced tensor.
 at::Tensor allreduce(const at::Tensor& input, AllreduceOptions options = {}, std::string name = {});
 // Allreduce in place.
 Work allreduce_async_(const at::Tensor& tensor, AllreduceOptions options = {},
                       std::string name = {});
+// allreduce_async_(), then waits: `tensor`, reduced.
 at::Tensor allreduce_(const at::Tensor& tensor, AllreduceOptions options = {},
                       std::string name = {});
 
-// One grouped allreduce of every tensor (negotiated and fused as one), into new tensors or in
-// place.
+// One grouped allreduce of every tensor (negotiated and fused as one), into new tensors.
 Work grouped_allreduce_async(const std::vector<at::Tensor>& inputs, AllreduceOptions options = {},
                              std::string name = {});
+// grouped_allreduce_async(), then waits: the reduced tensors, in the order given.
 std::vector<at::Tensor> grouped_allreduce(const std::vector<at::Tensor>& inputs,
                                           AllreduceOptions options = {}, std::string name = {});
+// One grouped allreduce of every tensor, in place.
 Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceOptions options = {},
                               std::string name = {});
+// grouped_allreduce_async_(), then waits: `tensors`, reduced.
 std::vector<at::Tensor> grouped_allreduce_(const std::vector<at::Tensor>& tensors,
                                            AllreduceOptions options = {}, std::string name = {});
 
 // Concatenation of every rank's tensor along the first dimension (which may differ), in rank order.
 Work allgather_async(const at::Tensor& input, std::string name = {}, ProcessSet set = {});
+// allgather_async(), then waits: the concatenation.
 at::Tensor allgather(const at::Tensor& input, std::string name = {}, ProcessSet set = {});
 
-// Root's tensor, into a new tensor or in place.
+// Root's tensor, into a new tensor (`input` untouched; its shape and dtype must match root's).
 Work broadcast_async(const at::Tensor& input, int root, std::string name = {}, ProcessSet set = {});
+// broadcast_async(), then waits: a copy of root's tensor.
 at::Tensor broadcast(const at::Tensor& input, int root, std::string name = {}, ProcessSet set = {});
+// Root's tensor, in place.
 Work broadcast_async_(const at::Tensor& tensor, int root, std::string name = {},
                       ProcessSet set = {});
+// broadcast_async_(), then waits: `tensor`, now equal to root's.
 at::Tensor broadcast_(const at::Tensor& tensor, int root, std::string name = {},
                       ProcessSet set = {});
 
@@ -102,11 +112,13 @@ std::pair<at::Tensor, at::Tensor> alltoall(const at::Tensor& input, const at::Te
 // Reduce, then this rank's block of the first dimension (cohort::reducescatter's split).
 Work reducescatter_async(const at::Tensor& input, AllreduceOptions options = {},
                          std::string name = {});
+// reducescatter_async(), then waits: this rank's block.
 at::Tensor reducescatter(const at::Tensor& input, AllreduceOptions options = {},
                          std::string name = {});
 
-// As cohort::barrier and cohort::join (join: this rank ran out of data; returns the last joiner).
+// As cohort::barrier: returns once every rank of the set has reached it.
 void barrier(ProcessSet set = {});
+// As cohort::join: this rank ran out of data; returns the rank that joined last.
 int join();
 
 }  // namespace cohort::torch

@@ -24,6 +24,7 @@
 
 namespace cohort::torch {
 
+// How a DistributedOptimizer combines the ranks' gradients.
 struct DistributedOptimizerOptions {
   // How gradients combine: average (the default) or sum; also min/max/product, as Horovod.
   ReduceOp op = ReduceOp::kAverage;
@@ -36,6 +37,8 @@ struct DistributedOptimizerOptions {
   std::string name = "grads";  // the grouped allreduce's name (one optimizer: any name)
 };
 
+// An optimizer whose step() first combines every rank's gradients (how to use it: the top of
+// optimizer.h). Used from one thread; every rank of the process set steps together.
 class DistributedOptimizer {
  public:
   // `named_parameters` are the parameters the optimizer updates (module->named_parameters()).
@@ -54,7 +57,9 @@ class DistributedOptimizer {
   // counted since the last step (they went into the gradients dropped).
   void zero_grad();
 
+  // The wrapped optimizer (its param groups, hyperparameters and state).
   ::torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  // The options given to the constructor.
   const DistributedOptimizerOptions& options() const { return options_; }
 
  private:

@@ -21,6 +21,7 @@
 
 namespace cohort::torch {
 
+// An elastic::State that tracks a module and an optimizer (how to use it: the top of state.h).
 class TorchState : public elastic::State {
  public:
   // Tracks `module` (as "model.<name>" for each parameter and buffer) and, if given,
@@ -29,7 +30,9 @@ class TorchState : public elastic::State {
              std::shared_ptr<::torch::optim::Optimizer> optimizer = nullptr,
              std::string label = "torch");
 
+  // The tracked module.
   ::torch::nn::Module& module() { return *module_; }
+  // The tracked optimizer, or null if none was given.
   ::torch::optim::Optimizer* optimizer() { return optimizer_.get(); }
 
  private:
