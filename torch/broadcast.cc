@@ -50,7 +50,7 @@ class Writer {
   void tensor(const at::Tensor& t) {
     u64(t.defined() ? 1 : 0);
     if (!t.defined()) return;
-    detail::check_tensor(t, "save_optimizer_state");
+    detail::check_host_tensor(t, "save_optimizer_state");
     at::Tensor c = t.detach().contiguous();
     u64(static_cast<uint64_t>(to_cohort(c.scalar_type())));
     u64(c.dim());

@@ -1,5 +1,6 @@
 // Cohort's collectives on at::Tensor: dtype mapping, contiguous staging of non-contiguous tensors,
-// copies of runtime-owned outputs, Work, and the names of unnamed calls.
+// runtime-owned outputs, Work, and the names of unnamed calls. CPU and CUDA tensors take the same
+// path; what differs for CUDA (device index, waiting for torch's stream) is in cuda_tensors.h.
 #include <c10/core/ScalarType.h>
 
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "cohort/torch/collectives.h"
+#include "cuda_tensors.h"
 #include "tensor_bridge.h"
 
 namespace cohort::torch {
@@ -71,20 +73,22 @@ std::string dtype_name(at::ScalarType dtype) {
   }
 }
 
+namespace {
+
+std::string where_of(std::string_view what) {
+  return "cohort.torch." + std::string(what) + ": ";
+}
+
+}  // namespace
+
 void check_tensor(const at::Tensor& tensor, std::string_view what) {
-  std::string where = "cohort.torch." + std::string(what) + ": ";
+  std::string where = where_of(what);
   if (!tensor.defined()) throw InvalidArgument(where + "the tensor is undefined");
-  if (tensor.is_cuda()) {
-    // Debian's libtorch has no CUDA (no c10_cuda), so the adapter cannot wait for torch's current
-    // stream before handing the memory to NCCL; it refuses rather than race.
-    throw InvalidArgument(where +
-                          "CUDA tensor on a CPU-only build of torch/Cohort: this adapter was "
-                          "built against a libtorch without CUDA, so it cannot order the "
-                          "collective after torch's CUDA stream; move the tensor to the CPU");
-  }
-  if (!tensor.device().is_cpu()) {
-    throw InvalidArgument(where + "tensor on device " + tensor.device().str() +
-                          "; only CPU tensors are supported");
+  check_cuda_tensor(tensor, where);
+  if (!tensor.is_cuda() && !tensor.device().is_cpu()) {
+    throw InvalidArgument(
+        where + "tensor on device " + tensor.device().str() +
+        "; Cohort takes CPU tensors and, in builds with its CUDA path, CUDA tensors");
   }
   if (tensor.layout() != at::kStrided) {
     throw InvalidArgument(where + "sparse or other non-strided tensors are not supported");
@@ -92,15 +96,34 @@ void check_tensor(const at::Tensor& tensor, std::string_view what) {
   to_cohort(tensor.scalar_type());
 }
 
+void check_host_tensor(const at::Tensor& tensor, std::string_view what) {
+  check_tensor(tensor, what);
+  if (tensor.is_cuda()) {
+    throw InvalidArgument(where_of(what) +
+                          "CUDA tensor; this reads host memory, so it takes CPU "
+                          "tensors only: move the tensor to the CPU");
+  }
+}
+
+void check_group(const std::vector<at::Tensor>& tensors, std::string_view what) {
+  for (const at::Tensor& t : tensors) check_tensor(t, what);
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    if (tensors[i].device() == tensors[0].device()) continue;
+    throw InvalidArgument(where_of(what) + "tensor " + std::to_string(i) + " is on " +
+                          tensors[i].device().str() + " but tensor 0 on " +
+                          tensors[0].device().str() +
+                          "; a grouped call takes tensors on one device (no mixing of CPU and "
+                          "CUDA tensors)");
+  }
+}
+
 Tensor view_of(const at::Tensor& tensor) {
   return {tensor.data_ptr(), to_cohort(tensor.scalar_type()),
-          Shape(tensor.sizes().begin(), tensor.sizes().end()), kCpuDevice};
+          Shape(tensor.sizes().begin(), tensor.sizes().end()), device_index(tensor)};
 }
 
 at::Tensor to_tensor(const OwnedTensor& owned) {
-  if (owned.device != kCpuDevice) {
-    throw InvalidArgument("cohort.torch: a device result cannot be wrapped by this CPU-only build");
-  }
+  if (owned.device != kCpuDevice) return wrap_device_result(owned);
   // One copy out of the runtime's buffer; handing the allocation to torch would save it.
   at::Tensor out =
       at::empty(at::IntArrayRef(owned.shape), at::TensorOptions().dtype(to_torch(owned.dtype)));
@@ -275,6 +298,7 @@ Work in_place(const at::Tensor& tensor, std::string name, std::string_view op,
               const std::function<Handle(std::string, Tensor)>& submit) {
   Staged s = stage(tensor, op);
   name = detail::name_or_default(std::move(name), op);
+  detail::wait_for_producer(s.staged);
   Handle handle = submit(name, detail::view_of(s.staged));
   return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle),
                    {s.target, s.staged}, [s](const Handle&) {
@@ -289,6 +313,7 @@ Work owned_output(const at::Tensor& input, std::string name, std::string_view op
   detail::check_tensor(input, op);
   at::Tensor in = input.detach().contiguous();
   name = detail::name_or_default(std::move(name), op);
+  detail::wait_for_producer(in);
   Handle handle = submit(name, detail::view_of(in));
   return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle), {in},
                    [](const Handle& h) { return std::vector{detail::to_tensor(h.output())}; });
@@ -313,6 +338,10 @@ std::vector<int64_t> splits_of(const at::Tensor& splits) {
 
 Work allreduce_async(const at::Tensor& input, AllreduceOptions options, std::string name) {
   detail::check_tensor(input, "allreduce");
+  // The runtime reduces device tensors in place only: a CUDA input is reduced in a copy.
+  if (input.is_cuda()) {
+    return allreduce_async_(fresh_copy(input, "allreduce"), options, std::move(name));
+  }
   at::Tensor in = input.detach().contiguous();
   at::Tensor out = at::empty(in.sizes(), in.options());
   name = detail::name_or_default(std::move(name), "allreduce");
@@ -339,6 +368,7 @@ at::Tensor allreduce_(const at::Tensor& tensor, AllreduceOptions options, std::s
 
 Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceOptions options,
                               std::string name) {
+  detail::check_group(tensors, "grouped_allreduce");
   std::vector<Staged> staged;
   std::vector<Tensor> views;
   std::vector<at::Tensor> keep;
@@ -349,6 +379,8 @@ Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceO
     keep.push_back(staged.back().staged);
   }
   name = detail::name_or_default(std::move(name), "grouped_allreduce");
+  // One device for all: one wait for its stream covers every member and staging copy.
+  if (!staged.empty()) detail::wait_for_producer(staged.front().staged);
   Handle handle = cohort::grouped_allreduce_async(name, views, options);
   return make_work(std::move(name), Work::State::Kind::kGroup, std::move(handle), std::move(keep),
                    [staged = std::move(staged)](const Handle&) {
@@ -368,6 +400,7 @@ std::vector<at::Tensor> grouped_allreduce_(const std::vector<at::Tensor>& tensor
 
 Work grouped_allreduce_async(const std::vector<at::Tensor>& inputs, AllreduceOptions options,
                              std::string name) {
+  detail::check_group(inputs, "grouped_allreduce");
   std::vector<at::Tensor> copies;
   for (const at::Tensor& t : inputs) copies.push_back(fresh_copy(t, "grouped_allreduce"));
   return grouped_allreduce_async_(copies, options, std::move(name));
@@ -414,6 +447,7 @@ Work alltoall_async(const at::Tensor& input, const at::Tensor& splits, std::stri
   std::vector<int64_t> counts = splits_of(splits);
   at::Tensor in = input.detach().contiguous();
   name = detail::name_or_default(std::move(name), "alltoall");
+  detail::wait_for_producer(in);
   Handle handle = cohort::alltoall_async(name, detail::view_of(in), std::move(counts), set);
   return make_work(std::move(name), Work::State::Kind::kAlltoall, std::move(handle), {in},
                    [](const Handle& h) {

@@ -19,7 +19,7 @@ void track_as(elastic::State& state, const std::string& name, const at::Tensor& 
 }
 
 void track_tensor(elastic::State& state, const std::string& name, const at::Tensor& tensor) {
-  detail::check_tensor(tensor, "TorchState('" + name + "')");
+  detail::check_host_tensor(tensor, "TorchState('" + name + "')");
   if (!tensor.is_contiguous()) {
     // The State keeps a view of the memory; a contiguous copy would not be the module's tensor.
     throw InvalidArgument("cohort.torch.TorchState: '" + name +

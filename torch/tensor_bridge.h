@@ -20,13 +20,23 @@ namespace cohort::torch::detail {
 std::string dtype_name(at::ScalarType dtype);
 
 // Throws InvalidArgument unless `tensor` can go through a collective: defined, dense, on the CPU
-// (this libtorch has no CUDA), of a dtype Cohort has. `what` names the call in the message.
+// or (with the CUDA path, see cuda_tensors.h) on a CUDA device, of a dtype Cohort has. `what`
+// names the call in the message.
 void check_tensor(const at::Tensor& tensor, std::string_view what);
 
-// A view of a contiguous, checked CPU tensor's memory.
+// check_tensor(), and on the CPU: for the helpers that read or track host memory (optimizer state
+// bytes, TorchState).
+void check_host_tensor(const at::Tensor& tensor, std::string_view what);
+
+// check_tensor() of every member of a grouped call, then InvalidArgument unless all are on one
+// device.
+void check_group(const std::vector<at::Tensor>& tensors, std::string_view what);
+
+// A view of a contiguous, checked tensor's memory, on its device.
 Tensor view_of(const at::Tensor& tensor);
 
-// A new torch tensor holding a copy of a runtime-owned host result.
+// A torch tensor holding a runtime-owned result: a copy of a host result, or a CUDA tensor over a
+// device result's memory.
 at::Tensor to_tensor(const OwnedTensor& owned);
 
 // `name`, or "<op>.noname.<n>" when it is empty (n counts this process's unnamed calls of `op`).

@@ -2,7 +2,9 @@
 // (float16, bfloat16 and bool included), against the result torch computes in this process from
 // every rank's input (each rank can make every rank's input); in place, async, non-contiguous and
 // requires-grad tensors; and the errors (unsupported dtypes, shapes that differ across ranks, after
-// which the runtime keeps working).
+// which the runtime keeps working). CUDA tensors: with the adapter's CUDA path (COHORT_TORCH_CUDA)
+// and a GPU for every local rank, the same collectives on the GPU; without the path, the refusal.
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 
 #include <sstream>
@@ -302,6 +304,79 @@ void check_barrier_and_join() {
   ct::barrier();
 }
 
+#if COHORT_TORCH_CUDA
+
+// The collectives on this rank's GPU (NCCL needs one device per rank), results compared on the CPU.
+void check_cuda_tensors() {
+  if (at::detail::getCUDAHooks().getNumGPUs() < cohort::local_size()) {
+    std::cout << "torch_collectives_check: fewer GPUs than local ranks; CUDA tensors not checked"
+              << std::endl;
+    return;
+  }
+  at::Device gpu(at::kCUDA, static_cast<c10::DeviceIndex>(cohort::local_rank()));
+  at::Tensor in = input_of(g_rank, at::kFloat, {3, 2}).to(gpu);
+  at::Tensor sum = ct::allreduce(in, {}, "cuda.allreduce");
+  check(sum.device() == gpu, "a CUDA allreduce's result is on the tensor's GPU");
+  expect_equal(sum.cpu(), reference(ReduceOp::kSum, at::kFloat, {3, 2}), "CUDA allreduce");
+  at::Tensor transposed = in.t();  // staged, reduced, written back on torch's stream
+  ct::allreduce_(transposed, {.op = ReduceOp::kAverage}, "cuda.allreduce_.t");
+  expect_equal(in.cpu(), reference(ReduceOp::kAverage, at::kFloat, {3, 2}),
+               "CUDA allreduce_ of a transpose");
+
+  at::Tensor rows = at::full({g_rank + 1, 2}, g_rank, at::TensorOptions(at::kLong).device(gpu));
+  at::Tensor gathered = ct::allgather(rows, "cuda.allgather");
+  check(gathered.device() == gpu, "a CUDA allgather's result is on the GPU");
+  check(gathered.size(0) == g_size * (g_size + 1) / 2, "CUDA allgather: every rank's rows");
+
+  at::Tensor block = ct::reducescatter(at::ones({2 * g_size, 3}, gpu), {}, "cuda.reducescatter");
+  expect_equal(block.cpu(), at::full({2, 3}, 1.0f * g_size), "CUDA reducescatter");
+
+  at::Tensor b = at::full({4}, g_rank + 5.0, gpu);
+  ct::broadcast_(b, 0, "cuda.broadcast_");
+  expect_equal(b.cpu(), at::full({4}, 5.0f), "CUDA broadcast_");
+
+  expect_error<cohort::InvalidArgument>(
+      [&] {
+        ct::grouped_allreduce({at::ones({2}), at::ones({2}, gpu)}, {}, "cuda.mixed");
+      },
+      "one device", "a grouped call mixing CPU and CUDA tensors");
+}
+
+#else
+
+// A tensor torch takes for a CUDA tensor, over host memory that nothing reads: libtorch without
+// CUDA cannot make a real one, and this is enough to check that the adapter refuses it.
+at::Tensor fake_cuda_tensor(float* data) {
+  at::Device device(at::kCUDA, 0);
+  return at::for_blob(data, {2})
+      .options(at::TensorOptions().dtype(at::kFloat).device(device))
+      .target_device(device)
+      .make_tensor();
+}
+
+void check_cuda_tensors() {
+  float data[2] = {1, 2};
+  at::Tensor fake = fake_cuda_tensor(data);
+  check(fake.is_cuda(), "the fake tensor is a CUDA tensor");
+  const std::string refused = "CUDA tensor on a CPU-only build";
+  expect_error<cohort::InvalidArgument>([&] { ct::allreduce(fake); }, refused, "CUDA allreduce");
+  expect_error<cohort::InvalidArgument>([&] { ct::allreduce_(fake); }, refused, "CUDA allreduce_");
+  expect_error<cohort::InvalidArgument>([&] { ct::allgather(fake); }, refused, "CUDA allgather");
+  expect_error<cohort::InvalidArgument>([&] { ct::broadcast_(fake, 0); }, refused,
+                                        "CUDA broadcast_");
+  expect_error<cohort::InvalidArgument>([&] { ct::alltoall(fake); }, refused, "CUDA alltoall");
+  expect_error<cohort::InvalidArgument>([&] { ct::reducescatter(fake); }, refused,
+                                        "CUDA reducescatter");
+  // In a group with a CPU tensor the member's own refusal comes first: it says more.
+  expect_error<cohort::InvalidArgument>(
+      [&] {
+        ct::grouped_allreduce_({at::ones({2}), fake});
+      },
+      refused, "CUDA member of a group");
+}
+
+#endif
+
 }  // namespace
 
 int main() {
@@ -318,6 +393,7 @@ int main() {
   check_alltoall();
   check_reducescatter();
   check_mismatch_then_recover();
+  check_cuda_tensors();
   check_barrier_and_join();
   std::cout << "torch_collectives_check: rank " << g_rank << " of " << g_size << ": " << g_checks
             << " checks passed" << std::endl;
