@@ -9,17 +9,12 @@
 // exactly once in the committed history.
 //
 //   cohortrun --host-discovery-script ./hosts.sh --min-np 2 elastic_mlp --epochs 8
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <iomanip>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,11 +23,11 @@
 #include "cohort/elastic/run.h"
 #include "cohort/elastic/sampler.h"
 #include "cohort/elastic/state.h"
+#include "elastic_progress.h"
 
 namespace {
 
 using cohort::Tensor;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   int epochs = 8;
@@ -155,15 +150,15 @@ class Trainer {
         data_(o.samples, /*seed=*/1),
         held_out_(1024, /*seed=*/2),
         sampler_(o.samples, /*seed=*/42),
-        trained_(o.samples, 0) {
+        trained_(o.samples) {
     for (auto* p : model_.parameters()) velocity_.emplace_back(p->size(), 0.0f);
     track_state();
-    state_.add_reset_callback([this] { on_reset(); });
+    state_.add_reset_callback([this] { progress_.on_reset(); });
   }
 
   void run() {
     cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train(s); });
-    if (cohort::rank() == 0) summary();
+    if (cohort::rank() == 0) progress_.summary(held_out_accuracy(), trained_.every_epoch_once());
   }
 
  private:
@@ -176,12 +171,12 @@ class Trainer {
     }
     state_.track("epoch", epoch_);
     state_.track("step", step_);
-    state_.track("trained", trained_);
+    state_.track("trained", trained_.counts());
     state_.track("sampler", sampler_);
   }
 
   void train(cohort::elastic::State& s) {
-    log_event("training");
+    progress_.event("training");
     for (; epoch_ < o_.epochs; sampler_.set_epoch(++epoch_), s.commit()) {
       StepStats epoch_stats;
       for (const auto& batch : sampler_.batches(o_.batch)) {
@@ -190,7 +185,7 @@ class Trainer {
         epoch_stats.correct += stats.correct;
         epoch_stats.count += stats.count;
         if (++step_ % o_.commit_every == 0) s.commit();
-        if (step_ % kProgressEvery == 0) progress(stats);
+        if (step_ % kProgressEvery == 0) progress_.step_done(mean_loss(stats));
       }
       s.commit();
       finish_epoch(epoch_stats);
@@ -199,13 +194,8 @@ class Trainer {
 
   static constexpr int kProgressEvery = 20;
 
-  void progress(const StepStats& stats) {
-    if (cohort::rank() != 0) return;
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " step " << step_
-         << ": loss " << stats.loss / std::max(stats.count, 1.0f) << ", world size "
-         << cohort::size();
-    log_line(line.str());
+  static float mean_loss(const StepStats& stats) {
+    return stats.loss / std::max(stats.count, 1.0f);
   }
 
   // One SGD step over every worker's batch; returns the global loss sum, correct count, count.
@@ -223,7 +213,7 @@ class Trainer {
     if (stats.count > 0) apply(grad, 1.0f / stats.count);
     count_trained(batch);
     sampler_.record(batch);
-    if (first_step_after_reset_) note_recovery();
+    progress_.note_recovery();
     if (o_.step_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     return stats;
@@ -248,52 +238,13 @@ class Trainer {
   void count_trained(const std::vector<uint64_t>& batch) {
     std::vector<int64_t> mine(batch.begin(), batch.end());
     cohort::OwnedTensor all = cohort::allgather("mlp.sample_ids", Tensor::of(mine));
-    for (int64_t s : all.as<int64_t>()) ++trained_[s];
+    trained_.add(all.as<int64_t>());
   }
 
   void finish_epoch(const StepStats& stats) {
-    int once = static_cast<int>(std::count(trained_.begin(), trained_.end(), 1));
-    std::fill(trained_.begin(), trained_.end(), 0);
-    exactly_once_ = exactly_once_ && once == o_.samples;
-    if (cohort::rank() == 0) {
-      std::ostringstream line;
-      line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " done: loss "
-           << stats.loss / std::max(stats.count, 1.0f) << ", accuracy "
-           << stats.correct / std::max(stats.count, 1.0f) << ", " << once << "/" << o_.samples
-           << " samples trained exactly once, world size " << cohort::size();
-      log_line(line.str());
-    }
-  }
-
-  // Runs once the new world exists: the teardown, the wait for the launcher's assignment and the
-  // new connections are behind us; the sync and the first step are still to come.
-  void on_reset() {
-    auto t = cohort::elastic::last_reset_timings();
-    reset_cost_ = std::chrono::duration<double>(t.teardown + t.assignment + t.connect).count();
-    reset_started_ = Clock::now();
-    first_step_after_reset_ = true;
-    ++resets_;
-    log_event("reset into round " + std::to_string(t.round));
-  }
-
-  // From the failure (or interrupt) being caught to the first step of the new world.
-  void note_recovery() {
-    first_step_after_reset_ = false;
-    double since_callback = std::chrono::duration<double>(Clock::now() - reset_started_).count();
-    recoveries_.push_back(reset_cost_ + since_callback);
-  }
-
-  void log_event(const std::string& what) {
-    std::ostringstream line;
-    const char* host = std::getenv("COHORT_HOSTNAME");
-    line << what << ": rank " << cohort::rank() << " of " << cohort::size() << ", epoch " << epoch_
-         << ", step " << step_ << ", resets " << resets_ << ", host " << (host ? host : "localhost")
-         << ", pid " << ::getpid();
-    log_line(line.str());
-  }
-
-  static void log_line(const std::string& line) {
-    std::cout << "elastic_mlp: " << line << std::endl;
+    int64_t once = trained_.finish_epoch();
+    progress_.epoch_done(mean_loss(stats), stats.correct / std::max(stats.count, 1.0f), once,
+                         trained_.samples());
   }
 
   // Accuracy on the held-out samples (rank 0 alone: the model is the same everywhere).
@@ -306,17 +257,6 @@ class Trainer {
     return stats.correct / stats.count;
   }
 
-  void summary() {
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "summary: " << epoch_ << " epochs, world size "
-         << cohort::size() << ", resets seen by this worker " << resets_ << ", recovery times (s):";
-    for (double r : recoveries_) line << " " << r;
-    line << "; held-out accuracy " << held_out_accuracy()
-         << "; every sample of every epoch trained exactly once: "
-         << (exactly_once_ ? "yes" : "NO");
-    log_line(line.str());
-  }
-
   Options o_;
   Dataset data_;
   Dataset held_out_;  // never trained on: the accuracy printed at the end
@@ -327,15 +267,11 @@ class Trainer {
   std::vector<std::vector<float>> velocity_;
   cohort::elastic::State state_;
   cohort::elastic::ElasticSampler sampler_;
-  std::vector<int32_t> trained_;  // this epoch: how many times each sample was trained
+  cohort_examples::TrainedCounts trained_;  // this epoch: how many times each sample was trained
   int64_t epoch_ = 0;
   int64_t step_ = 0;
-  bool exactly_once_ = true;
-  int resets_ = 0;
-  bool first_step_after_reset_ = false;
-  Clock::time_point reset_started_;
-  double reset_cost_ = 0;
-  std::vector<double> recoveries_;
+  cohort_examples::Progress progress_{
+      "elastic_mlp", epoch_, step_, {.no_recoveries = "", .not_once = "NO"}};
 };
 
 }  // namespace

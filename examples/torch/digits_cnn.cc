@@ -12,13 +12,11 @@
 //
 //   cohortrun --host-discovery-script ./hosts.sh --min-np 2 digits_cnn --epochs 14
 #include <torch/torch.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -33,10 +31,9 @@
 #include "cohort/torch/collectives.h"
 #include "cohort/torch/optimizer.h"
 #include "cohort/torch/state.h"
+#include "elastic_progress.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   int epochs = 14;
@@ -172,11 +169,11 @@ class Trainer {
             torch::optim::SGDOptions(o_.learning_rate * cohort::size()).momentum(o_.momentum))),
         optimizer_(sgd_, model_->named_parameters()),
         sampler_(static_cast<uint64_t>(train_.size()), /*seed=*/42),
-        trained_(train_.size(), 0),
+        trained_(train_.size()),
         state_(model_.ptr(), sgd_, "digits") {
     state_.track("epoch", epoch_);
     state_.track("step", step_);
-    state_.track("trained", trained_);
+    state_.track("trained", trained_.counts());
     state_.track("epoch_totals", epoch_totals_);
     state_.track("sampler", sampler_);
     state_.add_reset_callback([this] { on_reset(); });
@@ -191,13 +188,13 @@ class Trainer {
   static constexpr int kProgressEvery = 10;
 
   void train(cohort::elastic::State& s) {
-    log_event("training");
+    progress_.event("training");
     for (; epoch_ < o_.epochs; sampler_.set_epoch(++epoch_), s.commit()) {
       for (const auto& batch : sampler_.batches(o_.batch)) {
         StepStats stats = step(batch);
         add_to_epoch(stats);
         if (++step_ % o_.commit_every == 0) s.commit();
-        if (step_ % kProgressEvery == 0) progress(stats);
+        if (step_ % kProgressEvery == 0) progress_.step_done(stats.mean_loss());
       }
       s.commit();
       finish_epoch();
@@ -218,7 +215,7 @@ class Trainer {
     auto all_ids = cohort::torch::allgather_async(ids, "digits.sample_ids");
     count_trained(all_ids.wait());
     sampler_.record(batch);
-    if (recovering_) note_recovery();
+    progress_.note_recovery();
     if (o_.step_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(o_.step_delay_ms));
     at::Tensor t = totals.wait();
@@ -238,16 +235,7 @@ class Trainer {
 
   // Every worker's sample ids of this step, counted into `trained_` on every worker.
   void count_trained(const at::Tensor& all_ids) {
-    const int64_t* id = all_ids.data_ptr<int64_t>();
-    for (int64_t i = 0; i < all_ids.numel(); ++i) ++trained_[id[i]];
-  }
-
-  void progress(const StepStats& stats) {
-    if (cohort::rank() != 0) return;
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " step " << step_
-         << ": loss " << stats.mean_loss() << ", world size " << cohort::size();
-    log_line(line.str());
+    trained_.add({all_ids.data_ptr<int64_t>(), static_cast<size_t>(all_ids.numel())});
   }
 
   // The epoch's loss sum, correct count and count, kept in the State: an epoch interrupted by a
@@ -261,19 +249,11 @@ class Trainer {
   void finish_epoch() {
     // A world that resumes at an epoch's end has no step to take: its first commit is its
     // recovery.
-    if (recovering_) note_recovery();
+    progress_.note_recovery();
     StepStats stats{epoch_totals_[0], epoch_totals_[1], epoch_totals_[2]};
     std::fill(epoch_totals_.begin(), epoch_totals_.end(), 0.0);
-    auto once = std::count(trained_.begin(), trained_.end(), 1);
-    std::fill(trained_.begin(), trained_.end(), 0);
-    exactly_once_ = exactly_once_ && once == train_.size();
-    if (cohort::rank() != 0) return;
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(4) << "epoch " << epoch_ << " done: loss "
-         << stats.mean_loss() << ", accuracy " << stats.accuracy() << ", " << once << "/"
-         << train_.size() << " samples trained exactly once, lr " << sgd_lr() << ", world size "
-         << cohort::size();
-    log_line(line.str());
+    int64_t once = trained_.finish_epoch();
+    progress_.epoch_done(stats.mean_loss(), stats.accuracy(), once, trained_.samples(), sgd_lr());
   }
 
   double sgd_lr() { return sgd_->param_groups().front().options().get_lr(); }
@@ -284,37 +264,10 @@ class Trainer {
       group.options().set_lr(o_.learning_rate * cohort::size());
   }
 
-  // Runs once the new world exists (after the restore, before the sync): the teardown, the wait
-  // for the launcher's assignment and the new connections are behind us.
+  // Runs once the new world exists (after the restore, before the sync).
   void on_reset() {
     scale_learning_rate();
-    auto t = cohort::elastic::last_reset_timings();
-    reset_cost_ = std::chrono::duration<double>(t.teardown + t.assignment + t.connect).count();
-    reset_started_ = Clock::now();
-    recovering_ = true;
-    ++resets_;
-    log_event("reset into round " + std::to_string(t.round));
-  }
-
-  // From the failure (or interrupt) being caught to the end of the new world's first step (or its
-  // first epoch end, if it had no step to take).
-  void note_recovery() {
-    recovering_ = false;
-    double since_callback = std::chrono::duration<double>(Clock::now() - reset_started_).count();
-    recoveries_.push_back(reset_cost_ + since_callback);
-  }
-
-  void log_event(const std::string& what) {
-    std::ostringstream line;
-    const char* host = std::getenv("COHORT_HOSTNAME");
-    line << what << ": rank " << cohort::rank() << " of " << cohort::size() << ", epoch " << epoch_
-         << ", step " << step_ << ", resets " << resets_ << ", host " << (host ? host : "localhost")
-         << ", pid " << ::getpid();
-    log_line(line.str());
-  }
-
-  static void log_line(const std::string& line) {
-    std::cout << "digits_cnn: " << line << std::endl;
+    progress_.on_reset();
   }
 
   // Accuracy on the held-out images (rank 0 alone: the model is the same everywhere).
@@ -329,16 +282,8 @@ class Trainer {
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "held-out accuracy " << accuracy << " ("
          << test_.size() << " images never trained on)";
-    log_line(line.str());
-    line.str("");
-    line << "summary: " << epoch_ << " epochs, world size " << cohort::size()
-         << ", resets seen by this worker " << resets_ << ", recovery times (s):";
-    for (double r : recoveries_) line << " " << r;
-    if (recoveries_.empty()) line << " none";
-    line << "; held-out accuracy " << accuracy
-         << "; every sample of every epoch trained exactly once: "
-         << (exactly_once_ ? "yes" : "no");
-    log_line(line.str());
+    progress_.print(line.str());
+    progress_.summary(accuracy, trained_.every_epoch_once());
   }
 
   Options o_;
@@ -348,17 +293,13 @@ class Trainer {
   std::shared_ptr<torch::optim::SGD> sgd_;
   cohort::torch::DistributedOptimizer optimizer_;
   cohort::elastic::ElasticSampler sampler_;
-  std::vector<int32_t> trained_;  // this epoch: how many times each sample was trained
+  cohort_examples::TrainedCounts trained_;  // this epoch: how many times each sample was trained
   std::vector<double> epoch_totals_ = std::vector<double>(3, 0.0);  // this epoch: see add_to_epoch
   int64_t epoch_ = 0;
   int64_t step_ = 0;
+  cohort_examples::Progress progress_{
+      "digits_cnn", epoch_, step_, {.no_recoveries = " none", .not_once = "no"}};
   cohort::torch::TorchState state_;  // declared last: it refers to the values above
-  bool exactly_once_ = true;
-  int resets_ = 0;
-  bool recovering_ = false;  // reset, and no step or epoch end since
-  Clock::time_point reset_started_;
-  double reset_cost_ = 0;
-  std::vector<double> recoveries_;
 };
 
 }  // namespace

@@ -19,3 +19,8 @@ from cohort._C import (  # noqa: F401
 
 # Horovod's name for the same error, so `except hvd.HorovodInternalError` keeps working.
 HorovodInternalError = InternalError
+
+# What `from cohort._errors import *` brings: every error class above, so that the packages that
+# re-export them (cohort, cohort.torch) need not repeat the list.
+__all__ = sorted(name for name, value in globals().items()
+                 if isinstance(value, type) and issubclass(value, Exception))

@@ -7,18 +7,7 @@ collective (blocking, ``*_async`` with ``poll``/``synchronize``, in place), proc
 before ``init()`` raises ``NotInitialized``.
 """
 
-from cohort._errors import (  # noqa: F401
-    CheckpointError,
-    CohortError,
-    HorovodInternalError,
-    HostsUpdatedInterrupt,
-    InternalError,
-    InvalidArgument,
-    MismatchError,
-    NotInitialized,
-    ShutdownError,
-    StallError,
-)
+from cohort._errors import *  # noqa: F401,F403 (every error class, see _errors.__all__)
 from cohort.torch.compression import Compression  # noqa: F401
 from cohort.torch.mpi_ops import (  # noqa: F401
     Adasum,

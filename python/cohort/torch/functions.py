@@ -43,32 +43,32 @@ def broadcast_parameters(params, root_rank, process_set=global_process_set):
             synchronize(handle)
 
 
+def _map_leaves(value, leaf):
+    """``value`` rebuilt with ``leaf`` applied to everything not a dict, list or tuple."""
+    if isinstance(value, dict):
+        return {k: _map_leaves(v, leaf) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_leaves(v, leaf) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_map_leaves(v, leaf) for v in value)
+    return leaf(value)
+
+
 def _split_tensors(value, tensors):
     """``value`` with every collective-friendly tensor replaced by a placeholder (its index)."""
-    if isinstance(value, torch.Tensor) and value.dtype in _COLLECTIVE_DTYPES \
-            and value.device.type == "cpu":
-        tensors.append(value)
-        return _TensorSlot(len(tensors) - 1, tuple(value.shape), value.dtype)
-    if isinstance(value, dict):
-        return {k: _split_tensors(v, tensors) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_split_tensors(v, tensors) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_split_tensors(v, tensors) for v in value)
-    return value
+    def take(leaf):
+        if isinstance(leaf, torch.Tensor) and leaf.dtype in _COLLECTIVE_DTYPES \
+                and leaf.device.type == "cpu":
+            tensors.append(leaf)
+            return _TensorSlot(len(tensors) - 1, tuple(leaf.shape), leaf.dtype)
+        return leaf
+    return _map_leaves(value, take)
 
 
 def _fill_tensors(value, tensors):
     """The inverse of ``_split_tensors``: placeholders replaced by ``tensors``."""
-    if isinstance(value, _TensorSlot):
-        return tensors[value.index]
-    if isinstance(value, dict):
-        return {k: _fill_tensors(v, tensors) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_fill_tensors(v, tensors) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_fill_tensors(v, tensors) for v in value)
-    return value
+    return _map_leaves(value, lambda leaf: tensors[leaf.index]
+                       if isinstance(leaf, _TensorSlot) else leaf)
 
 
 class _TensorSlot:

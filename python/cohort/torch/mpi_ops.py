@@ -270,16 +270,31 @@ def _name(op, name):
     return "" if name is None else f"{op}.{name}"
 
 
+def _reduce_args(kind, average, op, prescale_factor, postscale_factor, process_set, name):
+    """The checked arguments a reduction passes after its tensor(s): op, scales, set id, name."""
+    return (_resolve_op(average, op), prescale_factor, postscale_factor, _set_id(process_set),
+            _name(kind, name))
+
+
+def _output(work):
+    """A single-tensor handle's result: the output tensor."""
+    return work.wait()
+
+
+def _outputs(work):
+    """A grouped handle's result: the list of output tensors."""
+    return work.wait_all()
+
+
 # --- Allreduce -----------------------------------------------------------------------------------
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                     postscale_factor=1.0, process_set=global_process_set):
     """Starts an allreduce into a new tensor; ``synchronize`` returns it."""
     _check_device(tensor, "allreduce_async")
-    op = _resolve_op(average, op)
-    work = _C.allreduce_async(tensor, op, prescale_factor, postscale_factor,
-                              _set_id(process_set), _name("allreduce", name))
-    return Handle(work, lambda w: w.wait())
+    args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
+                        name)
+    return Handle(_C.allreduce_async(tensor, *args), _output)
 
 
 class _AllreduceFunction(torch.autograd.Function):
@@ -301,10 +316,9 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces ``tensor`` over the ranks into a new tensor (Average by default); differentiable."""
     _check_device(tensor, "allreduce")
-    op = _resolve_op(average, op)
+    args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
+                        name)
     compressed, ctx = compression.compress(tensor)
-    args = (op, prescale_factor, postscale_factor, _set_id(process_set),
-            _name("allreduce", name))
     if compressed.requires_grad:
         out = _AllreduceFunction.apply(compressed, *args)
     else:
@@ -316,19 +330,18 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
                      postscale_factor=1.0, process_set=global_process_set):
     """Starts an in-place allreduce; ``synchronize`` returns ``tensor``."""
     _check_device(tensor, "allreduce_async_")
-    op = _resolve_op(average, op)
-    work = _C.allreduce_async_(tensor, op, prescale_factor, postscale_factor,
-                               _set_id(process_set), _name("allreduce", name))
-    return Handle(work, lambda w: w.wait())
+    args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
+                        name)
+    return Handle(_C.allreduce_async_(tensor, *args), _output)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
                postscale_factor=1.0, process_set=global_process_set):
     """Reduces ``tensor`` in place and returns it."""
     _check_device(tensor, "allreduce_")
-    op = _resolve_op(average, op)
-    return _C.allreduce_(tensor, op, prescale_factor, postscale_factor, _set_id(process_set),
-                         _name("allreduce", name))
+    args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
+                        name)
+    return _C.allreduce_(tensor, *args)
 
 
 # --- Grouped allreduce ---------------------------------------------------------------------------
@@ -344,20 +357,19 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             postscale_factor=1.0, process_set=global_process_set):
     """Starts one allreduce of every tensor (negotiated and fused as one); outputs are new."""
     tensors = _check_all(tensors, "grouped_allreduce_async")
-    op = _resolve_op(average, op)
-    work = _C.grouped_allreduce_async(tensors, op, prescale_factor, postscale_factor,
-                                      _set_id(process_set), _name("grouped_allreduce", name))
-    return Handle(work, lambda w: w.wait_all())
+    args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
+                        process_set, name)
+    return Handle(_C.grouped_allreduce_async(tensors, *args), _outputs)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
                       prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """One allreduce of every tensor; returns the list of results."""
     tensors = _check_all(tensors, "grouped_allreduce")
-    op = _resolve_op(average, op)
+    args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
+                        process_set, name)
     compressed = [compression.compress(t) for t in tensors]
-    outs = _C.grouped_allreduce([c for c, _ in compressed], op, prescale_factor, postscale_factor,
-                                _set_id(process_set), _name("grouped_allreduce", name))
+    outs = _C.grouped_allreduce([c for c, _ in compressed], *args)
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, compressed)]
 
 
@@ -365,19 +377,18 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
                              postscale_factor=1.0, process_set=global_process_set):
     """Starts one in-place allreduce of every tensor."""
     tensors = _check_all(tensors, "grouped_allreduce_async_")
-    op = _resolve_op(average, op)
-    work = _C.grouped_allreduce_async_(tensors, op, prescale_factor, postscale_factor,
-                                       _set_id(process_set), _name("grouped_allreduce", name))
-    return Handle(work, lambda w: w.wait_all())
+    args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
+                        process_set, name)
+    return Handle(_C.grouped_allreduce_async_(tensors, *args), _outputs)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                        postscale_factor=1.0, process_set=global_process_set):
     """Reduces every tensor in place, as one collective; returns them."""
     tensors = _check_all(tensors, "grouped_allreduce_")
-    op = _resolve_op(average, op)
-    return _C.grouped_allreduce_(tensors, op, prescale_factor, postscale_factor,
-                                 _set_id(process_set), _name("grouped_allreduce", name))
+    args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
+                        process_set, name)
+    return _C.grouped_allreduce_(tensors, *args)
 
 
 # --- Allgather, broadcast, alltoall, reducescatter -----------------------------------------------
@@ -386,7 +397,7 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts an allgather (concatenation along the first dimension, in rank order)."""
     _check_device(tensor, "allgather_async")
     work = _C.allgather_async(tensor, _set_id(process_set), _name("allgather", name))
-    return Handle(work, lambda w: w.wait())
+    return Handle(work, _output)
 
 
 class _AllgatherFunction(torch.autograd.Function):
@@ -420,7 +431,7 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     """Starts a broadcast of root's tensor into a new tensor."""
     _check_device(tensor, "broadcast_async")
     work = _C.broadcast_async(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
-    return Handle(work, lambda w: w.wait())
+    return Handle(work, _output)
 
 
 class _BroadcastFunction(torch.autograd.Function):
@@ -453,7 +464,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_se
     """Starts an in-place broadcast of root's tensor."""
     _check_device(tensor, "broadcast_async_")
     work = _C.broadcast_async_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
-    return Handle(work, lambda w: w.wait())
+    return Handle(work, _output)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
@@ -497,7 +508,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     op = _check_op(op)
     work = _C.reducescatter_async(tensor, op, prescale_factor, postscale_factor,
                                   _set_id(process_set), _name("reducescatter", name))
-    return Handle(work, lambda w: w.wait())
+    return Handle(work, _output)
 
 
 def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
