@@ -9,7 +9,8 @@ alternates them):
 
 Modes:
   cohort  hvd.DistributedOptimizer: forward, backward, then one grouped allreduce of every
-          gradient (timed as "sync_in_step": it includes waiting for the slowest rank's
+          gradient (with --num-groups N: N groups, each sent from the backward hooks as soon as
+          its gradients are ready) (timed as "sync_in_step": it includes waiting for the slowest rank's
           backward pass) and the optimizer step. After the timed steps it times
           optimizer.synchronize() alone with the ranks in lockstep ("lockstep_sync") and
           hvd.grouped_allreduce_ of the same gradient tensors ("raw"): their difference is what
@@ -54,6 +55,9 @@ def parse():
     p.add_argument("--batch", type=int, default=32, help="samples per rank per step")
     p.add_argument("--steps", type=int, default=30, help="timed steps")
     p.add_argument("--warmup", type=int, default=5, help="untimed steps first")
+    p.add_argument("--num-groups", type=int, default=0,
+                   help="cohort: DistributedOptimizer's num_groups (0: one group at step(); "
+                        "N: N groups sent from the backward hooks, overlapping the backward pass)")
     return p.parse_args()
 
 
@@ -76,7 +80,8 @@ def run_cohort(args):
     model = MODELS[args.model][0]()
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9),
-                                   named_parameters=model.named_parameters())
+                                   named_parameters=model.named_parameters(),
+                                   num_groups=args.num_groups)
     x, y = batch_for(args, hvd.rank())
     loss_fn = nn.CrossEntropyLoss()
     steps, syncs = [], []
@@ -112,7 +117,7 @@ def run_cohort(args):
                             median_ms(raws)], dtype=torch.float64)
     worst = hvd.allreduce(figures, op=hvd.Max, name="bench.figures")
     if hvd.rank() == 0:
-        report(args, hvd.size(), worst[0], f"sync_in_step_ms={worst[1]:.3f} lockstep_sync_ms="
+        report(args, hvd.size(), worst[0], f"groups={args.num_groups} sync_in_step_ms={worst[1]:.3f} lockstep_sync_ms="
                f"{worst[2]:.3f} raw_grouped_allreduce_ms={worst[3]:.3f} wrapper_overhead_ms="
                f"{worst[2] - worst[3]:.3f}")
     hvd.shutdown()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs examples/torch/step_bench.py for each model, alternating cohort.torch and DDP trials so that
-# both see the same machine noise, and prints every RESULT line and the medians per mode.
+# Runs examples/torch/step_bench.py for each model, alternating cohort.torch (one group per step,
+# and 4 groups overlapping the backward pass) and DDP trials so that all see the same machine
+# noise, and prints every RESULT line and the medians per variant.
 # Usage: examples/torch/step_bench.sh BUILD_DIR [NP] [TRIALS] [step_bench.py arguments...]
+# BENCH_MODELS picks the models (default: "digits mlp25m").
 set -euo pipefail
 build=${1:?usage: step_bench.sh BUILD_DIR [NP] [TRIALS] [args...]}
 np=${2:-2}
@@ -15,11 +17,12 @@ trap 'rm -f "$results"' EXIT
 
 free_port() { "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-for model in digits mlp25m; do
+for model in ${BENCH_MODELS:-digits mlp25m}; do
   for trial in $(seq "$trials"); do
-    for mode in cohort ddp; do
+    for variant in "cohort" "cohort --num-groups 4" "ddp"; do
+      # shellcheck disable=SC2086 # the variant is a mode and its flags
       BENCH_PORT=$(free_port) timeout 600 "$build/bin/cohortrun" -np "$np" \
-        "$python" "$here/step_bench.py" --mode "$mode" --model "$model" "$@" |
+        "$python" "$here/step_bench.py" --mode $variant --model "$model" "$@" |
         grep -o 'RESULT .*' | tee -a "$results"
     done
   done
@@ -29,7 +32,7 @@ echo
 echo "medians over $trials trials (step_ms: median step of the slowest rank):"
 awk '{
   for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-  key = f["model"] " " f["mode"]
+  key = f["model"] " " f["mode"] (f["mode"] == "cohort" ? " groups=" f["groups"] : "")
   n[key]++; step[key, n[key]] = f["step_ms"]; sync[key, n[key]] = f["lockstep_sync_ms"]
   raw[key, n[key]] = f["raw_grouped_allreduce_ms"]
 }

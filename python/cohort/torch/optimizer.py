@@ -3,10 +3,12 @@
 As in Horovod, ``DistributedOptimizer(opt, ...)`` returns an instance of a class made on the fly
 that derives from ``type(opt)`` (so ``isinstance`` checks and the optimizer's own methods keep
 working) and shares ``opt``'s parameters, hyperparameters and state. Unlike Horovod it sends all
-gradients in ONE grouped allreduce per step, its members ordered by parameter name: the order in
-which autograd produced the gradients, which may differ between ranks, does not matter. Hooks on
-the gradient accumulators only count backward passes, to refuse more than
-``backward_passes_per_step`` of them before a step.
+gradients in ONE grouped allreduce per step by default, its members ordered by parameter name:
+the order in which autograd produced the gradients, which may differ between ranks, does not
+matter. Hooks on the gradient accumulators count backward passes, to refuse more than
+``backward_passes_per_step`` of them before a step; with ``num_groups`` or ``groups`` they also
+send each group, named by its index, as soon as all its gradients are ready, so that the
+allreduces overlap the rest of the backward pass.
 """
 
 import contextlib
@@ -28,7 +30,8 @@ class _DistributedOptimizer:
     """The methods mixed in front of the wrapped optimizer's class."""
 
     def _cohort_setup(self, named_parameters, compression, backward_passes_per_step, op,
-                      gradient_predivide_factor, sparse_as_dense, process_set):
+                      gradient_predivide_factor, num_groups, groups, sparse_as_dense,
+                      process_set):
         mpi_ops._check_op(op)
         if gradient_predivide_factor != 1.0 and op != Average:
             raise ValueError("gradient_predivide_factor not supported with op != Average")
@@ -65,11 +68,79 @@ class _DistributedOptimizer:
         self._cohort_sparse_as_dense = sparse_as_dense
         self._cohort_process_set = process_set
         self._cohort_name = f"DistributedOptimizer.{next(_optimizer_counter)}"
+        self._cohort_groups = self._cohort_make_groups(num_groups, groups)
+        self._cohort_group_of = {name: g for g, members in enumerate(self._cohort_groups)
+                                 for name, _ in members}
+        # Explicit groups are sent from the hooks as soon as they are complete, overlapping the
+        # rest of the backward pass; the single default group waits for synchronize().
+        self._cohort_overlap = num_groups > 0 or groups is not None
+        self._cohort_in_flight = {}  # group index -> (handle, gradients, compressed tensors)
         self._cohort_passes = {}
         self._cohort_synchronized = False
         self._cohort_should_synchronize = True
         self._cohort_accumulators = []
         self._cohort_register_hooks()
+
+    def _cohort_make_groups(self, num_groups, groups):
+        """The gradient groups, as lists of (name, parameter) in name order: one group of every
+        parameter by default; ``num_groups`` contiguous runs of the name-ordered parameters (as
+        equal in count as possible); or the caller's ``groups`` (lists of parameters), with every
+        parameter they leave out in one more group."""
+        params = self._cohort_params
+        if groups is not None:
+            if num_groups:
+                raise ValueError("DistributedOptimizer: give num_groups or groups, not both")
+            name_of = {id(p): n for n, p in params}
+            listed = [[(name_of[id(p)], p) for p in group if id(p) in name_of]
+                      for group in groups]
+            seen = {n for group in listed for n, _ in group}
+            if sum(len(group) for group in listed) != len(seen):
+                raise ValueError("DistributedOptimizer: a parameter is in two groups")
+            rest = [(n, p) for n, p in params if n not in seen]
+            chosen = [sorted(group, key=lambda item: item[0]) for group in listed] + [rest]
+        elif num_groups < 0:
+            raise ValueError("DistributedOptimizer: num_groups must be 0 or more")
+        elif num_groups > 0:
+            k = min(num_groups, len(params))
+            chosen = [params[len(params) * i // k:len(params) * (i + 1) // k] for i in range(k)]
+        else:
+            chosen = [params]
+        return [group for group in chosen if group]
+
+    def _cohort_group_name(self, index):
+        if len(self._cohort_groups) == 1:
+            return self._cohort_name
+        return f"{self._cohort_name}.group{index}"
+
+    def _cohort_submit(self, index):
+        """Starts the grouped allreduce of one group's gradients (zeros for a missing one)."""
+        grads = []
+        for _, p in self._cohort_groups[index]:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            elif p.grad.is_sparse:
+                if not self._cohort_sparse_as_dense:
+                    raise mpi_ops.InvalidArgument(
+                        "cohort.torch.DistributedOptimizer: sparse gradients are not supported; "
+                        "pass sparse_as_dense=True")
+                p.grad = p.grad.to_dense()
+            grads.append(p.grad)
+        compressed = [self._cohort_compression.compress(g) for g in grads]
+        handle = mpi_ops.grouped_allreduce_async_(
+            [c for c, _ in compressed], name=self._cohort_group_name(index), op=self._cohort_op,
+            prescale_factor=self._cohort_prescale, postscale_factor=self._cohort_postscale,
+            process_set=self._cohort_process_set)
+        self._cohort_in_flight[index] = (handle, grads, compressed)
+
+    def _cohort_group_ready(self, name):
+        """Called when a parameter has had all its backward passes: with explicit groups, its
+        group is sent once all its members have."""
+        index = self._cohort_group_of.get(name)
+        if not self._cohort_overlap or index is None or index in self._cohort_in_flight:
+            return
+        wanted = self._cohort_passes_per_step
+        if all(self._cohort_passes.get(n, 0) == wanted for n, _ in self._cohort_groups[index]):
+            self._cohort_submit(index)
 
     def _cohort_register_hooks(self):
         with torch.enable_grad():
@@ -91,6 +162,8 @@ class _DistributedOptimizer:
                     "Gradients were computed more than backward_passes_per_step times before call "
                     "to step(). Increase backward_passes_per_step to accumulate gradients locally.")
             self._cohort_passes[name] = passes
+            if passes == self._cohort_passes_per_step:
+                self._cohort_group_ready(name)
         return hook
 
     def synchronize(self):
@@ -101,29 +174,19 @@ class _DistributedOptimizer:
         """
         if self._cohort_synchronized:
             return
-        grads = []
-        for _, p in self._cohort_params:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            elif p.grad.is_sparse:
-                if not self._cohort_sparse_as_dense:
-                    raise mpi_ops.InvalidArgument(
-                        "cohort.torch.DistributedOptimizer: sparse gradients are not supported; "
-                        "pass sparse_as_dense=True")
-                p.grad = p.grad.to_dense()
-            grads.append(p.grad)
-        if grads:
-            compression = self._cohort_compression
-            compressed = [compression.compress(g) for g in grads]
-            tensors = [c for c, _ in compressed]
-            mpi_ops.grouped_allreduce_(tensors, name=self._cohort_name, op=self._cohort_op,
-                                       prescale_factor=self._cohort_prescale,
-                                       postscale_factor=self._cohort_postscale,
-                                       process_set=self._cohort_process_set)
-            with torch.no_grad():
-                for grad, tensor, (_, ctx) in zip(grads, tensors, compressed):
-                    if tensor is not grad:
-                        grad.copy_(compression.decompress(tensor, ctx))
+        try:
+            for index in range(len(self._cohort_groups)):
+                if index not in self._cohort_in_flight:
+                    self._cohort_submit(index)
+            for index in sorted(self._cohort_in_flight):
+                handle, grads, compressed = self._cohort_in_flight[index]
+                mpi_ops.synchronize(handle)
+                with torch.no_grad():
+                    for grad, (tensor, ctx) in zip(grads, compressed):
+                        if tensor is not grad:
+                            grad.copy_(self._cohort_compression.decompress(tensor, ctx))
+        finally:
+            self._cohort_in_flight.clear()
         self._cohort_passes.clear()
         self._cohort_synchronized = True
 
@@ -149,6 +212,11 @@ class _DistributedOptimizer:
 
     def zero_grad(self, set_to_none=False):
         """The wrapped optimizer's zero_grad; also forgets the backward passes counted."""
+        if self._cohort_in_flight:
+            raise AssertionError(
+                "optimizer.zero_grad() was called after loss.backward() but before "
+                "optimizer.step() or optimizer.synchronize(): gradient groups are being "
+                "allreduced into the gradients it would clear")
         self._cohort_passes.clear()
         self._cohort_synchronized = False
         return super().zero_grad(set_to_none=set_to_none)
@@ -164,15 +232,18 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     named by position in the param groups). ``op``: Average (default), Sum, Min, Max or Product.
     ``backward_passes_per_step``: backward passes accumulated locally before each step; more are
     refused. ``gradient_predivide_factor``: for Average, divide by it before the sum and multiply
-    by it / size after. ``num_groups`` and ``groups`` are accepted for compatibility and have no
-    effect: every step sends all gradients as one fused group.
+    by it / size after. By default every step sends all gradients as ONE grouped allreduce, at
+    ``step()`` (or ``synchronize()``). ``num_groups`` (the name-ordered parameters split into that
+    many runs) or ``groups`` (lists of parameters) make several groups instead, each sent from the
+    backward hooks as soon as all its gradients are ready, so communication overlaps the rest of
+    the backward pass, as DistributedDataParallel's buckets do.
     """
-    del num_groups, groups  # one group per step, always
     base = optimizer.__class__
     cls = type(base.__name__, (_DistributedOptimizer, base), {})
     wrapped = cls.__new__(cls)
     # Shares the wrapped optimizer's param groups, state and hyperparameters.
     wrapped.__dict__.update(optimizer.__dict__)
     wrapped._cohort_setup(named_parameters, compression, backward_passes_per_step, op,
-                          gradient_predivide_factor, sparse_as_dense, process_set)
+                          gradient_predivide_factor, num_groups, groups, sparse_as_dense,
+                          process_set)
     return wrapped
