@@ -214,6 +214,10 @@ std::string_view backend_name() {
   return runtime()->backend_name();
 }
 
+std::string default_name(std::string_view kind) {
+  return runtime()->default_names().next(kind);
+}
+
 Handle allreduce_async(std::string name, Tensor input, Tensor output, AllreduceOptions options) {
   check_name(name);
   check_reduction(OpType::kAllreduce, name, input, output, options);

@@ -13,6 +13,7 @@
 #include "cohort/handle.h"
 #include "core/config.h"
 #include "core/control_channel.h"
+#include "core/default_names.h"
 #include "core/executor.h"
 #include "core/heartbeat.h"
 #include "core/membership.h"
@@ -35,6 +36,8 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const Topology& topology() const { return topology_; }
+  // Names for collectives submitted without one (cohort::default_name).
+  DefaultNames& default_names() { return default_names_; }
   std::string_view backend_name() const { return backend_name_; }
   const Config& config() const { return config_; }
   // Set in elastic mode only. Mutable only before the Runtime is shared (the elastic reset
@@ -97,6 +100,7 @@ class Runtime {
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
   Topology topology_;
+  DefaultNames default_names_;
   ControlChannel control_;
   TensorQueue queue_;
   std::optional<ResponseCache> cache_;    // rank 0 only

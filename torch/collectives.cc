@@ -1,10 +1,10 @@
 // Cohort's collectives on at::Tensor: dtype mapping, contiguous staging of non-contiguous tensors,
-// runtime-owned outputs, Work, and the names of unnamed calls. CPU and CUDA tensors take the same
-// path; what differs for CUDA (device index, waiting for torch's stream) is in cuda_tensors.h.
+// runtime-owned outputs and Work; unnamed calls are named by the runtime (cohort::default_name).
+// CPU and CUDA tensors take the same path; what differs for CUDA (device index, waiting for
+// torch's stream) is in cuda_tensors.h.
 #include <c10/core/ScalarType.h>
 
 #include <cstring>
-#include <map>
 #include <utility>
 
 #include "cohort/torch/collectives.h"
@@ -18,26 +18,6 @@ namespace {
 
 constexpr const char* kSupported =
     "bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64";
-
-// Counters of unnamed calls per kind of collective: the one piece of process-wide mutable state
-// of the adapter, owned here.
-class NameRegistry {
- public:
-  static NameRegistry& instance() {
-    static NameRegistry registry;
-    return registry;
-  }
-  std::string next(std::string_view op) {
-    std::lock_guard lock(mutex_);
-    uint64_t n = counters_[std::string(op)]++;
-    return std::string(op) + ".noname." + std::to_string(n);
-  }
-
- private:
-  std::mutex mutex_;
-  std::map<std::string, uint64_t, std::less<>> counters_;
-};
-
 }  // namespace
 
 std::string dtype_name(at::ScalarType dtype) {
@@ -133,7 +113,7 @@ at::Tensor to_tensor(const OwnedTensor& owned) {
 
 std::string name_or_default(std::string name, std::string_view op) {
   if (!name.empty()) return name;
-  return NameRegistry::instance().next(op);
+  return cohort::default_name(op);
 }
 
 }  // namespace detail

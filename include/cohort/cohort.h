@@ -50,6 +50,12 @@ int cross_size();
 // "gloo", "mpi" or "none" (a world of one).
 std::string_view backend_name();
 
+// A name for a collective of `kind` submitted without one, as framework bindings do:
+// "<kind>.noname.<n>", n counting this runtime's calls for that kind, so every rank must make its
+// unnamed calls in the same order. The count starts again at 0 in each new runtime (init() after
+// shutdown(), an elastic reset), so survivors and newly joined workers agree after a reset.
+std::string default_name(std::string_view kind);
+
 // A subset of the ranks that runs collectives among themselves, with its own negotiation. The
 // default, id 0, is every rank. Results of a process set's collectives are ordered by its ranks
 // in ascending order, and a broadcast's root is given as a global rank that must be a member.

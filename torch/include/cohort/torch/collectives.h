@@ -6,24 +6,25 @@
 //   cohort::torch::allreduce_(grad);                       // in place
 //   auto work = cohort::torch::allgather_async(features);  // ... later: work.wait()
 //
-// Names: every collective is named; an empty name takes "<op>.noname.<n>", with n counting this
-// process's unnamed calls of that kind, as Horovod does (so unnamed calls must come in the same
-// order on every rank). Dtypes: uint8, int8, int32, int64, float16, bfloat16, float32, float64
-// and bool map to Cohort's types; any other (complex, int16, ...) is refused with InvalidArgument
-// naming it. A non-contiguous tensor is copied into a contiguous one for the collective, and an
-// in-place result is copied back into it. Tensors that require grad are read and written outside
-// autograd. CPU tensors go through Gloo or MPI. CUDA tensors depend on the build. Built against
-// a libtorch with CUDA and a Cohort with NCCL, the adapter hands a CUDA tensor's device pointer to
-// NCCL on its device (its index is the cohort::Tensor device) after the host has waited for
-// torch's current stream on that device, staging copies of non-contiguous tensors included;
-// results the runtime allocates (allgather, alltoall, reducescatter) come back as CUDA tensors
-// over its memory, without a copy; an out-of-place allreduce reduces a copy in place; a grouped
-// call mixing devices (CPU and CUDA) is refused with InvalidArgument; the core's limits on device
-// tensors apply (cohort/cohort.h). Otherwise (Debian's libtorch has no CUDA; or Cohort has no
-// NCCL) every CUDA tensor is refused with InvalidArgument, as nothing could order the collective
-// after torch's stream. Either way the helpers that read host memory (optimizer state bytes,
-// TorchState) take CPU tensors only. The namespace is cohort::torch, so code inside `using
-// namespace cohort` names libtorch with a leading `::`.
+// Names: every collective is named; an empty name takes cohort::default_name(op),
+// "<op>.noname.<n>", with n counting the runtime's unnamed calls of that kind, as Horovod does (so
+// unnamed calls must come in the same order on every rank; the count restarts after a reset).
+// Dtypes: uint8, int8, int32, int64, float16, bfloat16, float32, float64 and bool map to Cohort's
+// types; any other (complex, int16, ...) is refused with InvalidArgument naming it. A
+// non-contiguous tensor is copied into a contiguous one for the collective, and an in-place result
+// is copied back into it. Tensors that require grad are read and written outside autograd. CPU
+// tensors go through Gloo or MPI. CUDA tensors depend on the build. Built against a libtorch with
+// CUDA and a Cohort with NCCL, the adapter hands a CUDA tensor's device pointer to NCCL on its
+// device (its index is the cohort::Tensor device) after the host has waited for torch's current
+// stream on that device, staging copies of non-contiguous tensors included; results the runtime
+// allocates (allgather, alltoall, reducescatter) come back as CUDA tensors over its memory, without
+// a copy; an out-of-place allreduce reduces a copy in place; a grouped call mixing devices (CPU and
+// CUDA) is refused with InvalidArgument; the core's limits on device tensors apply
+// (cohort/cohort.h). Otherwise (Debian's libtorch has no CUDA; or Cohort has no NCCL) every CUDA
+// tensor is refused with InvalidArgument, as nothing could order the collective after torch's
+// stream. Either way the helpers that read host memory (optimizer state bytes, TorchState) take CPU
+// tensors only. The namespace is cohort::torch, so code inside `using namespace cohort` names
+// libtorch with a leading `::`.
 #pragma once
 
 #include <ATen/ATen.h>
