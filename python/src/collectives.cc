@@ -4,6 +4,7 @@
 // (a data loader, a second submitting thread) must run.
 #include <torch/csrc/utils/pybind.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,12 +26,24 @@ at::Tensor splits_or_undefined(const std::optional<at::Tensor>& splits) {
   return splits ? *splits : at::Tensor();
 }
 
+// Destroys a Work without the GIL: a Work dropped before its collective completed waits for it
+// (the runtime may still write into the tensors it keeps), which can last until the collective's
+// timeout, and other Python threads must run meanwhile. Torch takes the GIL itself when it drops a
+// tensor's Python object.
+struct DeleteWithoutGil {
+  void operator()(ct::Work* work) const {
+    py::gil_scoped_release unlocked;
+    delete work;
+  }
+};
+
 }  // namespace
 
 void bind_collectives(py::module_& m) {
   using release = py::call_guard<py::gil_scoped_release>;
 
-  py::class_<ct::Work>(m, "Work", "An asynchronous collective; keeps its tensors alive.")
+  py::class_<ct::Work, std::unique_ptr<ct::Work, DeleteWithoutGil>>(
+      m, "Work", "An asynchronous collective; keeps its tensors alive.")
       .def("poll", &ct::Work::poll, release(), "True once the collective completed or failed.")
       .def("wait", &ct::Work::wait, release(), "Waits; the output tensor. Raises its error.")
       .def("wait_all", &ct::Work::wait_all, release(), "Grouped allreduce: every member's result.")

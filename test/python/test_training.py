@@ -4,6 +4,9 @@ broadcast_optimizer_state, TorchState commit/restore/sync, a DataLoader with wor
 a Horovod-style script written against the horovod.torch names.
 """
 
+import gc
+import weakref
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -284,3 +287,29 @@ def test_horovod_style_script_runs_unchanged():
     for other in states[1:]:
         for p, q in zip(states[0], other):
             torch.testing.assert_close(p, q)
+
+
+def test_groups_go_from_the_hooks_and_zero_grad_drops_finished_ones():
+    model = make_model()
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                   named_parameters=model.named_parameters(), num_groups=2)
+    loss_of(model, *batch(hvd.rank(), 0)).backward()
+    assert len(opt._cohort_in_flight) == 2  # both groups were sent during the backward pass
+    # Finished but never applied, as a failed runtime leaves them before elastic.run's retry.
+    for handle, _, _ in list(opt._cohort_in_flight.values()):
+        hvd.synchronize(handle)
+    opt.zero_grad()
+    assert not opt._cohort_in_flight
+    loss_of(model, *batch(hvd.rank(), 1)).backward()
+    opt.step()  # the same group names go again
+
+
+def test_states_are_freed():
+    model = make_model()
+    state = hvd.elastic.TorchState(model=model, optimizer=torch.optim.SGD(model.parameters(),
+                                                                           lr=0.1), epoch=0)
+    state.commit()
+    freed = weakref.ref(state)
+    del state
+    gc.collect()
+    assert freed() is None  # the C++ State's callbacks do not keep it alive

@@ -212,7 +212,13 @@ class _DistributedOptimizer:
 
     def zero_grad(self, set_to_none=False):
         """The wrapped optimizer's zero_grad; also forgets the backward passes counted."""
-        if self._cohort_in_flight:
+        # Groups that finished are dropped: after a failure the old runtime failed every pending
+        # one, and elastic.run's retry starts with zero_grad(). One still running is refused, as
+        # in Horovod: it would write into the gradients being cleared.
+        running = {i: f for i, f in self._cohort_in_flight.items() if not mpi_ops.poll(f[0])}
+        self._cohort_in_flight.clear()
+        if running:
+            self._cohort_in_flight.update(running)
             raise AssertionError(
                 "optimizer.zero_grad() was called after loss.backward() but before "
                 "optimizer.step() or optimizer.synchronize(): gradient groups are being "

@@ -10,6 +10,7 @@ samples merge at every commit.
 
 import io
 import pickle
+import weakref
 
 import torch
 
@@ -27,6 +28,19 @@ def _torch_value(data):
     return torch.load(io.BytesIO(data))
 
 
+def _weakly(obj, method):
+    """``obj.method`` as a callable that does not keep ``obj`` alive. The C++ State holds the
+    callables and ``obj`` holds the C++ State: strong references back would make a cycle that
+    Python's garbage collector cannot see (it does not look inside the C++ object), so no State,
+    model or optimizer snapshot would ever be freed. The C++ State never outlives ``obj``."""
+    ref = weakref.ref(obj)
+
+    def call(*args):
+        return getattr(ref(), method)(*args)
+
+    return call
+
+
 class ObjectState:
     """Named Python values (``**kwargs``) kept as attributes, committed, restored and synced.
 
@@ -38,7 +52,6 @@ class ObjectState:
         object.__setattr__(self, "_cpp", _C.State(_label))
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_samplers", {})
-        object.__setattr__(self, "_reset_callbacks", [])
         self._track_fields()
         for key, value in kwargs.items():
             if isinstance(value, ElasticSampler):
@@ -46,7 +59,8 @@ class ObjectState:
                 self._cpp.track_sampler(f"sampler.{key}", value._core)
             else:
                 self._values[key] = value
-        self._cpp.track_bytes("attributes", "python.pickle", self._save_values, self._parse_values)
+        self._cpp.track_bytes("attributes", "python.pickle", _weakly(self, "_save_values"),
+                              _weakly(self, "_parse_values"))
 
     def _track_fields(self):
         """Subclasses track their own values first (TorchState: model and optimizer)."""
@@ -111,7 +125,6 @@ class ObjectState:
     def register_reset_callbacks(self, callbacks):
         """Functions to call after a reset into a new world (rank() and size() are the new ones)."""
         for callback in callbacks:
-            self._reset_callbacks.append(callback)
             self._cpp.add_reset_callback(callback)
 
     def on_reset(self):
@@ -139,12 +152,18 @@ class TorchState(ObjectState):
 
     def _track_fields(self):
         if self.model is not None:
-            self._cpp.track_bytes("model", "torch.module.state_dict",
-                                  lambda: _torch_bytes(self.model.state_dict()), self._parse_model)
+            self._cpp.track_bytes("model", "torch.module.state_dict", _weakly(self, "_save_model"),
+                                  _weakly(self, "_parse_model"))
         if self.optimizer is not None:
             self._cpp.track_bytes("optimizer", "torch.optim.state_dict",
-                                  lambda: _torch_bytes(self.optimizer.state_dict()),
-                                  self._parse_optimizer)
+                                  _weakly(self, "_save_optimizer"),
+                                  _weakly(self, "_parse_optimizer"))
+
+    def _save_model(self):
+        return _torch_bytes(self.model.state_dict())
+
+    def _save_optimizer(self):
+        return _torch_bytes(self.optimizer.state_dict())
 
     def _parse_model(self, data):
         saved = _torch_value(data)
