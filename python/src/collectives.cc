@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cohort/torch/broadcast.h"
 #include "cohort/torch/collectives.h"
 #include "common.h"
 
@@ -39,7 +40,38 @@ struct DeleteWithoutGil {
 
 }  // namespace
 
+// broadcast_object and allgather_object: the adapter's byte collectives. The bytes are copied in
+// and out with the GIL held; the collectives run without it.
+void bind_bytes(py::module_& m) {
+  m.def(
+      "broadcast_bytes",
+      [](const py::bytes& data, int root, int set, std::string name) {
+        std::string bytes = data;
+        {
+          py::gil_scoped_release unlocked;
+          bytes = ct::broadcast_bytes(std::move(bytes), root, std::move(name), ProcessSet{set});
+        }
+        return py::bytes(bytes);
+      },
+      py::arg("data"), py::arg("root_rank"), py::arg("process_set_id"), py::arg("name"));
+  m.def(
+      "allgather_bytes",
+      [](const py::bytes& data, int set, std::string name) {
+        std::string bytes = data;
+        std::vector<std::string> all;
+        {
+          py::gil_scoped_release unlocked;
+          all = ct::allgather_bytes(std::move(bytes), std::move(name), ProcessSet{set});
+        }
+        py::list out;
+        for (const std::string& b : all) out.append(py::bytes(b));
+        return out;
+      },
+      py::arg("data"), py::arg("process_set_id"), py::arg("name"));
+}
+
 void bind_collectives(py::module_& m) {
+  bind_bytes(m);
   using release = py::call_guard<py::gil_scoped_release>;
 
   py::class_<ct::Work, std::unique_ptr<ct::Work, DeleteWithoutGil>>(
@@ -161,12 +193,6 @@ void bind_collectives(py::module_& m) {
       "alltoall_async",
       [](const at::Tensor& t, const std::optional<at::Tensor>& splits, int set, std::string name) {
         return ct::alltoall_async(t, splits_or_undefined(splits), std::move(name), ProcessSet{set});
-      },
-      release(), py::arg("tensor"), py::arg("splits"), py::arg("process_set_id"), py::arg("name"));
-  m.def(
-      "alltoall",
-      [](const at::Tensor& t, const std::optional<at::Tensor>& splits, int set, std::string name) {
-        return ct::alltoall(t, splits_or_undefined(splits), std::move(name), ProcessSet{set});
       },
       release(), py::arg("tensor"), py::arg("splits"), py::arg("process_set_id"), py::arg("name"));
 

@@ -5,7 +5,6 @@ acceptable here because the only peers are the job's own ranks, started by the s
 the same program; never point these functions at data from outside the job.
 """
 
-import io
 import pickle
 
 import torch
@@ -121,30 +120,14 @@ def _collect_slots(value, slots):
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     """Root's object on every rank (root gets its own object back). Pickled; see the module doc."""
-    name = name or "broadcast_object"
-    if _C.rank() == root_rank:
-        data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-        length = torch.tensor([data.numel()], dtype=torch.int64)
-    else:
-        length = torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=f"{name}.length", process_set=process_set)
-    if _C.rank() != root_rank:
-        data = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(data, root_rank, name=f"{name}.data", process_set=process_set)
-    if _C.rank() == root_rank:
-        return obj
-    return pickle.load(io.BytesIO(data.numpy().tobytes()))
+    data = pickle.dumps(obj) if _C.rank() == root_rank else b""
+    data = _C.broadcast_bytes(data, root_rank, mpi_ops._set_id(process_set),
+                              name or "broadcast_object")
+    return obj if _C.rank() == root_rank else pickle.loads(data)
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     """Every rank's object, in rank order. Pickled; see the module doc."""
-    name = name or "allgather_object"
-    data = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    lengths = mpi_ops.allgather(torch.tensor([data.numel()], dtype=torch.int64),
-                                name=f"{name}.lengths", process_set=process_set)
-    gathered = mpi_ops.allgather(data, name=f"{name}.data", process_set=process_set).numpy()
-    objects, offset = [], 0
-    for length in lengths.tolist():
-        objects.append(pickle.loads(gathered[offset:offset + length].tobytes()))
-        offset += length
-    return objects
+    gathered = _C.allgather_bytes(pickle.dumps(obj), mpi_ops._set_id(process_set),
+                                  name or "allgather_object")
+    return [pickle.loads(data) for data in gathered]
