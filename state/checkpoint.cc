@@ -2,7 +2,10 @@
 // returns or throws alike, and a load ends with a sync so every rank holds the loaded state.
 #include "cohort/elastic/checkpoint.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -26,7 +29,8 @@ std::string file_name(uint64_t sequence) {
   return name;
 }
 
-// The sequence of a checkpoint's file name; nothing for any other name (temporaries included).
+// The sequence of a checkpoint's file name; nothing for any other name (temporaries included,
+// and 20 digits beyond 2^64 - 1, which no save writes).
 std::optional<uint64_t> sequence_of(const std::string& name) {
   if (name.size() != 5 + 20 + 7 || name.rfind("ckpt-", 0) != 0 ||
       name.compare(25, 7, ".cohort") != 0) {
@@ -35,7 +39,9 @@ std::optional<uint64_t> sequence_of(const std::string& name) {
   uint64_t value = 0;
   for (size_t i = 5; i < 25; ++i) {
     if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    value = value * 10 + static_cast<uint64_t>(name[i] - '0');
+    auto digit = static_cast<uint64_t>(name[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
   }
   return value;
 }
@@ -48,16 +54,19 @@ bool is_temporary(const std::string& name) {
 struct Found {
   uint64_t sequence;
   fs::path path;
+  bool regular;  // the entry itself (a symbolic link is not followed)
 };
 
-// The directory's checkpoints, oldest first (none if it does not exist).
+// Every entry named like a checkpoint, whatever it is, oldest first (none if `dir` does not
+// exist). Only regular files are checkpoints; the others are listed so that a save never takes
+// their names.
 std::vector<Found> list(const fs::path& dir) {
   std::vector<Found> out;
   std::error_code ec;
   if (!fs::exists(dir, ec)) return out;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (auto seq = sequence_of(entry.path().filename().string()))
-      out.push_back({*seq, entry.path()});
+      out.push_back({*seq, entry.path(), entry.symlink_status().type() == fs::file_type::regular});
   }
   std::sort(out.begin(), out.end(),
             [](const Found& a, const Found& b) { return a.sequence < b.sequence; });
@@ -106,13 +115,38 @@ void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
   }
 }
 
-// Removes what a crashed save left, and checkpoints beyond the newest `keep`.
-void prune(const fs::path& dir, size_t keep) {
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (is_temporary(entry.path().filename().string())) fs::remove(entry.path(), ec);
+// Removes what crashed saves left (temporaries that may hold much of a disk), before the new
+// file is written. A directory of that name is left alone.
+void remove_leftovers(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!is_temporary(entry.path().filename().string())) continue;
+    if (::unlink(entry.path().c_str()) != 0) {
+      warn("cannot remove leftover " + entry.path().string() + ": " + std::strerror(errno));
+    }
   }
+}
+
+// The sequence of the next save: above every name in the directory, so it never takes an
+// existing name and is always the newest. Refused rather than wrapped to 0 after 2^64 - 1: a
+// wrapped sequence would be the oldest, pruned at once after a save that reported success.
+uint64_t next_sequence(const fs::path& dir, const std::vector<Found>& existing) {
+  if (existing.empty()) return 1;
+  const Found& last = existing.back();
+  if (last.sequence == UINT64_MAX) {
+    throw CheckpointError("checkpoint directory " + dir.string() + ": cannot save after " +
+                          last.path.string() +
+                          ": it has the largest possible sequence (2^64 - 1), so no checkpoint "
+                          "can follow it; move it out of the directory (nothing was written)");
+  }
+  return last.sequence + 1;
+}
+
+// Removes the checkpoints beyond the newest `keep`. Only regular files count and are removed:
+// an entry of another kind is not a checkpoint (load skips it) and is not ours to delete.
+void prune(const fs::path& dir, size_t keep) {
   std::vector<Found> all = list(dir);
+  std::erase_if(all, [](const Found& f) { return !f.regular; });
+  std::error_code ec;
   for (size_t i = 0; i + keep < all.size(); ++i) {
     if (!fs::remove(all[i].path, ec) && ec)
       warn("cannot remove old checkpoint " + all[i].path.string() + ": " + ec.message());
@@ -124,8 +158,8 @@ CheckpointInfo save_on_root(const StateImpl& s, const fs::path& dir,
   check_saveable(s, options);
   try {
     fs::create_directories(dir);
-    std::vector<Found> existing = list(dir);
-    uint64_t sequence = existing.empty() ? 1 : existing.back().sequence + 1;
+    uint64_t sequence = next_sequence(dir, list(dir));
+    remove_leftovers(dir);
     CheckpointInfo info{sequence, s.commit_count, ""};
     {
       DurableFile file(dir, file_name(sequence), options.on_progress);
@@ -216,10 +250,12 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
   }
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     std::string where = "checkpoint " + it->path.string();
-    std::vector<std::byte> file = read_file(it->path);
-    std::span<const std::byte> payload;
+    std::vector<std::byte> payload;
     try {
-      payload = verified_payload(file);
+      payload = read_verified_payload(it->path);
+    } catch (const NotRegularFile& e) {
+      warn(std::string("skipping ") + e.what());
+      continue;
     } catch (const DamagedCheckpoint& e) {
       warn("skipping damaged " + where + ": " + e.what());
       continue;

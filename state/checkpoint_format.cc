@@ -1,8 +1,11 @@
 #include "state/checkpoint_format.h"
 
 #include <openssl/evp.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace cohort::elastic::detail {
 namespace {
@@ -82,30 +85,95 @@ void CheckpointWriter::finish() {
   file_.commit();
 }
 
-std::span<const std::byte> verified_payload(std::span<const std::byte> file) {
-  if (file.size() < kHeaderSize) throw DamagedCheckpoint("shorter than its header");
-  ByteReader in(file.first(kHeaderSize));
+CheckpointHeader parse_checkpoint_header(std::span<const std::byte> bytes, uint64_t file_size) {
+  uint64_t have = std::min<uint64_t>(bytes.size(), file_size);
+  if (have < kHeaderSize) {
+    throw DamagedCheckpoint("holds " + std::to_string(have) + " bytes, shorter than its " +
+                            std::to_string(kHeaderSize) + "-byte header");
+  }
+  ByteReader in(bytes.first(kHeaderSize));
   auto magic = in.raw(sizeof kMagic);
   if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) {
     throw DamagedCheckpoint("not a Cohort checkpoint (bad magic)");
   }
-  uint32_t version = in.u32(), header_size = in.u32();
-  if (version != kCheckpointVersion || header_size != kHeaderSize) {
-    throw DamagedCheckpoint("unknown format version " + std::to_string(version));
+  CheckpointHeader h;
+  h.version = in.u32();
+  h.header_size = in.u32();
+  h.payload_size = in.u64();
+  auto digest = in.raw(h.digest.size());
+  std::memcpy(h.digest.data(), digest.data(), h.digest.size());
+  // The size before the version: a damaged size field must not read as an unknown version.
+  if (h.header_size != kHeaderSize) {
+    throw DamagedCheckpoint("damaged header: its header size field says " +
+                            std::to_string(h.header_size) + " bytes, not " +
+                            std::to_string(kHeaderSize) + " (version field " +
+                            std::to_string(h.version) + ")");
   }
-  uint64_t payload = in.u64();
-  auto digest = in.raw(32);
-  if (payload != file.size() - kHeaderSize) {
-    throw DamagedCheckpoint("holds " + std::to_string(file.size() - kHeaderSize) +
-                            " payload bytes, its header says " + std::to_string(payload));
+  if (h.version != kCheckpointVersion) {
+    throw DamagedCheckpoint("unknown format version " + std::to_string(h.version) +
+                            " (this build reads version " + std::to_string(kCheckpointVersion) +
+                            ")");
   }
+  if (h.payload_size != file_size - kHeaderSize) {
+    throw DamagedCheckpoint("holds " + std::to_string(file_size - kHeaderSize) +
+                            " payload bytes, its header's payload size field says " +
+                            std::to_string(h.payload_size));
+  }
+  return h;
+}
+
+namespace {
+
+void check_digest(const CheckpointHeader& h, std::span<const std::byte> payload) {
   Sha256 hash;
-  hash.update(file.subspan(kHeaderSize));
+  hash.update(payload);
   auto actual = hash.finish();
-  if (std::memcmp(actual.data(), digest.data(), actual.size()) != 0) {
+  if (std::memcmp(actual.data(), h.digest.data(), actual.size()) != 0) {
     throw DamagedCheckpoint("checksum mismatch");
   }
-  return file.subspan(kHeaderSize);
+}
+
+// The most bytes a payload may have to be read at all: this host's memory (a larger one could
+// not be held, let alone loaded into tracked values of the same size).
+uint64_t payload_cap() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return UINT64_MAX;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+}  // namespace
+
+std::span<const std::byte> verified_payload(std::span<const std::byte> file) {
+  CheckpointHeader h = parse_checkpoint_header(file, file.size());
+  std::span<const std::byte> payload = file.subspan(kHeaderSize);
+  check_digest(h, payload);
+  return payload;
+}
+
+std::vector<std::byte> read_verified_payload(const std::filesystem::path& path) {
+  InputFile file(path);
+  std::array<std::byte, kHeaderSize> head{};
+  size_t got = file.read_at(0, head);
+  CheckpointHeader h = parse_checkpoint_header(std::span(head).first(got), file.size());
+  if (h.payload_size > payload_cap()) {
+    throw CheckpointError("checkpoint " + path.string() + ": its payload of " +
+                          std::to_string(h.payload_size) + " bytes is more than this host's " +
+                          std::to_string(payload_cap()) + " bytes of memory");
+  }
+  std::vector<std::byte> payload;
+  try {
+    payload.resize(static_cast<size_t>(h.payload_size));
+  } catch (const std::bad_alloc&) {
+    throw CheckpointError("checkpoint " + path.string() + ": cannot allocate " +
+                          std::to_string(h.payload_size) + " bytes to read it");
+  }
+  got = file.read_at(kHeaderSize, payload);
+  if (got != payload.size()) {
+    throw DamagedCheckpoint("cut while being read: " + std::to_string(kHeaderSize + got) + " of " +
+                            std::to_string(file.size()) + " bytes");
+  }
+  check_digest(h, payload);
+  return payload;
 }
 
 }  // namespace cohort::elastic::detail

@@ -9,11 +9,14 @@
 //              sampler: u64 dataset size | u64 seed | u64 epoch | u64 word count | the words
 //
 // (integers little-endian; str = u64 length + bytes). A file is good when its size is exactly
-// 64 + payload size and the payload hashes to the stored digest.
+// 64 + payload size and the payload hashes to the stored digest. The header's fields are checked
+// in order (magic, header size, version, payload size) before anything else is read, so a damaged
+// field is named as such and no size from the file decides an allocation.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
@@ -64,7 +67,27 @@ class DamagedCheckpoint : public Error {
   using Error::Error;
 };
 
-// The payload of a good checkpoint file (a view into it); throws DamagedCheckpoint otherwise.
+struct CheckpointHeader {
+  uint32_t version = 0;
+  uint32_t header_size = 0;
+  uint64_t payload_size = 0;
+  std::array<std::byte, 32> digest{};
+};
+
+// Parses the header at the start of `bytes`, the beginning of a file of `file_size` bytes
+// (fuzzers pass a whole file: `parse_checkpoint_header(data, data.size())`), checking each field
+// in order; throws DamagedCheckpoint naming the first bad one, and nothing else.
+CheckpointHeader parse_checkpoint_header(std::span<const std::byte> bytes, uint64_t file_size);
+
+// The payload of a good checkpoint file held in memory (a view into it); throws DamagedCheckpoint
+// otherwise.
 std::span<const std::byte> verified_payload(std::span<const std::byte> file);
+
+// Reads the checkpoint file at `path` and returns its verified payload. Reads are bounded by the
+// file's size at open and by this host's memory; the payload is read only after its header
+// passed. Throws DamagedCheckpoint (a file that is not a good checkpoint), NotRegularFile (a path
+// that is not a regular file: never followed, opened without blocking), or CheckpointError (it
+// cannot be read).
+std::vector<std::byte> read_verified_payload(const std::filesystem::path& path);
 
 }  // namespace cohort::elastic::detail

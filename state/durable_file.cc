@@ -7,16 +7,36 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "cohort/errors.h"
 
 namespace cohort::elastic::detail {
 namespace {
 
-constexpr size_t kMaxWrite = 1 << 20;  // one write() call at most: bounds the progress steps
+// One write() or read() call at most: bounds the progress steps and each read.
+constexpr size_t kMaxWrite = 1 << 20;
 
 std::string cause() {
   return std::strerror(errno);
+}
+
+std::string kind_of(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "of an unknown kind";
+}
+
+// What `path` is when it is not a regular file, without following a link; nothing for a regular
+// file, or when lstat fails (the open then says why).
+std::optional<std::string> non_regular_kind(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;
+  return kind_of(st.st_mode);
 }
 
 }  // namespace
@@ -27,7 +47,8 @@ DurableFile::DurableFile(const std::filesystem::path& dir, const std::string& na
       temp_(dir / ("." + name + ".tmp")),
       final_(dir / name),
       progress_(std::move(progress)) {
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (::unlink(temp_.c_str()) != 0 && errno != ENOENT) fail("cannot remove a leftover");
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) fail("cannot create");
   report(SaveStage::kCreated);
 }
@@ -92,26 +113,48 @@ void fsync_directory(const std::filesystem::path& dir) {
   ::close(fd);
 }
 
-std::vector<std::byte> read_file(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw CheckpointError("checkpoint " + path.string() + ": cannot open: " + cause());
-  std::vector<std::byte> bytes;
+InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
+  auto refuse = [&](const std::string& kind) {
+    throw NotRegularFile("checkpoint " + path_.string() + ": it is " + kind +
+                         ", not a regular file");
+  };
+  // Checked before the open too, so that a device node is never opened (opening some has effects).
+  if (auto kind = non_regular_kind(path_)) refuse(*kind);
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0 && errno == ELOOP) refuse("a symbolic link");
+  if (fd_ < 0) throw CheckpointError("checkpoint " + path_.string() + ": cannot open: " + cause());
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
-  std::byte chunk[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, chunk, sizeof chunk);
+  if (::fstat(fd_, &st) != 0) {
+    std::string why = cause();
+    ::close(fd_);
+    throw CheckpointError("checkpoint " + path_.string() + ": cannot stat: " + why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    refuse(kind_of(st.st_mode));
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+InputFile::~InputFile() {
+  ::close(fd_);
+}
+
+size_t InputFile::read_at(uint64_t offset, std::span<std::byte> out) const {
+  size_t done = 0;
+  while (done < out.size() && offset + done < size_) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(out.size() - done, size_ - offset - done));
+    ssize_t n = ::pread(fd_, out.data() + done, std::min(want, kMaxWrite),
+                        static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      std::string why = cause();
-      ::close(fd);
-      throw CheckpointError("checkpoint " + path.string() + ": read failed: " + why);
+      throw CheckpointError("checkpoint " + path_.string() + ": read failed at byte " +
+                            std::to_string(offset + done) + ": " + cause());
     }
-    if (n == 0) break;
-    bytes.insert(bytes.end(), chunk, chunk + n);
+    if (n == 0) break;  // cut since it was opened
+    done += static_cast<size_t>(n);
   }
-  ::close(fd);
-  return bytes;
+  return done;
 }
 
 }  // namespace cohort::elastic::detail

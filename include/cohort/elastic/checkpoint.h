@@ -52,18 +52,20 @@ struct CheckpointInfo {
 
 // Collective. Rank 0 writes the State's last commit (not the values as they are now) into `dir`
 // (created if needed); the other ranks wait for it. Throws on every rank if it fails:
-// CheckpointError for I/O errors (disk full, permission, ...), InvalidArgument if there is no
-// commit yet or a value was tracked after it. A failed save leaves the earlier checkpoints as they
-// were.
+// CheckpointError for I/O errors (disk full, permission, ...) and when `dir` holds a checkpoint
+// name at the largest sequence (2^64 - 1, which no save can follow), InvalidArgument if there is
+// no commit yet or a value was tracked after it. A failed save leaves the earlier checkpoints as
+// they were.
 CheckpointInfo save(const State& state, const std::filesystem::path& dir,
                     const CheckpointOptions& options = {});
 
 // Collective. Rank 0 loads the newest good checkpoint of `dir` into the tracked values, skipping
-// (with a warning on stderr) damaged or partial files; then every rank takes rank 0's values as
-// in sync(), drops its samplers' uncommitted records, and takes the result as its last commit.
-// Returns nothing, changing nothing, if `dir` holds no good checkpoint. Throws CheckpointError on
-// every rank, changing nothing, if the newest good checkpoint does not match the tracked values
-// (names, kinds, types, sizes) or cannot be read.
+// (with a warning on stderr) damaged or partial files and entries that are not regular files
+// (symbolic links, directories, FIFOs, ...: never followed, opened without blocking); then every
+// rank takes rank 0's values as in sync(), drops its samplers' uncommitted records, and takes the
+// result as its last commit. Returns nothing, changing nothing, if `dir` holds no good checkpoint.
+// Throws CheckpointError on every rank, changing nothing, if the newest good checkpoint does not
+// match the tracked values (names, kinds, types, sizes) or cannot be read.
 std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::path& dir);
 
 }  // namespace cohort::elastic
