@@ -16,6 +16,46 @@ Enum checked_enum(uint8_t raw, int count, const char* what) {
   return static_cast<Enum>(raw);
 }
 
+// A shape that another rank sent, after its API refused negative dimensions and sizes beyond
+// int64 there: either is corruption, refused before anything computes a size from it (a wrapped
+// product would describe another tensor: {2^32, 2^32} would hold 0 elements). `what()` names the
+// tensor; it is called only to fail, as this runs for every tensor of every request.
+template <typename What>
+int64_t checked_elements(std::span<const int64_t> dims, DataType dtype, const What& what) {
+  auto refuse = [&](const std::string& why) {
+    throw InternalError("malformed control message: " + what() + " has shape " +
+                        to_string(Shape(dims.begin(), dims.end())) + ", " + why);
+  };
+  bool empty = false;
+  for (int64_t d : dims) {
+    if (d < 0) refuse("a negative dimension");
+    empty = empty || d == 0;
+  }
+  if (empty) return 0;  // whatever the other dimensions are, as num_elements counts
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(elements, d, &elements)) {
+      refuse("more elements than an int64 can count");
+    }
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(element_size(dtype)), &bytes)) {
+    refuse("more bytes of " + std::string(to_string(dtype)) + " than an int64 can count");
+  }
+  return elements;
+}
+
+// Element counts and row counts from rank 0 size buffers on every rank: negative is corruption.
+std::vector<int64_t> non_negative(std::vector<int64_t> values, const char* what) {
+  for (int64_t v : values) {
+    if (v < 0) {
+      throw InternalError(std::string("malformed control message: a response's ") + what +
+                          " include " + std::to_string(v));
+    }
+  }
+  return values;
+}
+
 void write_batches(wire::Writer& w, const std::vector<Response::Batch>& batches) {
   w.u32(static_cast<uint32_t>(batches.size()));
   for (const auto& batch : batches) {
@@ -60,6 +100,7 @@ Request read_request(wire::Reader& rd) {
   r.prescale = rd.f64();
   r.postscale = rd.f64();
   r.shape = rd.i64s();
+  checked_elements(r.shape, r.dtype, [&] { return "request '" + r.name + "'"; });
   r.buffer_changed = rd.u8() != 0;
   r.process_set = rd.i32();
   r.device = rd.i32();
@@ -105,12 +146,13 @@ GroupSpec GroupSpec::read(wire::Reader& rd) {
     throw InternalError("malformed control message: a group's " + std::to_string(dims) +
                         " dimensions arrived as " + std::to_string(group.dims_.size()));
   }
-  auto dim = group.dims_.begin();
+  std::span<const int64_t> rest(group.dims_);
   for (uint32_t rank : group.ranks_) {
-    group.dtypes_.push_back(checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type"));
-    int64_t elements = 1;
-    for (uint32_t d = 0; d < rank; ++d) elements *= *dim++;
-    group.elements_.push_back(elements);
+    DataType dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
+    auto what = [&] { return "tensor " + std::to_string(group.dtypes_.size()) + " of a group"; };
+    group.elements_.push_back(checked_elements(rest.first(rank), dtype, what));
+    group.dtypes_.push_back(dtype);
+    rest = rest.subspan(rank);
   }
   return group;
 }
@@ -210,11 +252,11 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
     r.error = rd.str();
     r.process_set = rd.i32();
     r.device = rd.i32();
-    r.first_dims = rd.i64s();
+    r.first_dims = non_negative(rd.i64s(), "first dimensions");
     r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
     r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
-    r.counts = rd.i64s();
-    r.parts = rd.i64s();
+    r.counts = non_negative(rd.i64s(), "element counts");
+    r.parts = non_negative(rd.i64s(), "tensor counts");
     r.batches = read_batches(rd);
     r.last_joined = rd.i32();
     r.rebind = rd.u8() != 0;

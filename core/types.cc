@@ -64,8 +64,18 @@ std::string_view to_string(ReduceOp op) {
 }
 
 int64_t num_elements(const Shape& shape) {
+  // A zero dimension empties the tensor whatever the others are, so their product never matters.
+  for (int64_t d : shape) {
+    if (d == 0) return 0;
+  }
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    // Wrapping would describe a different tensor: {2^32, 2^32} would hold 0 elements.
+    if (__builtin_mul_overflow(n, d, &n)) {
+      throw InvalidArgument("shape " + to_string(shape) +
+                            " holds more elements than an int64 can count");
+    }
+  }
   return n;
 }
 

@@ -5,10 +5,6 @@
 #include "cohort/errors.h"
 
 namespace cohort::wire {
-namespace {
-// No control message field is legitimately larger; a bigger length is corruption.
-constexpr uint32_t kMaxFieldElements = 1u << 26;
-}  // namespace
 
 void Writer::raw(const void* data, size_t n) {
   const auto* p = static_cast<const std::byte*>(data);
@@ -36,6 +32,19 @@ void Reader::raw(void* out, size_t n) {
   }
   std::memcpy(out, bytes_.data() + pos_, n);
   pos_ += n;
+}
+
+size_t Reader::checked_length(uint32_t count, size_t width, const char* what,
+                              const char* unit) const {
+  // count < 2^32 and width <= 8: the product cannot overflow a 64-bit size_t.
+  size_t n = static_cast<size_t>(count) * width;
+  if (n > bytes_.size() - pos_) {
+    throw InternalError("malformed control message: " + std::string(what) + " of " +
+                        std::to_string(count) + " " + unit + " at offset " + std::to_string(pos_) +
+                        " needs " + std::to_string(n) + " bytes but only " +
+                        std::to_string(bytes_.size() - pos_) + " remain");
+  }
+  return n;
 }
 
 uint8_t Reader::u8() {
@@ -69,9 +78,11 @@ double Reader::f64() {
   return v;
 }
 
+// Lengths are checked against the bytes that remain before anything is allocated: a 4-byte
+// length must not make a short message allocate gigabytes.
 std::string Reader::str() {
-  uint32_t n = u32();
-  if (n > kMaxFieldElements) throw InternalError("malformed control message: string too long");
+  uint32_t count = u32();
+  size_t n = checked_length(count, 1, "a string", "bytes");
   std::string s(n, '\0');
   raw(s.data(), n);
   return s;
@@ -79,10 +90,10 @@ std::string Reader::str() {
 
 template <typename T>
 std::vector<T> Reader::numbers() {
-  uint32_t n = u32();
-  if (n > kMaxFieldElements) throw InternalError("malformed control message: list too long");
-  std::vector<T> values(n);
-  if (n > 0) raw(values.data(), n * sizeof(T));
+  uint32_t count = u32();
+  size_t n = checked_length(count, sizeof(T), "a list", "numbers");
+  std::vector<T> values(count);
+  if (n > 0) raw(values.data(), n);
   return values;
 }
 

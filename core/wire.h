@@ -1,6 +1,7 @@
 // Byte-level encoding for control messages: little-endian integers, length-prefixed strings.
-// The reader checks every length against what is left, so a corrupt or hostile message raises
-// InternalError instead of reading out of bounds.
+// The reader checks every length against what is left before it allocates or reads, so a corrupt
+// or hostile message raises InternalError instead of reading out of bounds or allocating more
+// than the message holds.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +56,8 @@ class Reader {
 
  private:
   void raw(void* out, size_t n);
+  // The byte size of `count` items of `width` bytes; throws unless that many bytes remain.
+  size_t checked_length(uint32_t count, size_t width, const char* what, const char* unit) const;
   template <typename T>
   std::vector<T> numbers();
   std::span<const std::byte> bytes_;

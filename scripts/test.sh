@@ -15,6 +15,11 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 scripts/build.sh build-asan -DCOHORT_SANITIZE=address,undefined -DCOHORT_BUILD_EXAMPLES=OFF
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j 2
 
+# Fuzzing: every decoder of bytes from the network or the disk, under libFuzzer with ASan + UBSan,
+# a few seconds each over the seed corpus (test/fuzz/run.sh; docs/fuzzing.md runs them longer). A
+# crash, a sanitizer report, an error other than cohort::Error or a large allocation fails it.
+test/fuzz/run.sh build-fuzz 4
+
 # ThreadSanitizer: every test again. test/tsan.supp holds the reports inside Debian's
 # uninstrumented Gloo and Open MPI, each explained; any other report fails the stage. Reports go
 # to files, not only to the failing process's stderr, because some tests expect a worker to fail

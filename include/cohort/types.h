@@ -89,7 +89,8 @@ constexpr DataType data_type_of<bool>() {
 
 // A tensor's dimensions, outermost first; {} is a scalar.
 using Shape = std::vector<int64_t>;
-// The product of the dimensions (1 for a scalar).
+// The product of the dimensions (1 for a scalar, 0 when a dimension is 0). Throws InvalidArgument
+// when the product does not fit in an int64.
 int64_t num_elements(const Shape& shape);
 // "[2, 3]", as in error messages.
 std::string to_string(const Shape& shape);

@@ -1,0 +1,263 @@
+// Hostile and mistaken bytes in the decoders: every length is checked against what remains before
+// anything is allocated, and every element count against int64 overflow. This binary records the
+// largest allocation made while a decoder runs, so a length that makes a short message allocate
+// megabytes fails here even when the decoder throws afterwards: through the sanitizers' malloc
+// hook in ASan and TSan builds (which own operator new there), by replacing the global operator
+// new otherwise.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+
+#include "cohort/errors.h"
+#include "cohort/types.h"
+#include "core/request.h"
+#include "core/wire.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COHORT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define COHORT_SANITIZED 1
+#endif
+#endif
+
+namespace {
+std::atomic<bool> tracking{false};
+std::atomic<size_t> largest{0};
+
+void record(size_t n) {
+  if (!tracking.load(std::memory_order_relaxed)) return;
+  size_t seen = largest.load(std::memory_order_relaxed);
+  while (n > seen && !largest.compare_exchange_weak(seen, n)) {
+  }
+}
+}  // namespace
+
+#ifdef COHORT_SANITIZED
+// From the sanitizers' <sanitizer/allocator_interface.h>, which GCC does not install.
+extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void*,
+                                                                             size_t),
+                                                         void (*free_hook)(const volatile void*));
+
+namespace {
+const bool hooked = [] {
+  __sanitizer_install_malloc_and_free_hooks([](const volatile void*, size_t n) { record(n); },
+                                            [](const volatile void*) {});
+  return true;
+}();
+}  // namespace
+#else
+namespace {
+void* allocate(size_t n) {
+  record(n);
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+}  // namespace
+
+void* operator new(size_t n) {
+  return allocate(n);
+}
+void* operator new[](size_t n) {
+  return allocate(n);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+  std::free(p);
+}
+#endif
+
+using namespace cohort;
+
+namespace {
+
+std::vector<std::byte> bytes_of(wire::Writer& w) {
+  return w.bytes();
+}
+
+// Runs a decoder that must refuse its input; returns the error text and checks that it allocated
+// no more than `limit` bytes at once on the way.
+template <typename F>
+std::string refusal(F&& decode, size_t limit = 4096) {
+  std::string message;
+  largest = 0;
+  tracking = true;
+  try {
+    decode();
+  } catch (const InternalError& e) {
+    message = e.what();
+  }
+  tracking = false;
+  CHECK(largest <= limit);
+  return message;
+}
+
+constexpr int64_t k2to32 = int64_t{1} << 32;
+
+}  // namespace
+
+TEST_CASE("a string length beyond the message is refused before allocating") {
+  // A control hello (rank, token) whose token claims 64 MiB: 13 bytes.
+  wire::Writer w;
+  w.i32(1);
+  w.u32(64u << 20);
+  for (int i = 0; i < 5; ++i) w.u8('x');
+  auto bytes = bytes_of(w);
+  REQUIRE(bytes.size() == 13);
+  std::string message = refusal([&] {
+    wire::Reader rd(bytes);
+    rd.i32();
+    rd.str();
+  });
+  CHECK_THAT(message, Catch::Matchers::Contains("a string of 67108864 bytes at offset 8") &&
+                          Catch::Matchers::Contains("only 5 remain"));
+}
+
+TEST_CASE("a list length beyond the message is refused before allocating") {
+  // 2^26 uint32 (256 MiB) and int64 (512 MiB) claimed in 13 bytes.
+  for (bool wide : {false, true}) {
+    wire::Writer w;
+    w.u32(1u << 26);
+    for (int i = 0; i < 9; ++i) w.u8(0);
+    auto bytes = bytes_of(w);
+    REQUIRE(bytes.size() == 13);
+    std::string message = refusal([&] {
+      wire::Reader rd(bytes);
+      if (wide) {
+        rd.i64s();
+      } else {
+        rd.u32s();
+      }
+    });
+    CHECK_THAT(message, Catch::Matchers::Contains("a list of 67108864 numbers") &&
+                            Catch::Matchers::Contains("only 9 remain"));
+  }
+}
+
+TEST_CASE("lengths that fit are read whole, including the largest and empty ones") {
+  wire::Writer w;
+  w.str("");
+  w.str(std::string(1000, 'a'));
+  w.i64s({1, 2, 3});
+  w.u32s({});
+  auto bytes = bytes_of(w);
+  wire::Reader rd(bytes);
+  CHECK(rd.str().empty());
+  CHECK(rd.str() == std::string(1000, 'a'));
+  CHECK(rd.i64s() == std::vector<int64_t>{1, 2, 3});
+  CHECK(rd.u32s().empty());
+  CHECK(rd.done());
+}
+
+TEST_CASE("hostile list counts in request and response lists allocate no more than they hold") {
+  RequestList requests;
+  requests.requests.push_back(Request{.name = "t", .shape = {3}});
+  auto bytes = encode(requests);
+  // hits: a count of 2^30 after shutdown (1) and applied (8).
+  auto hostile = bytes;
+  hostile[1 + 8 + 3] = std::byte{0x40};
+  CHECK_THAT(refusal([&] { decode_request_list(hostile); }),
+             Catch::Matchers::Contains("a list of 1073741824 numbers"));
+
+  ResponseList responses;
+  responses.abort_reason = "x";
+  auto rbytes = encode(responses);
+  auto hostile_reason = rbytes;
+  hostile_reason[1 + 3] = std::byte{0x10};  // the abort reason claims 256 MiB
+  CHECK_THAT(refusal([&] { decode_response_list(hostile_reason); }),
+             Catch::Matchers::Contains("a string of 268435457 bytes"));
+}
+
+TEST_CASE("num_elements refuses a product beyond int64 instead of wrapping") {
+  CHECK(num_elements({}) == 1);
+  CHECK(num_elements({2, 3}) == 6);
+  CHECK(num_elements({k2to32 / 2, k2to32 / 2}) == int64_t{1} << 62);
+  CHECK(num_elements({std::numeric_limits<int64_t>::max()}) == std::numeric_limits<int64_t>::max());
+  // A zero dimension empties the tensor whatever the others are.
+  CHECK(num_elements({k2to32, k2to32, 0}) == 0);
+  // {2^32, 2^32} wrapped to 0 elements before.
+  CHECK_THROWS_MATCHES(num_elements({k2to32, k2to32}), InvalidArgument,
+                       Catch::Matchers::Message("shape [4294967296, 4294967296] holds more "
+                                                "elements than an int64 can count"));
+  CHECK_THROWS_AS(num_elements({k2to32, k2to32 / 2, 2}), InvalidArgument);
+  std::vector<float> none;
+  CHECK_THROWS_AS(Tensor::of(std::span<float>(none), {k2to32, k2to32}), InvalidArgument);
+  GroupSpec group;
+  CHECK_THROWS_AS(group.add(DataType::kFloat32, {k2to32, k2to32}), InvalidArgument);
+}
+
+namespace {
+
+// A request list holding one grouped request whose only tensor has `shape`.
+std::vector<std::byte> group_request(DataType dtype, const Shape& shape) {
+  // Encode a harmless shape of the same rank, then overwrite its dimensions: the encoder goes
+  // through GroupSpec::add, which refuses the shapes tested here.
+  Shape harmless(shape.size(), 1);
+  RequestList list;
+  list.requests.push_back(Request{.name = "g", .group = {{dtype, harmless}}});
+  auto bytes = encode(list);
+  // After the group's dimensions: its one type (1), empty splits and members (4 + 4).
+  size_t dims_at = bytes.size() - 4 - 4 - 1 - 8 * shape.size();
+  std::memcpy(bytes.data() + dims_at, shape.data(), 8 * shape.size());
+  return bytes;
+}
+
+// A request list holding one request of `shape`, written past the API's checks.
+std::vector<std::byte> plain_request(DataType dtype, const Shape& shape) {
+  RequestList list;
+  list.requests.push_back(Request{.name = "big", .dtype = dtype, .shape = shape});
+  return encode(list);  // the encoder does not compute sizes
+}
+
+}  // namespace
+
+TEST_CASE("a group tensor whose element count overflows int64 is refused, not reduced as 0") {
+  CHECK(decode_request_list(group_request(DataType::kUInt8, {k2to32 / 2, k2to32 / 2}))
+            .requests[0]
+            .group.elements(0) == int64_t{1} << 62);
+  CHECK(decode_request_list(group_request(DataType::kFloat32, {k2to32, k2to32, 0}))
+            .requests[0]
+            .group.elements(0) == 0);
+  CHECK_THROWS_MATCHES(
+      decode_request_list(group_request(DataType::kFloat32, {k2to32, k2to32})), InternalError,
+      Catch::Matchers::Message("malformed control message: tensor 0 of a group has shape "
+                               "[4294967296, 4294967296], more elements than an int64 can count"));
+  CHECK_THROWS_WITH(decode_request_list(group_request(DataType::kFloat64, {int64_t{1} << 61})),
+                    Catch::Matchers::Contains("more bytes of float64 than an int64 can count"));
+  CHECK_THROWS_WITH(decode_request_list(group_request(DataType::kFloat32, {4, -1})),
+                    Catch::Matchers::Contains("tensor 0 of a group has shape [4, -1], a "
+                                              "negative dimension"));
+}
+
+TEST_CASE("a request shape whose element count overflows int64 is refused") {
+  CHECK(decode_request_list(plain_request(DataType::kUInt8, {std::numeric_limits<int64_t>::max()}))
+            .requests[0]
+            .shape.size() == 1);
+  CHECK_THROWS_MATCHES(
+      decode_request_list(plain_request(DataType::kFloat32, {k2to32, k2to32})), InternalError,
+      Catch::Matchers::Message("malformed control message: request 'big' has shape "
+                               "[4294967296, 4294967296], more elements than an int64 can count"));
+  CHECK_THROWS_WITH(decode_request_list(plain_request(DataType::kFloat32, {-3})),
+                    Catch::Matchers::Contains("a negative dimension"));
+}
+
+TEST_CASE("negative counts in a response are refused") {
+  for (int field = 0; field < 3; ++field) {
+    Response r{.names = {"x"}};
+    (field == 0 ? r.first_dims : field == 1 ? r.counts : r.parts) = {4, -1};
+    ResponseList list;
+    list.responses.push_back(r);
+    CHECK_THROWS_WITH(decode_response_list(encode(list)), Catch::Matchers::Contains("include -1"));
+  }
+}

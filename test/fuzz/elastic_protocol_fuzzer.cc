@@ -1,0 +1,28 @@
+// Elastic check-ins and assignments (discovery/elastic_protocol.h), the texts workers and the
+// launcher exchange through the rendezvous server. The first input byte picks the parser; what
+// parses must format back to text that parses to the same thing.
+#include "discovery/elastic_protocol.h"
+#include "test/fuzz/fuzz_common.h"
+
+using namespace cohort;
+using namespace cohort::discovery;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::string_view text = fuzz::text(data + 1, size - 1);
+  fuzz::decode_or_refuse([&] {
+    if (data[0] & 1) {
+      Assignment a = parse_assignment(text);
+      Assignment b = parse_assignment(format_assignment(a));
+      fuzz::require(a.exit == b.exit && a.round == b.round && a.rank == b.rank &&
+                    a.size == b.size && a.local_rank == b.local_rank &&
+                    a.local_size == b.local_size && a.cross_rank == b.cross_rank &&
+                    a.cross_size == b.cross_size && a.generation == b.generation);
+    } else {
+      CheckIn c = parse_checkin(text);
+      CheckIn d = parse_checkin(format_checkin(c));
+      fuzz::require(c.kind == d.kind && c.reason == d.reason);
+    }
+  });
+  return 0;
+}
