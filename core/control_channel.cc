@@ -1,7 +1,6 @@
 #include "core/control_channel.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,10 +8,13 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 
 #include "cohort/errors.h"
+#include "core/cancellation.h"
 #include "core/log.h"
 #include "core/net.h"
 #include "core/wire.h"
@@ -41,49 +43,65 @@ sockaddr_in resolve(const std::string& host, int port) {
   }
 }
 
-void set_nonblocking(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
 void set_nodelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
+  // Rounded up: a wait that returns a fraction of a millisecond early would time out early.
+  auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
 }
 
-// Blocking helpers for the handshake only, each bounded by the deadline.
-void poll_one(int fd, short events, Clock::time_point deadline, const std::string& what) {
-  pollfd p{fd, events, 0};
+void throw_if_cancelled(const Cancellation* cancel) {
+  if (cancel) cancel->throw_if_cancelled();
+}
+
+// Polls `fds` beside the cancellation until one is ready or `deadline`; false on timeout. Throws
+// InternalError with the cancellation's reason once it fires.
+bool poll_until(std::vector<pollfd>& fds, Clock::time_point deadline, const Cancellation* cancel) {
+  fds.push_back({cancel_fd(cancel), POLLIN, 0});
   int rc;
   do {
-    rc = ::poll(&p, 1, remaining_ms(deadline));
+    rc = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
   } while (rc < 0 && errno == EINTR);
-  if (rc == 0) throw InternalError("timed out " + what);
-  if (rc < 0) throw InternalError(what + ": poll failed: " + errno_text());
+  fds.pop_back();
+  if (rc < 0) throw InternalError("poll failed: " + errno_text());
+  throw_if_cancelled(cancel);
+  return rc > 0;
 }
 
-void read_exact(int fd, void* data, size_t n, Clock::time_point deadline, const std::string& what) {
-  auto* p = static_cast<char*>(data);
-  while (n > 0) {
-    poll_one(fd, POLLIN, deadline, what);
-    ssize_t got = ::recv(fd, p, n, 0);
-    if (got == 0) throw InternalError(what + ": connection closed");
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (got < 0) throw InternalError(what + ": " + errno_text());
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
+// Blocking helper for the handshake only, bounded by the deadline.
+void poll_one(int fd, short events, Clock::time_point deadline, const std::string& what,
+              const Cancellation* cancel = nullptr) {
+  std::vector<pollfd> fds{{fd, events, 0}};
+  if (!poll_until(fds, deadline, cancel)) throw InternalError("timed out " + what);
+}
+
+std::string peer_name(const sockaddr_in& addr) {
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+// One non-blocking connect attempt within `deadline`; 0 or the errno that failed it.
+int try_connect(int fd, const sockaddr_in& addr, Clock::time_point deadline,
+                const std::string& what, const Cancellation* cancel) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return 0;
+  if (errno != EINPROGRESS) return errno;
+  poll_one(fd, POLLOUT, deadline, what, cancel);
+  int error = 0;
+  socklen_t len = sizeof error;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
+  return error;
 }
 
 std::vector<std::byte> frame(const std::vector<std::byte>& payload) {
   uint32_t len = static_cast<uint32_t>(payload.size());
-  const auto* len_bytes = reinterpret_cast<const std::byte*>(&len);
-  std::vector<std::byte> out(len_bytes, len_bytes + sizeof len);
-  out.insert(out.end(), payload.begin(), payload.end());
+  std::vector<std::byte> out(sizeof len + payload.size());
+  std::memcpy(out.data(), &len, sizeof len);
+  if (!payload.empty()) std::memcpy(out.data() + sizeof len, payload.data(), payload.size());
   return out;
 }
 
@@ -116,10 +134,12 @@ ControlChannel ControlChannel::listen(const std::string& host, int size, std::st
   ch.label_ = std::move(label);
   ch.token_ = std::move(token);
   ch.wake_fd_ = make_wake_fd();
-  ch.listener_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Non-blocking: accept_workers accepts until EAGAIN and must never block in accept().
+  ch.listener_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   sockaddr_in addr = resolve(host, 0);
   if (::bind(ch.listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(ch.listener_.get(), size) != 0) {
+      // Room in the queue for strays beside every rank: a full queue would stall ranks' connects.
+      ::listen(ch.listener_.get(), size + static_cast<int>(kMaxPendingExtra)) != 0) {
     throw InternalError("cannot listen for " + ch.label_ + " connections on " + host + ": " +
                         errno_text());
   }
@@ -137,44 +157,146 @@ std::string ControlChannel::address() const {
   return address_;
 }
 
-void ControlChannel::accept_workers(milliseconds timeout) {
+struct ControlChannel::Hello {
+  Fd fd;
+  std::string peer;
+  Clock::time_point deadline;
+  std::array<std::byte, sizeof(uint32_t) + kMaxHello> bytes{};  // length prefix, then the hello
+  size_t got = 0;
+  bool done = false;  // taken as a rank's or dropped: to be forgotten
+};
+
+void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* cancel) {
   auto deadline = Clock::now() + timeout;
+  auto hello_timeout = std::min(timeout, kHelloTimeout);
+  std::vector<Hello> pending;
+  auto paused_until = Clock::time_point::min();  // accepting, unless out of descriptors
   int connected = 0;
   while (connected < size_ - 1) {
-    poll_one(listener_.get(), POLLIN, deadline,
-             "waiting for " + std::to_string(size_ - 1 - connected) + " rank(s) to open their " +
-                 label_ + " connection");
-    Fd fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!fd.valid()) continue;
-    try {
-      uint32_t len = 0;
-      std::string what = "reading a " + label_ + " hello";
-      read_exact(fd.get(), &len, sizeof len, deadline, what);
-      if (len > 4096) throw InternalError("oversized " + label_ + " hello");
-      std::vector<std::byte> hello(len);
-      read_exact(fd.get(), hello.data(), len, deadline, what);
-      wire::Reader rd(hello);
-      int rank = rd.i32();
-      std::string token = rd.str();
-      if (!same_token(token, token_)) throw InternalError("wrong job token");
-      if (rank <= 0 || rank >= size_ || peers_[rank].fd.valid()) {
-        throw InternalError("unexpected rank " + std::to_string(rank));
-      }
-      set_nonblocking(fd.get());
-      set_nodelay(fd.get());
-      peers_[rank].fd = std::move(fd);
-      ++connected;
-    } catch (const InternalError& e) {
-      // A stray or hostile connection must not stop the job from forming.
-      log::warning("rejected a ", label_, " connection: ", e.what());
+    auto now = Clock::now();
+    if (now >= deadline) {
+      throw InternalError("timed out waiting for " + std::to_string(size_ - 1 - connected) +
+                          " rank(s) to open their " + label_ + " connection (" + missing_ranks() +
+                          ")");
+    }
+    bool accepting = now >= paused_until;
+    std::vector<pollfd> fds{{accepting ? listener_.get() : -1, POLLIN, 0}};
+    auto next = accepting ? deadline : std::min(deadline, paused_until);
+    for (const auto& h : pending) {
+      fds.push_back({h.fd.get(), POLLIN, 0});
+      next = std::min(next, h.deadline);
+    }
+    poll_until(fds, next, cancel);
+    // Hellos that arrived first, then the late ones, then new connections.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (fds[i + 1].revents != 0) pending[i].done = read_hello(pending[i], connected);
+    }
+    now = Clock::now();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].done || now < pending[i].deadline) continue;
+      log::limited(log::Level::kWarning, label_ + " hello", "dropped a ", label_,
+                   " connection from ", pending[i].peer, ": it sent no hello within ",
+                   hello_timeout.count(), " ms");
+      pending[i].done = true;
+    }
+    std::erase_if(pending, [](const auto& p) { return p.done; });
+    if (fds[0].revents != 0 && !accept_batch(pending, hello_timeout, connected)) {
+      paused_until = Clock::now() + milliseconds(100);
     }
   }
   listener_.reset();
 }
 
+bool ControlChannel::accept_batch(std::vector<Hello>& pending, milliseconds hello_timeout,
+                                  int& connected) {
+  for (int i = 0; i < 64 && connected < size_ - 1; ++i) {
+    sockaddr_in addr{};
+    socklen_t len = sizeof addr;
+    Fd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
+                    SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (!fd.valid()) {
+      int error = errno;
+      if (error == EAGAIN || error == EWOULDBLOCK) return true;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if ((error == EMFILE || error == ENFILE) && !pending.empty()) {
+        pending.erase(pending.begin());  // the oldest stray gives its descriptor back
+        continue;
+      }
+      log::limited(log::Level::kWarning, label_ + " accept", "cannot accept a ", label_,
+                   " connection: ", std::strerror(error));
+      return false;
+    }
+    if (pending.size() >= static_cast<size_t>(size_) + kMaxPendingExtra) {
+      log::limited(log::Level::kWarning, label_ + " hello", "dropped a ", label_,
+                   " connection from ", pending.front().peer, ": ", pending.size(),
+                   " connections were waiting for their hello (the oldest goes first)");
+      pending.erase(pending.begin());
+    }
+    pending.push_back(
+        {.fd = std::move(fd), .peer = peer_name(addr), .deadline = Clock::now() + hello_timeout});
+    // A rank sends its hello right after connecting: it is usually here already.
+    if (read_hello(pending.back(), connected)) pending.pop_back();
+  }
+  return true;
+}
+
+bool ControlChannel::read_hello(Hello& h, int& connected) {
+  auto drop = [&](const std::string& why) {
+    log::limited(log::Level::kWarning, label_ + " hello", "dropped a ", label_, " connection from ",
+                 h.peer, ": ", why);
+    return true;
+  };
+  // Exactly the hello's bytes: whatever the rank sends next stays in the socket for wait().
+  size_t want = sizeof(uint32_t);
+  for (;;) {
+    if (h.got >= sizeof(uint32_t)) {
+      uint32_t len;
+      std::memcpy(&len, h.bytes.data(), sizeof len);
+      if (len > kMaxHello) return drop("its hello announces " + std::to_string(len) + " bytes");
+      want = sizeof len + len;
+    }
+    if (h.got == want) break;
+    ssize_t n = ::recv(h.fd.get(), h.bytes.data() + h.got, want - h.got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n == 0) return drop("it closed the connection before its hello was complete");
+    if (n < 0) return drop(errno_text());
+    h.got += static_cast<size_t>(n);
+  }
+  int rank;
+  std::string token;
+  try {
+    wire::Reader rd(std::span(h.bytes.data() + sizeof(uint32_t), h.got - sizeof(uint32_t)));
+    rank = rd.i32();
+    token = rd.str();
+    rd.expect_done();
+  } catch (const InternalError& e) {
+    return drop(std::string("malformed hello: ") + e.what());
+  }
+  if (!same_token(token, token_)) return drop("wrong job token");
+  if (rank <= 0 || rank >= size_ || peers_[rank].fd.valid()) {
+    return drop("unexpected rank " + std::to_string(rank));
+  }
+  set_nodelay(h.fd.get());
+  peers_[rank].fd = std::move(h.fd);
+  ++connected;
+  return true;
+}
+
+std::string ControlChannel::missing_ranks() const {
+  std::string out;
+  int shown = 0;
+  for (int r = 1; r < size_; ++r) {
+    if (peers_[r].fd.valid()) continue;
+    if (shown++ == 8) return out + ", ...";
+    out += (out.empty() ? "rank " : ", ") + std::to_string(r);
+  }
+  return out;
+}
+
 ControlChannel ControlChannel::connect(int rank, int size, const std::string& address,
                                        const std::string& token, milliseconds timeout,
-                                       std::string label) {
+                                       std::string label, const Cancellation* cancel) {
   auto colon = address.rfind(':');
   if (colon == std::string::npos) {
     throw InternalError("bad " + label + " address '" + address + "'");
@@ -186,25 +308,36 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   ch.wake_fd_ = make_wake_fd();
   ch.peers_.resize(1);
   ch.peers_[0].rank = 0;
-  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   auto deadline = Clock::now() + timeout;
-  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != ECONNREFUSED || Clock::now() > deadline) {
-      throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
-                          ": " + errno_text());
-    }
+  std::string what = "opening the " + ch.label_ + " connection to rank 0 at " + address +
+                     " (within " + std::to_string(timeout.count()) + " ms)";
+  Fd fd;
+  for (;;) {
+    throw_if_cancelled(cancel);
+    fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    int error = try_connect(fd.get(), addr, deadline, what, cancel);
+    if (error == 0) break;
     // Rank 0 publishes its address only after it listens, so a refusal is a transient race.
-    fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    poll(nullptr, 0, 5);
+    if (error != ECONNREFUSED || Clock::now() >= deadline) {
+      throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
+                          ": " + std::strerror(error));
+    }
+    std::vector<pollfd> none;
+    poll_until(none, std::min(deadline, Clock::now() + milliseconds(5)), cancel);
   }
   set_nodelay(fd.get());
-  set_nonblocking(fd.get());
   ch.peers_[0].fd = std::move(fd);
   wire::Writer hello;
   hello.i32(rank);
   hello.str(token);
-  ch.send(0, std::move(hello.bytes()));
-  ch.flush(timeout);
+  Peer& p = ch.peers_[0];
+  auto bytes = frame(hello.bytes());
+  p.out.assign(bytes.begin(), bytes.end());
+  while (!p.out.empty()) {
+    poll_one(p.fd.get(), POLLOUT, deadline, "sending the " + ch.label_ + " hello to rank 0",
+             cancel);
+    ch.write_some(p);
+  }
   return ch;
 }
 

@@ -16,6 +16,8 @@
 
 namespace cohort {
 
+class Cancellation;
+
 struct ControlMessage {
   int peer;
   std::vector<std::byte> payload;
@@ -30,13 +32,26 @@ class ControlChannel {
   static ControlChannel listen(const std::string& host, int size, std::string token,
                                std::string label = "control");
   std::string address() const;
-  // Rank 0, step 2: accept one authenticated connection from every other rank.
-  void accept_workers(std::chrono::milliseconds timeout);
+  // Rank 0, step 2: accept one authenticated connection from every other rank within `timeout`.
+  // Connections are served concurrently: each must send a valid hello (its rank and the job
+  // token) within kHelloTimeout (or `timeout`, if shorter), or it is dropped with a rate-limited
+  // warning naming its address; so are wrong tokens and ranks. A hello is read into a fixed
+  // kMaxHello-byte buffer, and at most size + kMaxPendingExtra connections wait for theirs (the
+  // oldest is dropped first), so strays cost neither time, memory nor the job. Throws
+  // InternalError on timeout, naming the missing ranks, or with `cancel`'s reason once it fires.
+  void accept_workers(std::chrono::milliseconds timeout, const Cancellation* cancel = nullptr);
 
-  // Any other rank: connect to rank 0 at `address` and introduce ourselves.
+  // Any other rank: connect to rank 0 at `address` and introduce ourselves. Connecting (retried
+  // while refused: rank 0 may not listen yet) and sending the hello end within `timeout`, or at
+  // once with `cancel`'s reason once it fires; both as InternalError.
   static ControlChannel connect(int rank, int size, const std::string& address,
                                 const std::string& token, std::chrono::milliseconds timeout,
-                                std::string label = "control");
+                                std::string label = "control",
+                                const Cancellation* cancel = nullptr);
+
+  static constexpr std::chrono::milliseconds kHelloTimeout{2000};
+  static constexpr size_t kMaxHello = 256;
+  static constexpr size_t kMaxPendingExtra = 64;
 
   ControlChannel() = default;  // not connected: send() fails, wake() does nothing
   ControlChannel(ControlChannel&&) noexcept = default;
@@ -68,6 +83,14 @@ class ControlChannel {
     std::vector<std::byte> out;  // bytes queued, not yet written
     std::string broken;          // why the connection ended, once it has
   };
+
+  struct Hello;  // a connection accepted, its hello not read yet
+  // Reads what `h` has sent; true once it is done with (taken as a rank's, or dropped).
+  bool read_hello(Hello& h, int& connected);
+  // Accepts what is waiting; false when accepting failed and should pause.
+  bool accept_batch(std::vector<Hello>& pending, std::chrono::milliseconds hello_timeout,
+                    int& connected);
+  std::string missing_ranks() const;
 
   Peer& peer(int rank);
   void write_some(Peer& p);

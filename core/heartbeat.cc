@@ -115,8 +115,10 @@ bool Heartbeat::step() {
   {
     std::unique_lock lock(mutex_);
     if (local_failure_) {
+      // "left", not "failed": the reason may be another rank's doing (a collective that cannot
+      // complete because rank 0 shut down), and it names the rank at fault itself.
       std::string notice = (rank_ == 0 ? "rank 0 aborted the job: "
-                                       : "rank " + std::to_string(rank_) + " failed: ") +
+                                       : "rank " + std::to_string(rank_) + " left the job: ") +
                            *local_failure_;
       lock.unlock();
       send_to_all(encode(Kind::kFailed, notice));
@@ -147,6 +149,7 @@ bool Heartbeat::handle(int peer, const std::vector<std::byte>& message) {
   switch (kind) {
     case Kind::kBeat:
       watched->last_heard = Clock::now();
+      watched->heard = true;
       return true;
     case Kind::kGoodbye:
       channel_.drop(peer);
@@ -189,11 +192,15 @@ std::optional<std::string> Heartbeat::find_silent() const {
   auto now = Clock::now();
   for (const auto& w : watched_) {
     auto silence = now - w.last_heard;
-    if (silence >= timeout_) {
-      return "rank " + std::to_string(w.rank) + " has sent no heartbeat for " +
-             seconds_text(silence) +
-             " s (COHORT_PEER_TIMEOUT_SECONDS): it is frozen, overloaded or cut off";
-    }
+    if (silence < timeout_) continue;
+    std::string verdict = "rank " + std::to_string(w.rank) + " has sent no heartbeat for " +
+                          seconds_text(silence) + " s (COHORT_PEER_TIMEOUT_SECONDS)";
+    if (w.heard || w.rank != 0) return verdict + ": it is frozen, overloaded or cut off";
+    // Rank 0 beats only once every rank's heartbeat connection is in: a late rank, not rank 0,
+    // may be the one at fault.
+    return verdict +
+           " since the heartbeat connection opened: it is frozen, overloaded or cut off, or it "
+           "is still waiting for another rank's heartbeat connection (see rank 0's log)";
   }
   return std::nullopt;
 }

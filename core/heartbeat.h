@@ -47,7 +47,8 @@ class Heartbeat {
   using Clock = std::chrono::steady_clock;
   struct Watched {
     int rank;
-    Clock::time_point last_heard;
+    Clock::time_point last_heard;  // or when watching began
+    bool heard = false;            // a beat has come since the connection opened
   };
 
   void run();

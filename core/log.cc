@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include "cohort/errors.h"
@@ -25,6 +26,19 @@ struct Prefix {
 Prefix& prefix() {
   static Prefix* p = new Prefix;
   return *p;
+}
+
+// Per key: when its current window opened and how many of its lines that window held back.
+struct Repeats {
+  std::mutex mutex;
+  std::chrono::milliseconds window{std::chrono::seconds(10)};
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, uint64_t>, std::less<>>
+      keys;
+};
+
+Repeats& repeats() {
+  static Repeats* r = new Repeats;  // never destroyed, like the prefix
+  return *r;
 }
 
 const char* level_name(Level lvl) {
@@ -66,6 +80,40 @@ void set_prefix(std::string text) {
   Prefix& p = prefix();
   std::lock_guard lock(p.mutex);
   p.text = std::move(text);
+}
+
+void set_repeat_window(std::chrono::milliseconds window) {
+  Repeats& r = repeats();
+  std::lock_guard lock(r.mutex);
+  r.window = window;
+  r.keys.clear();
+}
+
+bool admit(std::string_view key, std::string& note) {
+  Repeats& r = repeats();
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(r.mutex);
+  auto it = r.keys.find(key);
+  note.clear();
+  if (it == r.keys.end()) {
+    r.keys.emplace(std::string(key), std::pair{now, uint64_t{0}});
+    return true;
+  }
+  auto& [opened, held] = it->second;
+  if (now - opened < r.window) {
+    ++held;
+    return false;
+  }
+  if (held > 0) {
+    std::chrono::duration<double> since = now - opened;
+    char text[96];
+    std::snprintf(text, sizeof text, " (repeated %llu more times in the last %.1f s)",
+                  static_cast<unsigned long long>(held), since.count());
+    note = text;
+  }
+  held = 0;
+  opened = now;
+  return true;
 }
 
 void write(Level lvl, std::string_view message) {

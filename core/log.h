@@ -1,6 +1,8 @@
 // Leveled logging to stderr, one whole line per write so lines from threads never interleave.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -18,11 +20,31 @@ void set_prefix(std::string prefix);
 
 void write(Level level, std::string_view message);
 
+// Rate limiting for lines that a peer can cause at will (rejected connections, refused requests):
+// at most one line per `key` every repeat window (10 s). The first line of a window is written;
+// the others are only counted, and the first line written after the window ends carries the count:
+// "... (repeated 512 more times in the last 10.0 s)". Keys are call-site constants.
+void set_repeat_window(std::chrono::milliseconds window);  // for tests
+// Whether a line for `key` may be written now; if so, `note` gets the suffix that tells how many
+// were held back since the last line written for it ("" for none).
+bool admit(std::string_view key, std::string& note);
+
 template <typename... Args>
 void at(Level lvl, const Args&... args) {
   if (lvl < level()) return;
   std::ostringstream out;
   (out << ... << args);
+  write(lvl, out.str());
+}
+// Like at(), rate-limited per `key` (see admit()).
+template <typename... Args>
+void limited(Level lvl, std::string_view key, const Args&... args) {
+  if (lvl < level()) return;
+  std::string note;
+  if (!admit(key, note)) return;
+  std::ostringstream out;
+  (out << ... << args);
+  out << note;
   write(lvl, out.str());
 }
 template <typename... Args>

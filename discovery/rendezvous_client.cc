@@ -1,5 +1,10 @@
 #include "discovery/rendezvous_client.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
 #include "discovery/frame_io.h"
 #include "discovery/hmac.h"
 
@@ -13,11 +18,26 @@ RendezvousClient::RendezvousClient(std::string host, int port, std::string secre
       timeout_(timeout),
       scope_(std::move(scope)) {}
 
+namespace {
+
+using std::chrono::milliseconds;
+
+// The pause before sending a failed request again: short at first (a server that refused one
+// connection under load usually takes the next), never more than a second.
+milliseconds retry_pause(int attempt) {
+  return milliseconds(std::min(1000, 20 << std::min(attempt, 6)));
+}
+
+}  // namespace
+
 RendezvousResponse RendezvousClient::exchange(const RendezvousRequest& request,
-                                              std::chrono::milliseconds wait) {
+                                              std::chrono::milliseconds wait,
+                                              const Cancellation* cancel) {
   auto deadline = Clock::now() + timeout_ + wait;
   if (!fd_.valid()) fd_ = connect_tcp(host_, port_, Clock::now() + timeout_);
-  write_frame(fd_.get(), seal_request(secret_, request), deadline);
+  // Shutting the socket down wakes the read below; the descriptor stays ours to close.
+  CancelHook hook(cancel, [fd = fd_.get()](const std::string&) { ::shutdown(fd, SHUT_RDWR); });
+  write_signed_frame(fd_.get(), secret_, seal_request(secret_, request), deadline);
   RendezvousResponse response =
       open_response(secret_, read_frame(fd_.get(), kMaxRendezvousFrame, deadline));
   if (!constant_time_equal(response.nonce, request.nonce)) {
@@ -26,22 +46,36 @@ RendezvousResponse RendezvousClient::exchange(const RendezvousRequest& request,
   return response;
 }
 
-RendezvousResponse RendezvousClient::call(RendezvousRequest request,
-                                          std::chrono::milliseconds wait) {
+RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono::milliseconds wait,
+                                          const Cancellation* cancel) {
   std::lock_guard lock(mutex_);
   std::string where = "rendezvous server " + address();
-  request.nonce = random_bytes(kNonceSize);
-  request.timestamp_ms = unix_millis();
   request.scope = scope_;
+  auto give_up = Clock::now() + timeout_ + wait;
   RendezvousResponse response;
-  try {
-    response = exchange(request, wait);
-  } catch (const RendezvousRejected& e) {
-    fd_.reset();
-    throw Error(where + " sent an unauthentic response: " + e.what());
-  } catch (const Error& e) {
-    fd_.reset();  // the connection's state is unknown: the next call starts afresh
-    throw Error(where + ": " + e.what() + " (key '" + request.key + "')");
+  for (int attempt = 0;; ++attempt) {
+    if (cancel) cancel->throw_if_cancelled();
+    // A fresh nonce and time per attempt: the server refuses a replayed one.
+    request.nonce = random_bytes(kNonceSize);
+    request.timestamp_ms = unix_millis();
+    auto left = std::chrono::duration_cast<milliseconds>(give_up - Clock::now());
+    request.timeout_ms = std::min<int64_t>(request.timeout_ms, std::max<int64_t>(left.count(), 0));
+    try {
+      response = exchange(request, milliseconds(request.timeout_ms), cancel);
+      break;
+    } catch (const RendezvousRejected& e) {
+      fd_.reset();
+      throw Error(where + " sent an unauthentic response: " + e.what());
+    } catch (const Error& e) {
+      fd_.reset();  // the connection's state is unknown: the next attempt starts afresh
+      if (cancel) cancel->throw_if_cancelled();
+      if (Clock::now() + retry_pause(attempt) >= give_up) {
+        throw Error(where + ": " + e.what() + " (key '" + request.key + "', " +
+                    std::to_string(attempt + 1) + (attempt == 0 ? " attempt)" : " attempts)"));
+      }
+    }
+    pollfd cancelled{cancel_fd(cancel), POLLIN, 0};
+    ::poll(&cancelled, 1, static_cast<int>(retry_pause(attempt).count()));
   }
   if (response.status == RendezvousStatus::kTimeout) {
     throw RendezvousTimeout(where + ": " + response.value);
@@ -50,20 +84,23 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request,
   return response;
 }
 
-void RendezvousClient::set(const std::string& key, const std::string& value) {
-  call({.op = RendezvousOp::kSet, .key = key, .value = value}, {});
+void RendezvousClient::set(const std::string& key, const std::string& value,
+                           const Cancellation* cancel) {
+  call({.op = RendezvousOp::kSet, .key = key, .value = value}, {}, cancel);
 }
 
-std::string RendezvousClient::get(const std::string& key, std::chrono::milliseconds wait) {
-  return call({.op = RendezvousOp::kGet, .key = key, .timeout_ms = wait.count()}, wait).value;
+std::string RendezvousClient::get(const std::string& key, std::chrono::milliseconds wait,
+                                  const Cancellation* cancel) {
+  return call({.op = RendezvousOp::kGet, .key = key, .timeout_ms = wait.count()}, wait, cancel)
+      .value;
 }
 
 void RendezvousStore::set(const std::string& key, const std::vector<char>& data) {
-  client_.set(key, std::string(data.begin(), data.end()));
+  client_.set(key, std::string(data.begin(), data.end()), cancel_);
 }
 
 std::vector<char> RendezvousStore::get(const std::string& key) {
-  std::string value = client_.get(key, timeout_);
+  std::string value = client_.get(key, timeout_, cancel_);
   return {value.begin(), value.end()};
 }
 
@@ -73,7 +110,7 @@ void RendezvousStore::wait(const std::vector<std::string>& keys,
   auto deadline = Clock::now() + timeout;
   for (const auto& key : keys) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    client_.get(key, std::max(left, std::chrono::milliseconds(0)));
+    client_.get(key, std::max(left, std::chrono::milliseconds(0)), cancel_);
   }
 }
 

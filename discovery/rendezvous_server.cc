@@ -1,8 +1,10 @@
 #include "discovery/rendezvous_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -16,10 +18,24 @@
 namespace cohort::discovery {
 namespace {
 
-std::string peer_name(const sockaddr_in& addr) {
+using namespace std::chrono_literals;
+
+std::string peer_address(const sockaddr_in& addr) {
   char ip[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+  return ip;
+}
+
+// poll() until one of `fds` is ready or `deadline` (max: none).
+void wait_readable_any(std::vector<pollfd>& fds, Clock::time_point deadline) {
+  int timeout = -1;
+  if (deadline != Clock::time_point::max()) {
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    timeout = static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+  }
+  if (::poll(fds.data(), fds.size(), timeout) < 0) {
+    for (auto& p : fds) p.revents = 0;  // EINTR: look again
+  }
 }
 
 }  // namespace
@@ -27,8 +43,17 @@ std::string peer_name(const sockaddr_in& addr) {
 RendezvousServer::RendezvousServer(const std::string& host, std::string secret,
                                    RendezvousServerOptions options)
     : secret_(std::move(secret)), options_(options) {
+  if (options_.max_unauthenticated < 1 || options_.max_unauthenticated_per_address < 1) {
+    throw InvalidArgument(
+        "rendezvous server: max_unauthenticated and "
+        "max_unauthenticated_per_address must be at least 1");
+  }
   listener_ = listen_tcp(host, port_);
-  acceptor_ = std::thread([this] { accept_loop(); });
+  // Non-blocking: the lobby accepts until EAGAIN and must never block in accept().
+  ::fcntl(listener_.get(), F_SETFL, ::fcntl(listener_.get(), F_GETFL) | O_NONBLOCK);
+  wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake_.valid()) throw Error(std::string("eventfd: ") + std::strerror(errno));
+  acceptor_ = std::thread([this] { lobby_loop(); });
 }
 
 RendezvousServer::~RendezvousServer() {
@@ -47,10 +72,13 @@ void RendezvousServer::stop() {
   std::lock_guard lock(mutex_);
   if (stopping_) return;
   stopping_ = true;
+  // The lobby wakes on its eventfd and closes its own connections. For the serving threads,
   // shutdown() rather than close(): it wakes the threads blocked reading these sockets, and the
   // descriptors stay theirs to close, so no number is reused under them. Only the reading side:
   // waiting GETs still answer "stopping" (each write bounded by frame_timeout).
-  ::shutdown(listener_.get(), SHUT_RDWR);
+  ::shutdown(listener_.get(), SHUT_RDWR);  // later connections are refused, not left queued
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
   for (auto& [id, connection] : connections_) {
     if (connection.first >= 0) ::shutdown(connection.first, SHUT_RD);
   }
@@ -84,6 +112,16 @@ int RendezvousServer::rejected() const {
   return rejected_;
 }
 
+int RendezvousServer::authenticated() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(connections_.size() - finished_.size());
+}
+
+bool RendezvousServer::await_rejected(int n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, timeout, [&] { return rejected_ >= n; });
+}
+
 bool RendezvousServer::contains(const std::string& key, const std::string& scope) const {
   std::lock_guard lock(mutex_);
   auto it = scopes_.find(scope);
@@ -95,40 +133,146 @@ bool RendezvousServer::await_waiting_gets(int n, std::chrono::milliseconds timeo
   return changed_.wait_for(lock, timeout, [&] { return waiting_gets_ >= n; });
 }
 
-void RendezvousServer::accept_loop() {
+void RendezvousServer::lobby_loop() {
+  std::vector<Pending> pending;
+  auto paused_until = Clock::time_point::min();  // accepting, unless out of descriptors
   for (;;) {
+    join_finished();
+    auto now = Clock::now();
+    bool accepting = now >= paused_until;
+    std::vector<pollfd> fds{{wake_.get(), POLLIN, 0},
+                            {accepting ? listener_.get() : -1, POLLIN, 0}};
+    auto next = accepting ? Clock::time_point::max() : paused_until;
+    for (const auto& p : pending) {
+      fds.push_back({p.fd.get(), POLLIN, 0});
+      next = std::min(next, p.deadline);
+    }
+    wait_readable_any(fds, next);
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) break;
+    }
+    // Connections that have sent something first, then the late ones, then new ones: a worker's
+    // header is read before anything can push it out.
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (fds[i + 2].revents != 0) pending[i].done = progress(pending[i]);
+    }
+    now = Clock::now();
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (pending[i].done || now < pending[i].deadline) continue;
+      reject(pending[i].peer, "sent no signed frame header within " +
+                                  std::to_string(options_.auth_timeout.count()) +
+                                  " ms of connecting");
+      pending[i].done = true;
+    }
+    std::erase_if(pending, [](const auto& p) { return p.done; });
+    if (fds[1].revents != 0 && !accept_batch(pending)) paused_until = Clock::now() + 100ms;
+    unauthenticated_ = static_cast<int>(pending.size());
+  }
+  unauthenticated_ = 0;
+}
+
+bool RendezvousServer::accept_batch(std::vector<Pending>& pending) {
+  // A bounded batch, so the lobby also gets back to the connections it holds under a flood.
+  for (int i = 0; i < 64; ++i) {
     sockaddr_in addr{};
     socklen_t len = sizeof addr;
-    int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
-    int error = errno;
-    join_finished();
-    std::lock_guard lock(mutex_);
-    if (stopping_) {
-      if (fd >= 0) ::close(fd);
-      return;
-    }
+    int fd = ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
+                       SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-      // Out of descriptors or memory: back off instead of spinning on the same error.
-      if (error != EINTR && error != ECONNABORTED) ::poll(nullptr, 0, 100);
-      continue;
+      int error = errno;
+      if (error == EAGAIN || error == EWOULDBLOCK) return true;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if ((error == EMFILE || error == ENFILE) && !pending.empty()) {
+        // Out of descriptors: the oldest unauthenticated connection gives its own back.
+        reject(pending.front().peer, "dropped: this process is out of file descriptors");
+        pending.erase(pending.begin());
+        continue;
+      }
+      log::limited(log::Level::kWarning, "rendezvous-accept",
+                   "rendezvous: cannot accept a connection: ", std::strerror(error));
+      return false;  // back off instead of spinning on the same error
     }
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-      log::warning("rendezvous: refusing ", peer_name(addr), ": ", connections_.size(),
-                   " connections are open already");
-      ::close(fd);
-      continue;
-    }
-    int id = next_connection_++;
-    connections_[id] = {fd, std::thread([this, id, fd, peer = peer_name(addr)] {
-                          serve(fd, peer);
-                          std::lock_guard done(mutex_);
-                          ::close(fd);
-                          if (auto it = connections_.find(id); it != connections_.end()) {
-                            it->second.first = -1;
-                          }
-                          finished_.push_back(id);
-                        })};
+    std::string address = peer_address(addr);
+    make_room(pending, address);
+    pending.push_back({.fd = Fd(fd),
+                       .peer = address + ":" + std::to_string(ntohs(addr.sin_port)),
+                       .address = address,
+                       .deadline = Clock::now() + options_.auth_timeout});
+    // A worker sends its header right after connecting: it is usually here already.
+    if (progress(pending.back())) pending.pop_back();
   }
+  return true;
+}
+
+void RendezvousServer::make_room(std::vector<Pending>& pending, const std::string& address) {
+  int same = 0;
+  for (const auto& p : pending) same += p.address == address;
+  auto victim = pending.end();
+  if (same >= options_.max_unauthenticated_per_address) {
+    victim = std::find_if(pending.begin(), pending.end(),
+                          [&](const Pending& p) { return p.address == address; });
+  } else if (static_cast<int>(pending.size()) >= options_.max_unauthenticated) {
+    victim = pending.begin();  // the oldest: accepted first
+  }
+  if (victim == pending.end()) return;
+  reject(victim->peer,
+         "dropped to make room for a newer connection: it had not sent a signed "
+         "frame header yet (" +
+             std::to_string(same >= options_.max_unauthenticated_per_address
+                                ? options_.max_unauthenticated_per_address
+                                : options_.max_unauthenticated) +
+             " unauthenticated connections are allowed " +
+             (same >= options_.max_unauthenticated_per_address ? "per address)" : "in all)"));
+  pending.erase(victim);
+}
+
+bool RendezvousServer::progress(Pending& p) {
+  while (p.got < p.header.size()) {
+    ssize_t n = ::recv(p.fd.get(), p.header.data() + p.got, p.header.size() - p.got, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+    if (n == 0 && p.got == 0) return true;  // connected and left without a word: no attack
+    if (n <= 0) {
+      reject(p.peer, n == 0 ? "connection closed inside a frame header"
+                            : std::string("reading a frame header: ") + std::strerror(errno));
+      return true;
+    }
+    p.got += static_cast<size_t>(n);
+  }
+  try {
+    SignedHeader header = open_signed_header(
+        secret_, std::string_view(p.header.data(), p.header.size()), kMaxRendezvousFrame);
+    check_fresh(header.timestamp_ms, header.nonce, "frame header");
+    log::debug("rendezvous: ", p.peer, " authenticated");
+    start_serving(std::move(p.fd), p.peer, std::move(header));
+  } catch (const Error& e) {
+    reject(p.peer, e.what());
+  }
+  return true;
+}
+
+void RendezvousServer::start_serving(Fd fd, const std::string& peer, SignedHeader first) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  int open = static_cast<int>(connections_.size() - finished_.size());
+  if (open >= options_.max_connections) {
+    log::limited(log::Level::kWarning, "rendezvous-refusing", "rendezvous: refusing ", peer, ": ",
+                 open, " authenticated connections are open already (the limit)");
+    return;
+  }
+  int id = next_connection_++;
+  int raw = fd.get();
+  connections_[id] = {
+      raw, std::thread([this, id, fd = std::move(fd), peer, first = std::move(first)]() mutable {
+        serve(fd.get(), peer, std::move(first));
+        std::lock_guard done(mutex_);
+        fd.reset();
+        if (auto it = connections_.find(id); it != connections_.end()) {
+          it->second.first = -1;
+        }
+        finished_.push_back(id);
+      })};
 }
 
 void RendezvousServer::join_finished() {
@@ -144,9 +288,9 @@ void RendezvousServer::join_finished() {
   for (auto& t : threads) t.join();
 }
 
-void RendezvousServer::serve(int fd, const std::string& peer) {
+void RendezvousServer::serve(int fd, const std::string& peer, SignedHeader first) {
   try {
-    serve_frames(fd, peer);
+    serve_frames(fd, std::move(first));
   } catch (const RendezvousRejected& e) {
     reject(peer, e.what());
   } catch (const FrameError& e) {
@@ -157,28 +301,29 @@ void RendezvousServer::serve(int fd, const std::string& peer) {
   }
 }
 
-void RendezvousServer::serve_frames(int fd, const std::string& peer) {
-  // Until a connection has sent one authentic request it may not sit idle: unauthenticated
-  // peers cannot hold threads for long. Authenticated workers keep theirs for the whole job.
-  bool authenticated = false;
+void RendezvousServer::serve_frames(int fd, SignedHeader header) {
+  // Every frame's header is authenticated before its payload is read: the peer proved the secret
+  // once, but a captured frame replayed on this connection must not make the server allocate.
   for (;;) {
-    auto idle_deadline =
-        authenticated ? Clock::time_point::max() : Clock::now() + options_.frame_timeout;
-    if (!wait_readable(fd, idle_deadline)) {
-      throw FrameError("sent no request within " + std::to_string(options_.frame_timeout.count()) +
-                       " ms of connecting");
+    std::string sealed;
+    try {
+      sealed = read_bytes(fd, header.length, Clock::now() + options_.frame_timeout);
+    } catch (const ConnectionClosed&) {
+      throw FrameError("connection closed after a frame header");
     }
-    std::string sealed = read_frame(fd, kMaxRendezvousFrame, Clock::now() + options_.frame_timeout);
     RendezvousRequest request = open_request(secret_, sealed);
-    check_fresh(request);
-    if (!authenticated) log::debug("rendezvous: ", peer, " authenticated");
-    authenticated = true;
+    check_fresh(request.timestamp_ms, request.nonce, "request");
     RendezvousResponse response = handle(request);
     if (request.op == RendezvousOp::kSet && response.status == RendezvousStatus::kOk &&
         options_.on_set) {
       options_.on_set(request.scope, request.key);
     }
     write_frame(fd, seal_response(secret_, response), Clock::now() + options_.frame_timeout);
+    // An authenticated worker may stay idle for the whole job; once it speaks, it must finish.
+    wait_readable(fd, Clock::time_point::max());
+    std::string next = read_bytes(fd, kSignedHeaderSize, Clock::now() + options_.frame_timeout);
+    header = open_signed_header(secret_, next, kMaxRendezvousFrame);
+    check_fresh(header.timestamp_ms, header.nonce, "frame header");
   }
 }
 
@@ -186,24 +331,31 @@ void RendezvousServer::reject(const std::string& peer, const std::string& reason
   std::lock_guard lock(mutex_);
   if (stopping_) return;  // connections cut by stop() are not attacks
   ++rejected_;
-  // The peer gets no answer and no second try on this connection.
-  log::warning("rendezvous: rejected a request from ", peer, ": ", reason);
+  changed_.notify_all();
+  // The peer gets no answer and no second try on this connection. Rate-limited: a peer without
+  // the secret can cause these lines at will.
+  log::limited(log::Level::kWarning, "rendezvous-rejected", "rendezvous: rejected ", peer, ": ",
+               reason);
 }
 
-void RendezvousServer::check_fresh(const RendezvousRequest& request) {
+void RendezvousServer::check_fresh(int64_t timestamp_ms, const std::string& nonce,
+                                   const std::string& what) {
   int64_t now = unix_millis();
   int64_t window = std::chrono::milliseconds(kReplayWindow).count();
-  if (std::llabs(now - request.timestamp_ms) > window) {
-    throw RendezvousRejected("stale request: its timestamp is " +
-                             std::to_string((now - request.timestamp_ms) / 1000) +
+  // Differences computed in unsigned arithmetic: a hostile timestamp must not overflow.
+  uint64_t distance = timestamp_ms > now ? static_cast<uint64_t>(timestamp_ms) - now
+                                         : static_cast<uint64_t>(now) - timestamp_ms;
+  if (distance > static_cast<uint64_t>(window)) {
+    throw RendezvousRejected("stale " + what + ": its timestamp is " +
+                             (timestamp_ms > now ? "-" : "") + std::to_string(distance / 1000) +
                              " s away from this server's clock (the window is ±" +
                              std::to_string(kReplayWindow.count()) + " s)");
   }
   std::lock_guard lock(mutex_);
   // Nonces older than the window can be forgotten: their requests are rejected as stale anyway.
   std::erase_if(seen_nonces_, [&](const auto& kv) { return now - kv.second > window; });
-  if (!seen_nonces_.emplace(request.nonce, request.timestamp_ms).second) {
-    throw RendezvousRejected("replayed request (nonce already used)");
+  if (!seen_nonces_.emplace(nonce, timestamp_ms).second) {
+    throw RendezvousRejected("replayed " + what + " (nonce already used)");
   }
 }
 

@@ -1,9 +1,18 @@
 // The key-value store through which a job's workers find each other, run inside cohortrun.
 // Every request must be signed with the job's secret (see rendezvous_protocol.h); a GET waits on
-// the server until its key is set or its deadline passes, so clients never poll. One thread per
-// connection, up to a limit: a slow or hostile client only ever holds its own thread.
+// the server until its key is set or its deadline passes, so clients never poll.
+//
+// Unauthenticated peers cannot starve authenticated ones (the port listens on every interface in
+// elastic mode). A new connection waits in a lobby, served by the accepting thread alone, until it
+// sends a signed frame header (frame_io.h): it holds no thread and no buffer beyond that header's
+// fixed size, must send it within auth_timeout, and the lobby holds a few such connections (per
+// source address and in all), dropping the oldest to make room for a new one. A connection whose
+// header proves the secret gets a thread of its own, up to max_connections: a slow or hostile
+// client only ever holds its own thread.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -18,6 +27,7 @@
 #include <vector>
 
 #include "core/fd.h"
+#include "discovery/frame_io.h"
 #include "discovery/rendezvous_protocol.h"
 
 namespace cohort::discovery {
@@ -25,9 +35,16 @@ namespace cohort::discovery {
 struct RendezvousServerOptions {
   // The longest a GET may wait on the server, whatever the client asks.
   std::chrono::milliseconds max_get_wait{std::chrono::minutes(10)};
-  // How long a new connection may take to send its first frame, and any frame to arrive whole.
+  // How long an authenticated frame may take to arrive whole, and an answer to be taken.
   std::chrono::milliseconds frame_timeout{std::chrono::seconds(10)};
+  // How long a new connection may take to send its first signed frame header, proving the secret.
+  std::chrono::milliseconds auth_timeout{std::chrono::seconds(2)};
+  // Authenticated connections served at once (one thread each); more are refused.
   int max_connections = 1024;
+  // Unauthenticated connections held at once, in all and per source address; past either limit
+  // the oldest one (of that address first) is dropped to make room for the newest.
+  int max_unauthenticated = 64;
+  int max_unauthenticated_per_address = 16;
   // Called after a client's SET has been stored, before the client gets its answer, on the
   // connection's thread and outside the server's lock (so it may call the server). Elastic mode
   // uses it to wake its event loop when a worker checks in. Must not block.
@@ -53,8 +70,14 @@ class RendezvousServer {
   void set(const std::string& key, const std::string& value, const std::string& scope = "");
   std::optional<std::string> lookup(const std::string& key, const std::string& scope = "") const;
 
-  // For tests and logs: rejected requests so far, and whether `key` is set in `scope`.
+  // For tests and logs: rejected requests and connections dropped before they authenticated, so
+  // far; and whether `key` is set in `scope`.
   int rejected() const;
+  // For tests: unauthenticated connections held now, and authenticated ones being served.
+  int unauthenticated() const { return unauthenticated_.load(); }
+  int authenticated() const;
+  // For tests: blocks until rejected() >= n; false after `timeout`.
+  bool await_rejected(int n, std::chrono::milliseconds timeout) const;
   bool contains(const std::string& key, const std::string& scope = "") const;
   // For tests: blocks until `n` GETs are waiting on the server; false after `timeout`.
   bool await_waiting_gets(int n, std::chrono::milliseconds timeout) const;
@@ -62,21 +85,42 @@ class RendezvousServer {
  private:
   using Scope = std::map<std::string, std::string>;
 
-  void accept_loop();
+  // A connection that has not proved the secret yet: what it has sent of its first header.
+  struct Pending {
+    Fd fd;
+    std::string peer;     // address:port, for logs
+    std::string address;  // address alone, for the per-address limit
+    std::chrono::steady_clock::time_point deadline;
+    std::array<char, kSignedHeaderSize> header{};
+    size_t got = 0;
+    bool done = false;  // handed over, rejected or closed: to be forgotten
+  };
+
+  // The accepting thread: accepts, reads first headers, drops whoever is late or over a limit.
+  void lobby_loop();
+  // Accepts what is waiting; false when accepting failed and should pause.
+  bool accept_batch(std::vector<Pending>& pending);
+  // Reads what `p` has sent; true once it is done with (handed to a thread, rejected or closed).
+  bool progress(Pending& p);
+  void make_room(std::vector<Pending>& pending, const std::string& address);
+  void start_serving(Fd fd, const std::string& peer, SignedHeader first);
   void join_finished();
-  void serve(int fd, const std::string& peer);
-  void serve_frames(int fd, const std::string& peer);
+  void serve(int fd, const std::string& peer, SignedHeader first);
+  void serve_frames(int fd, SignedHeader header);
   void reject(const std::string& peer, const std::string& reason);
   RendezvousResponse handle(const RendezvousRequest& request);
   RendezvousResponse handle_get(const RendezvousRequest& request,
                                 std::unique_lock<std::mutex>& lock);
-  // Throws RendezvousRejected for a stale or replayed request; remembers its nonce otherwise.
-  void check_fresh(const RendezvousRequest& request);
+  // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
+  // nonce otherwise.
+  void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
 
   std::string secret_;
   RendezvousServerOptions options_;
   int port_ = 0;
   Fd listener_;
+  Fd wake_;  // an eventfd: stop() wakes the lobby through it
+  std::atomic<int> unauthenticated_{0};
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;  // a key was set, a GET started waiting, or stop

@@ -1,11 +1,15 @@
 // The heartbeat over real loopback sockets, every rank in this process: a silent rank stands for
 // a frozen process (its socket stays open, nothing comes), a closed channel for a dead one.
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <memory>
 #include <thread>
 
 #include "core/heartbeat.h"
+#include "core/net.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;
@@ -82,6 +86,8 @@ TEST_CASE("a silent rank 0 is named by every other rank") {
   auto verdict = one.heartbeat->verdict(5s);
   REQUIRE(verdict);
   CHECK_THAT(*verdict, Catch::Matchers::StartsWith("rank 0 has sent no heartbeat"));
+  // Never heard since connecting: rank 0 may be healthy and waiting for a late rank.
+  CHECK_THAT(*verdict, Catch::Matchers::Contains("still waiting for another rank's heartbeat"));
 }
 
 TEST_CASE("heartbeats keep an idle job alive well past the peer timeout") {
@@ -122,8 +128,8 @@ TEST_CASE("a rank's own failure reaches every rank with its reason") {
   CHECK(ranks[2].heartbeat->verdict() == "Gloo allreduce failed");
   auto at_zero = ranks[0].heartbeat->verdict(5s);
   auto at_one = ranks[1].heartbeat->verdict(5s);
-  CHECK(at_zero == "rank 2 failed: Gloo allreduce failed");
-  CHECK(at_one == "rank 0 aborted the job: rank 2 failed: Gloo allreduce failed");
+  CHECK(at_zero == "rank 2 left the job: Gloo allreduce failed");
+  CHECK(at_one == "rank 0 aborted the job: rank 2 left the job: Gloo allreduce failed");
   // The rank that failed by itself is not told about its own failure.
   CHECK(ranks[2].reports().empty());
 }
@@ -137,4 +143,33 @@ TEST_CASE("rank 0's own failure reaches every rank") {
     CHECK(ranks[r].heartbeat->verdict(5s) == "rank 0 aborted the job: out of memory");
   }
   CHECK(ranks[0].reports().empty());
+}
+
+TEST_CASE("an idle connection to rank 0's heartbeat listener while the job starts fails nothing") {
+  ControlChannel root = ControlChannel::listen("127.0.0.1", 3, "tok", "heartbeat");
+  // A stranger connects first and says nothing; it is accepted before the real ranks.
+  auto colon = root.address().rfind(':');
+  sockaddr_in to = net::resolve_ipv4(root.address().substr(0, colon),
+                                     std::stoi(root.address().substr(colon + 1)));
+  Fd idle(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  REQUIRE(::connect(idle.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  // As in a real job, each rank starts watching rank 0 as soon as its own connection is open.
+  std::vector<Rank> ranks(3);
+  std::vector<std::thread> workers;
+  for (int r = 1; r < 3; ++r) {
+    workers.emplace_back([&, r] {
+      ranks[r].start(ControlChannel::connect(r, 3, root.address(), "tok", 5s, "heartbeat"), r, 3,
+                     400ms);
+    });
+  }
+  auto start = Clock::now();
+  root.accept_workers(5s);
+  CHECK(Clock::now() - start < 400ms);
+  for (auto& t : workers) t.join();
+  ranks[0].start(std::move(root), 0, 3, 400ms);
+  // What is under test is time: several peer timeouts with a healthy rank 0.
+  std::this_thread::sleep_for(1500ms);
+  for (auto& rank : ranks) CHECK_FALSE(rank.heartbeat->verdict());
+  for (auto& rank : ranks) rank.heartbeat->stop();
+  for (auto& rank : ranks) CHECK(rank.reports().empty());
 }

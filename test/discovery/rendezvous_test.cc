@@ -1,12 +1,18 @@
 // The rendezvous server and client over real loopback sockets, including hostile peers.
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/log.h"
+#include "core/net.h"
 #include "discovery/frame_io.h"
 #include "discovery/hmac.h"
 #include "discovery/rendezvous_client.h"
@@ -30,6 +36,10 @@ std::string send_bytes(int port, const std::string& bytes) {
     return read_frame(fd.get(), kMaxRendezvousFrame, Clock::now() + 5s);
   } catch (const ConnectionClosed&) {
     return "";
+  } catch (const Error& e) {
+    // Closing with unread bytes (the payload after a rejected header) resets the connection.
+    if (std::string(e.what()).find("reset by peer") == std::string::npos) throw;
+    return "";
   }
 }
 
@@ -37,6 +47,70 @@ std::string framed(const std::string& payload) {
   uint32_t len = htonl(static_cast<uint32_t>(payload.size()));
   return std::string(reinterpret_cast<const char*>(&len), sizeof len) + payload;
 }
+
+// A request frame as a client sends it: a header signed with `secret`, then the payload.
+std::string signed_frame(const std::string& payload, const std::string& secret = kSecret,
+                         int64_t timestamp_ms = unix_millis()) {
+  return signed_header(secret, static_cast<uint32_t>(payload.size()), timestamp_ms,
+                       random_bytes(16)) +
+         payload;
+}
+
+// An open connection from `source` (an address of this host, e.g. 127.0.0.2) to the server.
+Fd connect_from(const std::string& source, int port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in from = net::resolve_ipv4(source, 0);
+  REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) == 0);
+  sockaddr_in to = net::resolve_ipv4("127.0.0.1", port);
+  REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
+  return fd;
+}
+
+// Lets this process hold `n` more descriptors (a flood of connections, both ends here).
+void allow_descriptors(rlim_t n) {
+  rlimit limit{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  if (limit.rlim_cur < n) {
+    limit.rlim_cur = std::min(n, limit.rlim_max);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  }
+  REQUIRE(limit.rlim_cur >= n);
+}
+
+// A field of /proc/self/status in kB, e.g. "VmHWM" (the peak resident set size).
+long status_kb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  FAIL("no " << field << " in /proc/self/status");
+  return 0;
+}
+
+// Sends this process's stderr to a file while it lives; lines() reads what was written.
+class CapturedStderr {
+ public:
+  CapturedStderr() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
+    ::dup2(fileno(file_), STDERR_FILENO);
+  }
+  ~CapturedStderr() {
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    std::fclose(file_);
+  }
+  std::vector<std::string> lines() {
+    std::vector<std::string> out;
+    std::rewind(file_);
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, file_)) out.emplace_back(buf);
+    return out;
+  }
+
+ private:
+  FILE* file_;
+  int saved_;
+};
 
 RendezvousRequest set_request(const std::string& key) {
   return {.op = RendezvousOp::kSet,
@@ -94,54 +168,138 @@ TEST_CASE("the server caps how long a get may wait") {
 }
 
 TEST_CASE("forged and garbage and replayed and stale requests are rejected and change nothing") {
-  RendezvousServer server("127.0.0.1", kSecret, {.frame_timeout = 200ms});
+  RendezvousServer server("127.0.0.1", kSecret, {.frame_timeout = 200ms, .auth_timeout = 200ms});
   int port = server.port();
   int rejected = 0;
   auto expect_rejected = [&](const std::string& bytes) {
     CHECK(send_bytes(port, bytes).empty());
     CHECK(server.rejected() == ++rejected);
   };
+  const std::string wrong_key(32, 'x');
 
-  SECTION("signed with the wrong key") {
-    expect_rejected(framed(seal_request(std::string(32, 'x'), set_request("forged"))));
+  SECTION("signed with the wrong key: the header, or the request inside a good header") {
+    expect_rejected(signed_frame(seal_request(wrong_key, set_request("forged")), wrong_key));
+    expect_rejected(signed_frame(seal_request(wrong_key, set_request("forged"))));
     CHECK_FALSE(server.contains("forged"));
   }
-  SECTION("unsigned garbage, too short for a MAC, and an empty frame") {
-    expect_rejected(framed("definitely not a request, nor signed by anyone at all"));
-    expect_rejected(framed("short"));
-    expect_rejected(framed(""));
+  SECTION("unsigned garbage, too short for a MAC, an empty frame, an unsigned frame") {
+    expect_rejected(signed_frame("definitely not a request, nor signed by anyone at all"));
+    expect_rejected(signed_frame("short"));
+    expect_rejected(signed_frame(""));
+    expect_rejected(std::string(kSignedHeaderSize, 'g'));
+    expect_rejected(framed(seal_request(kSecret, set_request("unsigned"))));  // the old format
+    CHECK_FALSE(server.contains("unsigned"));
   }
   SECTION("a correctly signed body with trailing garbage is malformed") {
     RendezvousRequest r = set_request("trailing");
     std::string sealed = seal_request(kSecret, r);
     std::string body = sealed.substr(0, sealed.size() - kMacSize) + "junk";
-    expect_rejected(framed(body + hmac_sha256(kSecret, body)));
+    expect_rejected(signed_frame(body + hmac_sha256(kSecret, body)));
     CHECK_FALSE(server.contains("trailing"));
   }
-  SECTION("a frame cut short, a frame too large, and a connection that never speaks") {
-    std::string whole = framed(seal_request(kSecret, set_request("cut")));
+  SECTION("a frame cut short, a frame too large, and connections that never finish a header") {
+    std::string whole = signed_frame(seal_request(kSecret, set_request("cut")));
     expect_rejected(whole.substr(0, whole.size() - 5));
-    expect_rejected(framed("").replace(0, 4, "\x7f\xff\xff\xff", 4));
+    expect_rejected(signed_header(kSecret, 0x7fffffff, unix_millis(), random_bytes(16)));
     expect_rejected("");
+    expect_rejected(whole.substr(0, kSignedHeaderSize - 1));
     CHECK_FALSE(server.contains("cut"));
   }
   SECTION("a request replayed byte for byte") {
-    std::string frame = framed(seal_request(kSecret, set_request("once")));
+    std::string frame = signed_frame(seal_request(kSecret, set_request("once")));
     CHECK_FALSE(send_bytes(port, frame).empty());
     REQUIRE(server.contains("once"));
     RendezvousClient("127.0.0.1", port, kSecret, 5s).set("once", "changed");
     expect_rejected(frame);
     CHECK(RendezvousClient("127.0.0.1", port, kSecret, 5s).get("once", 0ms) == "changed");
   }
-  SECTION("correctly signed requests from the past and from the future") {
+  SECTION("a captured header replayed in front of a fresh request") {
+    std::string frame = signed_frame(seal_request(kSecret, set_request("first")));
+    CHECK_FALSE(send_bytes(port, frame).empty());
+    std::string fresh = seal_request(kSecret, set_request("second"));
+    std::string header = frame.substr(0, kSignedHeaderSize);
+    expect_rejected(header + fresh);
+    CHECK_FALSE(server.contains("second"));
+  }
+  SECTION("correctly signed requests and headers from the past and from the future") {
     RendezvousRequest old = set_request("stale");
     old.timestamp_ms -= 61'000;
-    expect_rejected(framed(seal_request(kSecret, old)));
+    expect_rejected(signed_frame(seal_request(kSecret, old)));
     RendezvousRequest future = set_request("stale");
     future.timestamp_ms += 61'000;
-    expect_rejected(framed(seal_request(kSecret, future)));
+    expect_rejected(signed_frame(seal_request(kSecret, future)));
+    std::string good = seal_request(kSecret, set_request("stale"));
+    expect_rejected(signed_frame(good, kSecret, unix_millis() - 61'000));
+    expect_rejected(signed_frame(good, kSecret, INT64_MIN));
     CHECK_FALSE(server.contains("stale"));
   }
+}
+
+TEST_CASE("a flood of idle connections does not lock out a worker and is logged briefly") {
+  allow_descriptors(4096);
+  RendezvousServer server("127.0.0.1", kSecret);  // the defaults cohortrun uses
+  CapturedStderr captured;
+  std::vector<Fd> flood;
+  for (int i = 0; i < 1100; ++i)
+    flood.push_back(connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s));
+  // Everything above the lobby's limit was dropped, oldest first, each rejection counted.
+  REQUIRE(server.await_rejected(1100 - 64, 10s));
+  CHECK(server.unauthenticated() <= 64);
+  auto start = Clock::now();
+  RendezvousClient worker("127.0.0.1", server.port(), kSecret, 2s);
+  worker.set("checkin", "start");
+  CHECK(worker.get("checkin", 0ms) == "start");
+  CHECK(Clock::now() - start < 2s);
+  // A thousand rejections, one line (the rest counted into the next line of the kind).
+  int rejected_lines = 0;
+  for (const auto& line : captured.lines())
+    rejected_lines += line.find("rejected") != std::string::npos;
+  CHECK(rejected_lines <= 2);
+}
+
+TEST_CASE("a worker gets through while another address keeps flooding the port") {
+  allow_descriptors(8192);
+  RendezvousServer server("127.0.0.1", kSecret, {.auth_timeout = 60s});
+  std::atomic<bool> done{false};
+  std::atomic<int> opened{0};
+  std::thread attacker([&] {
+    std::vector<Fd> held;
+    while (!done && held.size() < 4000) {
+      held.push_back(connect_from("127.0.0.2", server.port()));
+      ++opened;
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    RendezvousClient worker("127.0.0.1", server.port(), kSecret, 2s);  // a fresh connection each
+    worker.set("k" + std::to_string(i), "v");
+  }
+  done = true;
+  attacker.join();
+  CHECK(opened > 0);
+  // The attacker's address never held more than its share of the lobby.
+  CHECK(server.unauthenticated() <= 16);
+}
+
+TEST_CASE("connections announcing large frames make the server allocate nothing") {
+  allow_descriptors(4096);
+  RendezvousServer server("127.0.0.1", kSecret);
+  long peak_before = status_kb("VmHWM");
+  // Each announces a 1 MiB frame (the largest allowed) in the old format's length prefix and in
+  // a header that is not signed, then waits: the server must not hold a megabyte for either.
+  const int n = 300;
+  std::vector<Fd> held;
+  for (int i = 0; i < n; ++i) {
+    Fd fd = connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s);
+    std::string bytes = std::string("\x00\x10\x00\x00", 4) + std::string(kSignedHeaderSize, 'x');
+    REQUIRE(::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(bytes.size()));
+    held.push_back(std::move(fd));
+  }
+  REQUIRE(server.await_rejected(n, 10s));
+  long grown_mb = (status_kb("VmHWM") - peak_before) / 1024;
+  INFO("the peak resident set grew by " << grown_mb << " MiB");
+  CHECK(grown_mb < 32);  // the old server held n MiB here
+  CHECK(server.authenticated() == 0);
 }
 
 TEST_CASE("a client rejects a response that is forged or answers another request") {
@@ -149,8 +307,11 @@ TEST_CASE("a client rejects a response that is forged or answers another request
   Fd listener = listen_tcp("127.0.0.1", port);
   auto impostor = [&](std::string key, bool echo_nonce) {
     Fd conn(::accept(listener.get(), nullptr, nullptr));
+    auto deadline = Clock::now() + 5s;
+    SignedHeader header = open_signed_header(
+        kSecret, read_bytes(conn.get(), kSignedHeaderSize, deadline), kMaxRendezvousFrame);
     RendezvousRequest request =
-        open_request(kSecret, read_frame(conn.get(), kMaxRendezvousFrame, Clock::now() + 5s));
+        open_request(kSecret, read_bytes(conn.get(), header.length, deadline));
     RendezvousResponse lie{.nonce = echo_nonce ? request.nonce : random_bytes(kNonceSize),
                            .value = "evil"};
     write_frame(conn.get(), seal_response(key, lie), Clock::now() + 5s);

@@ -1,0 +1,61 @@
+// Rate-limited log lines: what a peer can cause at will must not flood stderr.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/log.h"
+
+using namespace cohort;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs `body` with stderr sent to a file; returns the lines it wrote.
+template <typename F>
+std::vector<std::string> stderr_lines(F&& body) {
+  FILE* file = std::tmpfile();
+  int saved = ::dup(STDERR_FILENO);
+  ::dup2(fileno(file), STDERR_FILENO);
+  body();
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::vector<std::string> lines;
+  std::rewind(file);
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, file)) lines.emplace_back(buf);
+  std::fclose(file);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("a repeated line is written once per window and then carries its count") {
+  log::set_repeat_window(300ms);
+  auto lines = stderr_lines([] {
+    for (int i = 0; i < 1000; ++i) log::limited(log::Level::kWarning, "k", "refusing peer ", i);
+    log::limited(log::Level::kWarning, "other", "another kind");  // its own key, its own window
+    // What is under test is time: the window must pass.
+    std::this_thread::sleep_for(350ms);
+    log::limited(log::Level::kWarning, "k", "refusing peer ", 1000);
+    log::limited(log::Level::kWarning, "k", "refusing peer ", 1001);
+  });
+  REQUIRE(lines.size() == 3);
+  CHECK_THAT(lines[0], Catch::Matchers::EndsWith("WARNING: refusing peer 0\n"));
+  CHECK_THAT(lines[1], Catch::Matchers::EndsWith("another kind\n"));
+  CHECK_THAT(lines[2], Catch::Matchers::Contains(
+                           "refusing peer 1000 (repeated 999 more times in the last 0."));
+}
+
+TEST_CASE("lines below the log level are neither written nor counted") {
+  log::set_repeat_window(1h);
+  auto lines = stderr_lines([] {
+    log::limited(log::Level::kDebug, "quiet", "not shown");
+    log::limited(log::Level::kWarning, "quiet", "shown");
+  });
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Catch::Matchers::EndsWith("shown\n"));
+}
