@@ -46,7 +46,18 @@ void check_name(const std::string& name) {
   if (name.empty()) throw InvalidArgument("a collective needs a non-empty name");
 }
 
+// A value outside an enum (a cast from an unchecked integer) is refused here, on the rank that
+// made it. Rank 0's decoder refuses it too, but as a corrupt message, which ends the job on every
+// rank; a rank's bad call must fail that call only.
+void check_dtype(const std::string& name, DataType dtype, const char* role) {
+  if (static_cast<int>(dtype) < kNumDataTypes) return;
+  throw InvalidArgument(
+      "'" + name + "': " + role + " data type " + std::to_string(static_cast<int>(dtype)) +
+      " is not a cohort::DataType (0 to " + std::to_string(kNumDataTypes - 1) + ")");
+}
+
 void check_data(const std::string& name, const Tensor& t, const char* role) {
+  check_dtype(name, t.dtype, role);
   for (int64_t d : t.shape) {
     if (d < 0) {
       throw InvalidArgument("'" + name + "': " + role + " shape " + to_string(t.shape) +
@@ -114,6 +125,11 @@ void check_reduction(OpType type, const std::string& name, const Tensor& in, con
   check_data(name, in, "input");
   check_data(name, out, "output");
   auto what = [&] { return std::string(to_string(type)) + " '" + name + "': "; };
+  if (static_cast<int>(o.op) >= kNumReduceOps) {
+    throw InvalidArgument(what() + "reduce op " + std::to_string(static_cast<int>(o.op)) +
+                          " is not a cohort::ReduceOp (0 to " + std::to_string(kNumReduceOps - 1) +
+                          ")");
+  }
   if (in.dtype != out.dtype || in.shape != out.shape) {
     throw InvalidArgument(what() + "input is " + std::string(to_string(in.dtype)) + " " +
                           to_string(in.shape) + " but output is " +

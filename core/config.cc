@@ -1,6 +1,7 @@
 #include "core/config.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -30,9 +31,19 @@ long long parse_integer(const char* name, const std::string& value, long long lo
   return v;
 }
 
-// A positive number of `unit`s (fractions allowed); `per_unit` microseconds make one unit.
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// A positive number of `unit`s (fractions allowed); `per_unit` microseconds make one unit, and
+// `resolution` microseconds are the shortest time the setting can hold. A shorter value would be
+// cut to 0, which means "at once" or "never" rather than what was asked, so it is refused. 0 itself
+// is accepted only where it has a meaning of its own (`zero_allowed`).
 std::chrono::microseconds parse_duration(const char* name, const std::string& value,
-                                         const std::string& unit, double per_unit) {
+                                         const std::string& unit, double per_unit,
+                                         double resolution, bool zero_allowed = false) {
   size_t used = 0;
   double v = 0;
   try {
@@ -40,15 +51,28 @@ std::chrono::microseconds parse_duration(const char* name, const std::string& va
   } catch (const std::exception&) {
     invalid(name, value, "expected a number of " + unit);
   }
-  if (used != value.size() || !(v > 0) || v * per_unit > 1e13) {
-    invalid(name, value, "expected a positive number of " + unit);
+  if (used != value.size() || !(v > 0 || (zero_allowed && v == 0))) {
+    invalid(name, value,
+            std::string("expected a ") + (zero_allowed ? "non-negative" : "positive") +
+                " number of " + unit);
+  }
+  constexpr double kLongest = 1e13;   // microseconds: about 115 days
+  if (!(v * per_unit <= kLongest)) {  // also infinity
+    invalid(name, value, "longer than " + number_text(kLongest / per_unit) + " " + unit);
+  }
+  if (v > 0 && v * per_unit < resolution) {
+    invalid(name, value,
+            "shorter than " + number_text(resolution / per_unit) + " " + unit +
+                ", the shortest time it can hold" + (zero_allowed ? " (0 means off)" : ""));
   }
   return std::chrono::microseconds(static_cast<long long>(v * per_unit));
 }
 
-std::chrono::milliseconds parse_seconds(const char* name, const std::string& value) {
+// Seconds, held in whole milliseconds.
+std::chrono::milliseconds parse_seconds(const char* name, const std::string& value,
+                                        bool zero_allowed = false) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-      parse_duration(name, value, "seconds", 1e6));
+      parse_duration(name, value, "seconds", 1e6, 1e3, zero_allowed));
 }
 
 std::string decode_hex(const char* name, const std::string& value) {
@@ -127,6 +151,40 @@ void read_elastic_worker(const Config::Getenv& getenv, Config& c) {
   if (auto host = getenv(env::kHostname)) c.hostname = *host;
 }
 
+// A rank's index among `count` ranks: the count is 1 to the world size, the index below it.
+void read_index_pair(const Config::Getenv& getenv, const Config& c, const char* index_name,
+                     const char* count_name, int& index, int& count) {
+  count = static_cast<int>(parse_integer(count_name, *getenv(count_name), 1, c.size));
+  index = static_cast<int>(parse_integer(index_name, *getenv(index_name), 0, c.size - 1));
+  if (index >= count) {
+    invalid(index_name, std::to_string(index),
+            "must be below " + std::string(count_name) + "=" + std::to_string(count));
+  }
+}
+
+// The launcher's view of hosts: all four variables, as cohortrun sets them, or none (the runtime
+// then works the placement out itself). Half a placement would describe no host layout.
+void read_placement(const Config::Getenv& getenv, Config& c) {
+  const char* names[] = {env::kLocalRank, env::kLocalSize, env::kCrossRank, env::kCrossSize};
+  const char* present = nullptr;
+  const char* absent = nullptr;
+  for (const char* name : names) {
+    if (getenv(name)) {
+      present = name;
+    } else {
+      absent = name;
+    }
+  }
+  if (!present) return;
+  if (absent) {
+    throw InvalidArgument(std::string(present) + " is set but " + absent +
+                          " is not: COHORT_LOCAL_RANK, COHORT_LOCAL_SIZE, COHORT_CROSS_RANK and "
+                          "COHORT_CROSS_SIZE go together");
+  }
+  read_index_pair(getenv, c, env::kLocalRank, env::kLocalSize, c.local_rank, c.local_size);
+  read_index_pair(getenv, c, env::kCrossRank, env::kCrossSize, c.cross_rank, c.cross_size);
+}
+
 void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
   if (getenv(env::kWorkerId)) return read_elastic_worker(getenv, c);
   c.size = static_cast<int>(
@@ -135,13 +193,7 @@ void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
       parse_integer(env::kRank, required(getenv, env::kRank, env::kRank), 0, c.size - 1));
   if (c.size > 1) read_rendezvous(getenv, c, env::kRank);
   if (auto host = getenv(env::kHostname)) c.hostname = *host;
-  auto optional_index = [&](const char* name, int& out) {
-    if (auto v = getenv(name)) out = static_cast<int>(parse_integer(name, *v, 0, c.size));
-  };
-  optional_index(env::kLocalRank, c.local_rank);
-  optional_index(env::kLocalSize, c.local_size);
-  optional_index(env::kCrossRank, c.cross_rank);
-  optional_index(env::kCrossSize, c.cross_size);
+  read_placement(getenv, c);
 }
 
 }  // namespace
@@ -182,7 +234,7 @@ Config Config::from(const Getenv& getenv) {
     c.shutdown_timeout = parse_seconds("COHORT_SHUTDOWN_TIMEOUT_SECONDS", *v);
   }
   if (auto v = getenv("COHORT_PEER_TIMEOUT_SECONDS")) {
-    c.peer_timeout = parse_duration("COHORT_PEER_TIMEOUT_SECONDS", *v, "seconds", 1e6);
+    c.peer_timeout = parse_duration("COHORT_PEER_TIMEOUT_SECONDS", *v, "seconds", 1e6, 1);
   }
   if (auto v = getenv("COHORT_STALL_CHECK_TIME_SECONDS")) {
     c.stall_check_time = parse_seconds("COHORT_STALL_CHECK_TIME_SECONDS", *v);
@@ -192,8 +244,7 @@ Config Config::from(const Getenv& getenv) {
   }
   if (auto v = getenv("COHORT_STALL_SHUTDOWN_TIME_SECONDS")) {
     // 0 is allowed here: it means never.
-    c.stall_shutdown_time = *v == "0" ? std::chrono::milliseconds(0)
-                                      : parse_seconds("COHORT_STALL_SHUTDOWN_TIME_SECONDS", *v);
+    c.stall_shutdown_time = parse_seconds("COHORT_STALL_SHUTDOWN_TIME_SECONDS", *v, true);
   }
   if (auto v = getenv("COHORT_TIMELINE")) c.timeline_path = *v;
   if (auto v = getenv("COHORT_FUSION_THRESHOLD")) {
@@ -205,8 +256,7 @@ Config Config::from(const Getenv& getenv) {
         static_cast<size_t>(parse_integer("COHORT_CACHE_CAPACITY", *v, 0, int64_t{1} << 24));
   }
   if (auto v = getenv("COHORT_CYCLE_TIME")) {
-    c.cycle_time = *v == "0" ? std::chrono::microseconds(0)
-                             : parse_duration("COHORT_CYCLE_TIME", *v, "milliseconds", 1000);
+    c.cycle_time = parse_duration("COHORT_CYCLE_TIME", *v, "milliseconds", 1000, 1, true);
   }
   if (auto v = getenv("COHORT_LOG_LEVEL")) {
     try {

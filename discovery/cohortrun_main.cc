@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iomanip>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "cohort/errors.h"
 #include "core/log.h"
@@ -61,6 +63,26 @@ int parse_np(const std::string& text) {
   }
   if (np < 1) throw InvalidArgument("-np must be at least 1, got " + text);
   return np;
+}
+
+// A number of seconds from `lo` to `hi`, as a CLI11 check. CLI::Range lets NaN through (every
+// comparison with it is false), and NaN or an infinity would then be converted to milliseconds,
+// which is undefined behaviour (workers were killed at once and hosts blacklisted).
+CLI::Validator seconds_between(double lo, double hi) {
+  auto text = [](double v) {
+    std::ostringstream out;
+    out << std::setprecision(12) << v;  // 31536000, not 3.1536e+07
+    return out.str();
+  };
+  std::string range = text(lo) + " to " + text(hi);
+  return CLI::Validator(
+      [=](std::string& input) -> std::string {
+        double v = 0;
+        bool number = CLI::detail::lexical_cast(input, v) && std::isfinite(v);
+        if (number && v >= lo && v <= hi) return {};
+        return "'" + input + "' is not a number of seconds from " + range;
+      },
+      "SECONDS in [" + text(lo) + " - " + text(hi) + "]");
 }
 
 HostManager job_hosts(const Options& o) {
@@ -212,7 +234,7 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
 }
 
 void add_elastic_options(CLI::App& app, Options& o) {
-  auto seconds = CLI::Range(0.001, 86400.0);
+  auto seconds = seconds_between(0.001, 86400.0);
   app.add_option("--host-discovery-script", o.discovery_script,
                  "elastic mode: an executable printing 'host' or 'host:slots' lines");
   app.add_option("--discovery-interval", o.discovery_interval_seconds,
@@ -233,7 +255,7 @@ void add_elastic_options(CLI::App& app, Options& o) {
   app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "seconds the job may have fewer than --min-np usable slots")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 31536000.0));
+      ->check(seconds_between(0.0, 31536000.0));
   app.add_option("--reset-limit", o.reset_limit, "the most new rounds after the first")
       ->check(CLI::Range(0, 1 << 30));
   app.add_option("--blacklist-cooldown-range", o.cooldown_range,
@@ -267,11 +289,11 @@ void add_options(CLI::App& app, Options& o, std::string& program) {
   app.add_option("--term-grace-seconds", o.term_grace_seconds,
                  "after SIGTERM, how long workers get before SIGKILL")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(seconds_between(0.0, 3600.0));
   app.add_option("--start-timeout", o.start_timeout_seconds,
                  "seconds: the longest any rendezvous wait may last on the server")
       ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
+      ->check(seconds_between(0.001, 86400.0));
   add_elastic_options(app, o);
   add_remote_options(app, o);
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
@@ -307,7 +329,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help exits 0; every bad argument exits 2, as documented, rather than CLI11's own codes
+    // (105 for a value out of range, 106 for one that does not convert, ...).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "cohortrun: " << e.what() << " (see cohortrun --help)" << std::endl;
+    return 2;
   }
   o.command = worker_command(program, app.remaining(), argc, argv);
   log::set_prefix("[cohortrun]");

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Install, build and run every test: the normal build, then an ASan+UBSan build of the tests, then
-# a ThreadSanitizer build of the tests.
+# Install, build and run every test: a Release build (-O3, whose optimizer warnings are errors
+# too), then an ASan+UBSan build of the tests, then a ThreadSanitizer build of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
-scripts/build.sh build
+scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure --timeout 300 -j 2
 
 # Sanitizers: leaks in MPI's own start-up are not ours, so leak checking stays off; any other

@@ -59,7 +59,44 @@ TEST_CASE("the cycle time is read in milliseconds, fractions and 0 allowed") {
   CHECK(parse({{"COHORT_CYCLE_TIME", "2.5"}}).cycle_time == std::chrono::microseconds(2500));
   CHECK(parse({{"COHORT_CYCLE_TIME", "0"}}).cycle_time.count() == 0);
   expect_rejected({{"COHORT_CYCLE_TIME", "-1"}}, "COHORT_CYCLE_TIME='-1'");
-  expect_rejected({{"COHORT_CYCLE_TIME", "1ms"}}, "expected a positive number of milliseconds");
+  expect_rejected({{"COHORT_CYCLE_TIME", "1ms"}}, "expected a non-negative number of milliseconds");
+  CHECK(parse({{"COHORT_CYCLE_TIME", "0.0"}}).cycle_time.count() == 0);
+  CHECK(parse({{"COHORT_CYCLE_TIME", "0.001"}}).cycle_time == std::chrono::microseconds(1));
+  // Below a microsecond it would be cut to 0, which turns the batching off: refused instead.
+  expect_rejected({{"COHORT_CYCLE_TIME", "0.0001"}},
+                  "COHORT_CYCLE_TIME='0.0001' is invalid: shorter than 0.001 milliseconds");
+}
+
+TEST_CASE("durations shorter than what a setting can hold are refused, naming the variable") {
+  // Held in whole milliseconds: less than 1 ms used to become 0 (a zero timeout, or "never").
+  for (const char* name : {"COHORT_TIMEOUT_SECONDS", "COHORT_SHUTDOWN_TIMEOUT_SECONDS",
+                           "COHORT_STALL_CHECK_TIME_SECONDS", "COHORT_STALL_SHUTDOWN_TIME_SECONDS",
+                           "COHORT_ELASTIC_TIMEOUT_SECONDS"}) {
+    for (const char* tiny : {"0.0005", "1e-9", "0.000999"}) {
+      expect_rejected({{name, tiny}}, std::string(name) + "='" + tiny +
+                                          "' is invalid: shorter than 0.001 seconds, the "
+                                          "shortest time it can hold");
+    }
+    CHECK_NOTHROW(parse({{name, "0.001"}}));
+  }
+  CHECK(parse({{"COHORT_TIMEOUT_SECONDS", "0.001"}}).timeout == std::chrono::milliseconds(1));
+  // Held in microseconds.
+  expect_rejected({{"COHORT_PEER_TIMEOUT_SECONDS", "1e-7"}},
+                  "COHORT_PEER_TIMEOUT_SECONDS='1e-7' is invalid: shorter than 1e-06 seconds");
+  CHECK(parse({{"COHORT_PEER_TIMEOUT_SECONDS", "1e-6"}}).peer_timeout ==
+        std::chrono::microseconds(1));
+  // 0 is "never" for the stall shutdown time however it is written; anything else is a duration.
+  CHECK(parse({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "0.0"}}).stall_shutdown_time.count() == 0);
+  expect_rejected({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "1e-9"}}, "(0 means off)");
+  expect_rejected({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "-1"}},
+                  "expected a non-negative number of seconds");
+  // Too long, infinite or not a number.
+  expect_rejected({{"COHORT_TIMEOUT_SECONDS", "1e8"}},
+                  "COHORT_TIMEOUT_SECONDS='1e8' is invalid: longer than 1e+07 seconds");
+  expect_rejected({{"COHORT_TIMEOUT_SECONDS", "inf"}}, "longer than 1e+07 seconds");
+  expect_rejected({{"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "nan"}},
+                  "COHORT_STALL_SHUTDOWN_TIME_SECONDS='nan' is invalid");
+  expect_rejected({{"COHORT_CYCLE_TIME", "nan"}}, "COHORT_CYCLE_TIME='nan' is invalid");
 }
 
 TEST_CASE("stall settings are read") {
@@ -75,6 +112,9 @@ TEST_CASE("stall settings are read") {
 TEST_CASE("cohortrun's environment is read") {
   auto vars = cohortrun_env();
   vars["COHORT_LOCAL_RANK"] = "1";
+  vars["COHORT_LOCAL_SIZE"] = "2";
+  vars["COHORT_CROSS_RANK"] = "0";
+  vars["COHORT_CROSS_SIZE"] = "2";
   vars["COHORT_TIMEOUT_SECONDS"] = "2.5";
   Config c = parse(vars);
   CHECK(c.launcher == Config::Launcher::kCohortrun);
@@ -83,7 +123,37 @@ TEST_CASE("cohortrun's environment is read") {
   CHECK(c.rendezvous_port == 4000);
   CHECK(c.secret.size() == 32);
   CHECK(c.local_rank == 1);
+  CHECK(c.local_size == 2);
+  CHECK(c.cross_rank == 0);
+  CHECK(c.cross_size == 2);
   CHECK(c.timeout == std::chrono::milliseconds(2500));
+  // Without the placement variables the runtime works the placement out itself.
+  CHECK(parse(cohortrun_env()).local_rank == -1);
+}
+
+TEST_CASE("an inconsistent placement is refused, naming the variable") {
+  auto placed = [](std::map<std::string, std::string> placement) {
+    auto vars = cohortrun_env();  // rank 1 of 4
+    for (auto& [name, value] : placement) vars[name] = value;
+    return vars;
+  };
+  auto layout = [&](const char* lr, const char* ls, const char* cr, const char* cs) {
+    return placed({{"COHORT_LOCAL_RANK", lr},
+                   {"COHORT_LOCAL_SIZE", ls},
+                   {"COHORT_CROSS_RANK", cr},
+                   {"COHORT_CROSS_SIZE", cs}});
+  };
+  CHECK_NOTHROW(parse(layout("0", "1", "1", "4")));
+  expect_rejected(layout("1", "1", "0", "1"),
+                  "COHORT_LOCAL_RANK='1' is invalid: must be below COHORT_LOCAL_SIZE=1");
+  expect_rejected(layout("0", "2", "2", "2"),
+                  "COHORT_CROSS_RANK='2' is invalid: must be below COHORT_CROSS_SIZE=2");
+  expect_rejected(layout("0", "0", "0", "1"), "COHORT_LOCAL_SIZE='0' is invalid");
+  expect_rejected(layout("0", "5", "0", "1"), "COHORT_LOCAL_SIZE='5' is invalid");
+  expect_rejected(layout("0", "1", "-1", "1"), "COHORT_CROSS_RANK='-1' is invalid");
+  expect_rejected(placed({{"COHORT_LOCAL_RANK", "1"}}),
+                  "COHORT_LOCAL_RANK is set but COHORT_CROSS_SIZE is not");
+  expect_rejected(placed({{"COHORT_LOCAL_RANK", "0"}, {"COHORT_LOCAL_SIZE", "1"}}), "go together");
 }
 
 TEST_CASE("mpirun's environment selects MPI unless Gloo is asked for") {

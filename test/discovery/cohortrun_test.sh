@@ -115,11 +115,11 @@ exec 3<&-
 expect_line "$tmp/err" "cohortrun: received SIGINT; stopping the workers"
 [[ $(grep -c SIGKILL "$tmp/err" || true) -eq 0 ]] || fail "SIGINT did not stop the worker"
 
-# Bad arguments give precise errors, and nothing starts.
+# Bad arguments give precise errors, exit status 2 (as documented), and nothing starts.
 check_error() {  # check_error EXPECTED ARGS...
   local expected=$1; shift
   rc=0; "$cohortrun" "$@" >"$tmp/out" 2>&1 || rc=$?
-  [[ $rc -ne 0 ]] || fail "cohortrun $* succeeded"
+  [[ $rc -eq 2 ]] || { cat "$tmp/out"; fail "cohortrun $* exited $rc, expected 2"; }
   grep -qxF -- "$expected" "$tmp/out" || { cat "$tmp/out"; fail "no line '$expected' for: $*"; }
 }
 check_error "cohortrun: -np 5 needs 5 slots but the hosts offer only 4" -np 5 -H localhost:4 "$probe"
@@ -144,4 +144,28 @@ check_error "cohortrun: host 'otherhost' cannot be reached: cannot resolve 'othe
   -H otherhost:1 "$probe"
 check_error "cohortrun: cannot start '/nonexistent/worker' for rank 0: No such file or directory" \
   -np 1 /nonexistent/worker
+# Numeric flags refuse NaN, infinities and values out of range, naming the flag. NaN used to pass
+# and then be converted to milliseconds (undefined behaviour: workers killed at once).
+for value in nan inf -inf -1 1e9 soon; do
+  check_error "cohortrun: --start-timeout: '$value' is not a number of seconds from 0.001 to 86400 (see cohortrun --help)" \
+    --start-timeout "$value" -np 1 "$probe" env
+  check_error "cohortrun: --term-grace-seconds: '$value' is not a number of seconds from 0 to 3600 (see cohortrun --help)" \
+    --term-grace-seconds="$value" -np 1 "$probe" env
+done
+for flag in --discovery-interval --discovery-timeout --checkin-timeout; do
+  check_error "cohortrun: $flag: 'nan' is not a number of seconds from 0.001 to 86400 (see cohortrun --help)" \
+    "$flag" nan -np 1 "$probe" env
+done
+check_error "cohortrun: --blacklist-cooldown-range: 'nan' is not a number of seconds from 0.001 to 86400 (see cohortrun --help)" \
+  --blacklist-cooldown-range 1 nan -np 1 "$probe" env
+check_error "cohortrun: --elastic-timeout: 'inf' is not a number of seconds from 0 to 31536000 (see cohortrun --help)" \
+  --elastic-timeout inf -np 1 "$probe" env
+check_error "cohortrun: --slots-per-host: Value nan not in range 1 to 4096 (see cohortrun --help)" \
+  --slots-per-host nan -np 1 "$probe" env
+check_error "cohortrun: --min-np: Value 0 not in range 1 to 1048576 (see cohortrun --help)" \
+  --min-np 0 -np 1 "$probe" env
+check_error "cohortrun: --ssh-port: Value 70000 not in range 1 to 65535 (see cohortrun --help)" \
+  --ssh-port 70000 -np 1 "$probe" env
+check_error "cohortrun: program is required (see cohortrun --help)" -np 1
+"$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"
 echo "cohortrun end-to-end: all checks passed"
