@@ -18,15 +18,19 @@ namespace {
 
 std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& rendezvous_addr,
                                            int rendezvous_port, const std::string& secret,
-                                           const std::string& scope = "") {
+                                           const std::string& scope = "",
+                                           const Cancellation* cancel = nullptr,
+                                           std::function<void()> on_published = {}) {
   try {
     discovery::RendezvousClient client(rendezvous_addr, rendezvous_port, secret, c.timeout, scope);
-    discovery::RendezvousStore store(client, c.timeout);
+    discovery::RendezvousStore store(client, c.timeout, cancel);
     return ops::make_gloo_backend({.rank = c.rank,
                                    .size = c.size,
                                    .hostname = c.hostname,
                                    .prefix = "global",
-                                   .timeout = c.timeout},
+                                   .timeout = c.timeout,
+                                   .cancel = cancel,
+                                   .on_published = std::move(on_published)},
                                   store);
   } catch (const InternalError&) {
     throw;
@@ -60,7 +64,9 @@ std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
 
 }  // namespace
 
-std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& rendezvous_scope) {
+std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& rendezvous_scope,
+                                           const Cancellation* cancel,
+                                           std::function<void()> on_published) {
   switch (c.launcher) {
     case Config::Launcher::kNone:
       return std::make_unique<LoneBackend>();
@@ -69,7 +75,8 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
       return ops::make_mpi_backend();
     case Config::Launcher::kCohortrun:
       if (c.size == 1) return std::make_unique<LoneBackend>();
-      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret, rendezvous_scope);
+      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret, rendezvous_scope,
+                          cancel, std::move(on_published));
   }
   throw InvalidArgument("unknown launcher");
 }

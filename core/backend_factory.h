@@ -1,16 +1,21 @@
 // Builds the data-plane backend that the configuration asks for, joining the other ranks.
 #pragma once
 
+#include <functional>
 #include <memory>
 
+#include "core/cancellation.h"
 #include "core/config.h"
 #include "ops/backend.h"
 
 namespace cohort {
 
 // `rendezvous_scope` namespaces the Gloo rendezvous keys on cohortrun's server (elastic mode: one
-// scope per round, so a round never reads a previous round's addresses).
+// scope per round, so a round never reads a previous round's addresses). `cancel` abandons the
+// connect at once (an elastic round that the launcher gave up while it formed).
 std::unique_ptr<ops::Backend> make_backend(const Config& config,
-                                           const std::string& rendezvous_scope = "");
+                                           const std::string& rendezvous_scope = "",
+                                           const Cancellation* cancel = nullptr,
+                                           std::function<void()> on_published = {});
 
 }  // namespace cohort

@@ -265,6 +265,13 @@ Config Config::from(const Getenv& getenv) {
       invalid("COHORT_LOG_LEVEL", *v, e.what());
     }
   }
+  if (auto v = getenv("COHORT_FAULT_KILL_AT")) {
+    try {
+      c.fault_kill_at = parse_fault_point(*v);
+    } catch (const InvalidArgument& e) {
+      invalid("COHORT_FAULT_KILL_AT", *v, e.what());
+    }
+  }
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/fault_injection.h"
 #include "core/log.h"
 
 namespace cohort {
@@ -66,6 +67,8 @@ struct Config {
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;
+  // COHORT_FAULT_KILL_AT (tests and benchmarks only): see core/fault_injection.h.
+  std::optional<FaultPoint> fault_kill_at;
 
   using Getenv = std::function<std::optional<std::string>(const char* name)>;
   // Throws InvalidArgument naming the variable for any invalid value.

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "core/log.h"
+#include "core/round_watch.h"
 #include "core/runtime.h"
 #include "discovery/rendezvous_client.h"
 
@@ -73,13 +75,19 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
                                      int entry, discovery::CheckIn checkin, EntryTimings& timings) {
   for (;; ++entry) {
     auto asked = Clock::now();
+    maybe_inject_fault(config.fault_kill_at, config.worker_id, "checkin", entry);
     discovery::Assignment assignment = await_assignment(config, *launcher, entry, checkin);
     timings.assignment += since(asked);
     if (assignment.exit) leave_job(config, entry);
+    maybe_inject_fault(config.fault_kill_at, config.worker_id, "assignment", entry);
     auto connecting = Clock::now();
     try {
+      // A round of one waits for nobody; a larger one may be abandoned while it forms.
+      std::optional<RoundWatch> watch;
+      if (assignment.size > 1) watch.emplace(config, assignment.round);
       auto runtime = std::make_shared<Runtime>(placed(config, assignment),
-                                               Membership{launcher, entry, assignment, {}});
+                                               Membership{launcher, entry, assignment, {}},
+                                               watch ? &watch->abandoned() : nullptr);
       timings.connect += since(connecting);
       return runtime;
     } catch (const InternalError& e) {

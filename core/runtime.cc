@@ -32,6 +32,9 @@ std::string random_token() {
   return token;
 }
 
+// Published by rank 0 instead of a star's address, followed by why the job cannot start.
+constexpr std::string_view kRefused = "refused: ";
+
 // Broadcasts a short string from rank 0 through the backend.
 std::string broadcast_string(ops::Backend& backend, std::string value) {
   if (value.size() >= kAddressBlock) throw InternalError("control address too long: " + value);
@@ -43,18 +46,36 @@ std::string broadcast_string(ops::Backend& backend, std::string value) {
 
 }  // namespace
 
-Runtime::Runtime(const Config& config, std::optional<Membership> membership)
-    : config_(config), membership_(std::move(membership)), queue_([this] { control_.wake(); }) {
+Runtime::Runtime(const Config& config, std::optional<Membership> membership,
+                 const Cancellation* formation)
+    : config_(config),
+      formation_(formation),
+      membership_(std::move(membership)),
+      queue_([this] { control_.wake(); }) {
+  fault_point("gloo-store");
   backend_ = make_backend(
-      config_, membership_ ? discovery::round_scope(membership_->assignment.round) : std::string());
+      config_, membership_ ? discovery::round_scope(membership_->assignment.round) : std::string(),
+      formation_, [this] { fault_point("gloo-pairs"); });
   backend_name_ = backend_->name();
+  // The collectives below (topology, the stars' addresses) wait inside the backend.
+  CancelHook abort_backend(
+      formation_, [backend = backend_.get()](const std::string& why) { backend->abort(why); });
   compute_topology();
+  // Before the control address is published: the address's broadcast carries a failure instead.
+  if (topology_.rank == 0 && !config_.timeline_path.empty()) {
+    try {
+      timeline_ = Timeline(config_.timeline_path);
+    } catch (const InvalidArgument& e) {
+      refusal_ = e.what();
+    }
+  }
+  fault_point("control");
   connect_control_channel();
+  fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
   if (topology_.rank == 0) {
     cache_.emplace(config_.cache_capacity, topology_.size);
     negotiator_.emplace(topology_.size, &*cache_);
-    if (!config_.timeline_path.empty()) timeline_ = Timeline(config_.timeline_path);
   }
   executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout,
                     [this](const std::string& local) { return diagnose(local); });
@@ -62,6 +83,8 @@ Runtime::Runtime(const Config& config, std::optional<Membership> membership)
     heartbeat_.emplace(std::move(beats), topology_.rank, topology_.size, config_.peer_timeout,
                        [this](const std::string& verdict) { on_peer_failure(verdict); });
   }
+  if (formation_) formation_->throw_if_cancelled();  // a member left while this rank joined
+  formation_ = nullptr;
   thread_ = std::thread([this] { background_loop(); });
   log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_name_);
 }
@@ -72,6 +95,11 @@ Runtime::~Runtime() {
   } catch (const std::exception& e) {
     log::error("shutdown failed: ", e.what());
   }
+}
+
+void Runtime::fault_point(std::string_view phase) const {
+  if (membership_)
+    maybe_inject_fault(config_.fault_kill_at, config_.worker_id, phase, membership_->entry);
 }
 
 void Runtime::compute_topology() {
@@ -99,18 +127,28 @@ void Runtime::connect_control_channel() {
 }
 
 ControlChannel Runtime::connect_star(const std::string& label) {
+  if (!refusal_.empty()) {
+    // Rank 0 cannot start: every rank hears why, rather than that rank 0 closed a connection. The
+    // block holds 255 bytes; a longer reason reaches the other ranks cut short.
+    if (topology_.size > 1) {
+      std::string reason = std::string(kRefused) + refusal_;
+      broadcast_string(*backend_, reason.substr(0, kAddressBlock - 1));
+    }
+    throw InvalidArgument(refusal_);
+  }
   if (topology_.size == 1) return ControlChannel::alone();
   if (topology_.rank == 0) {
     std::string token = random_token();
     auto star = ControlChannel::listen(config_.hostname, topology_.size, token, label);
     broadcast_string(*backend_, star.address() + " " + token);
-    star.accept_workers(config_.timeout);
+    star.accept_workers(config_.timeout, formation_);
     return star;
   }
   std::string published = broadcast_string(*backend_, "");
+  if (published.starts_with(kRefused)) throw InvalidArgument(published.substr(kRefused.size()));
   auto space = published.find(' ');
   return ControlChannel::connect(topology_.rank, topology_.size, published.substr(0, space),
-                                 published.substr(space + 1), config_.timeout, label);
+                                 published.substr(space + 1), config_.timeout, label, formation_);
 }
 
 Handle Runtime::submit(Request request, Tensor input, Tensor output) {

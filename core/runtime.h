@@ -8,9 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "cohort/handle.h"
+#include "core/cancellation.h"
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/default_names.h"
@@ -29,8 +31,10 @@ namespace cohort {
 class Runtime {
  public:
   // Joins the job that `config` describes; returns once every rank is connected. An elastic
-  // worker passes its membership: the Gloo rendezvous then runs in the round's scope.
-  explicit Runtime(const Config& config, std::optional<Membership> membership = std::nullopt);
+  // worker passes its membership: the Gloo rendezvous then runs in the round's scope. `formation`
+  // abandons the joining at once, wherever it waits, with InternalError carrying its reason.
+  explicit Runtime(const Config& config, std::optional<Membership> membership = std::nullopt,
+                   const Cancellation* formation = nullptr);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -64,6 +68,8 @@ class Runtime {
   void connect_control_channel();
   // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
   ControlChannel connect_star(const std::string& label);
+  // COHORT_FAULT_KILL_AT, while this elastic worker joins its round (core/fault_injection.h).
+  void fault_point(std::string_view phase) const;
   // The heartbeat thread found the job failed: interrupt the data plane, wake the background
   // thread. Runs on the heartbeat thread.
   void on_peer_failure(const std::string& verdict);
@@ -95,6 +101,7 @@ class Runtime {
   void tear_down_connections();
 
   const Config config_;
+  const Cancellation* formation_ = nullptr;  // during the constructor only
   std::optional<Membership> membership_;
   // Until the executor takes it over: builds the topology and the control channel.
   std::unique_ptr<ops::Backend> backend_;
@@ -109,8 +116,11 @@ class Runtime {
   CacheView cache_view_;                  // other ranks
   uint64_t applied_lists_ = 0;            // other ranks: response lists applied
   Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
-  std::optional<Executor> executor_;      // background thread only, but for members(), abort()
-  std::optional<Heartbeat> heartbeat_;    // worlds of more than one rank; stopped before executor_
+  // Rank 0, while it joins: why the job cannot start (an unwritable COHORT_TIMELINE), published to
+  // every rank in place of the control address (connect_star), so that each fails with the cause.
+  std::string refusal_;
+  std::optional<Executor> executor_;    // background thread only, but for members(), abort()
+  std::optional<Heartbeat> heartbeat_;  // worlds of more than one rank; stopped before executor_
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};

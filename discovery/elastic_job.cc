@@ -14,6 +14,7 @@
 #include "cohort/errors.h"
 #include "core/log.h"
 #include "discovery/elastic_roster.h"
+#include "discovery/elastic_timeouts.h"
 #include "discovery/hmac.h"
 #include "discovery/host_discovery.h"
 #include "discovery/job_report.h"
@@ -75,6 +76,7 @@ class ElasticJob {
   void collect_checkins();
   void on_checkin(ElasticWorker& w);
   void on_discovery(const DiscoveryResult& result);
+  std::vector<HostSlots> hold_running_hosts(const std::vector<HostSlots>& listed);
   void on_slot_changes(const SlotChanges& changes);
   void on_time();
   // Decisions, after every wake-up.
@@ -86,6 +88,7 @@ class ElasticJob {
   void finish_when_done();
   // Actions.
   void notice_change();
+  void abandon_round(const std::string& why);
   void tell_exit(ElasticWorker& w);
   void stop_job(int code, const std::string& why);
   int poll_timeout() const;
@@ -104,8 +107,12 @@ class ElasticJob {
   std::vector<int> members_;  // the current round's workers, by rank
   int generation_ = 0;        // the last host notice published
   int noticed_round_ = -2;    // the round whose members were last sent a notice
+  int abandoned_round_ = -1;  // the last round given up (elastic_protocol.h)
   bool finishing_ = false;    // a worker finished: start no new ones
   std::optional<TimePoint> checkin_deadline_;
+  // Since when discovery has listed too few slots while workers ran on hosts it left out; see
+  // hold_running_hosts().
+  std::optional<TimePoint> held_since_;
   std::string last_discovery_error_;  // of the current streak of failed discovery runs
   bool stopping_ = false;
   int exit_code_ = 0;
@@ -127,6 +134,9 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   if (options_.checkin_timeout.count() <= 0) {
     throw InvalidArgument("--checkin-timeout must be > 0");
   }
+  ElasticTimeouts timeouts = with_worker_environment(
+      {.checkin = options_.checkin_timeout, .elastic = options_.hosts.elastic_timeout});
+  if (auto why = check_elastic_timeouts(timeouts)) throw InvalidArgument(*why);
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   signals_ = block_job_signals();
   checkins_ = make_eventfd();
@@ -183,6 +193,7 @@ int ElasticJob::poll_timeout() const {
   if (!stopping_) {
     consider(hosts_.next_wakeup());
     consider(checkin_deadline_);
+    if (held_since_) consider(*held_since_ + options_.hosts.elastic_timeout);
     for (const auto& [id, w] : roster_.all()) {
       if (w.running && !w.checkin && w.entry == 0) consider(w.checkin_by);
     }
@@ -215,6 +226,7 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
     log::info(w->name(), " ", describe_exit(exit.status));
     return;
   }
+  if (was_member) abandon_round(w->name() + " " + describe_exit(exit.status));
   if (!exited_zero(exit.status)) return on_worker_failed(*w, exit);
   // Finished: never a reason to end the others (Horovod #3852); the rest of its round regroup.
   w->finished = true;
@@ -253,6 +265,9 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
   if (w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
   bool left_round = w.in_round;
   w.in_round = false;
+  if (left_round && w.checkin->kind != CheckIn::Kind::kStart) {
+    abandon_round(w.name() + " left it (" + kind_word(w.checkin->kind) + ")");
+  }
   if (left_round && w.checkin->kind != CheckIn::Kind::kStart && !checkin_deadline_) {
     // The rest of its round is on its way (a failed collective fails everywhere, an interrupt
     // is raised at the same commit everywhere), but a frozen worker must not hold the job.
@@ -272,7 +287,40 @@ void ElasticJob::on_discovery(const DiscoveryResult& result) {
   if (!last_discovery_error_.empty()) announce("the host discovery script works again");
   last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
-  on_slot_changes(hosts_.update(discovery_->hosts()));
+  on_slot_changes(hosts_.update(hold_running_hosts(discovery_->hosts())));
+}
+
+// A list that offers fewer than --min-np slots (an empty output, a partial one) is taken for a
+// gap in discovery while workers still run on hosts it leaves out: those hosts stay in the job,
+// so the workers train on and the job's state lives, for up to --elastic-timeout. Told to exit
+// instead, they would take the state with them, and the job would restart from its first commit
+// when the hosts came back. A list with enough slots ends the hold.
+std::vector<HostSlots> ElasticJob::hold_running_hosts(const std::vector<HostSlots>& listed) {
+  int offered = 0;
+  for (const auto& h : listed) offered += hosts_.blacklisted(h.host) ? 0 : h.slots;
+  std::vector<HostSlots> kept = listed;
+  if (offered < options_.hosts.min_np) {
+    for (const auto& h : hosts_.hosts()) {
+      bool listed_now = std::any_of(listed.begin(), listed.end(),
+                                    [&](const HostSlots& l) { return l.host == h.host; });
+      bool running = std::any_of(roster_.all().begin(), roster_.all().end(), [&](const auto& kv) {
+        return kv.second.running && !kv.second.leaving && kv.second.slot.host == h.host;
+      });
+      if (!listed_now && running) kept.push_back(h);
+    }
+  }
+  bool holding = kept.size() > listed.size();
+  if (holding && !held_since_) {
+    held_since_ = steady_now();
+    announce("the host discovery script lists " + std::to_string(offered) +
+             " usable slots, fewer than --min-np " + std::to_string(options_.hosts.min_np) +
+             "; keeping the running workers' hosts for up to --elastic-timeout " +
+             seconds_text(options_.hosts.elastic_timeout) + " while hosts return");
+  } else if (!holding && held_since_) {
+    held_since_.reset();
+    announce("the host discovery script lists enough slots again");
+  }
+  return kept;
 }
 
 void ElasticJob::on_slot_changes(const SlotChanges& changes) {
@@ -297,6 +345,11 @@ void ElasticJob::on_time() {
     }
   }
   if (stopping_) return;
+  if (held_since_ && now >= *held_since_ + options_.hosts.elastic_timeout) {
+    return stop_job(1, "the host discovery script has listed fewer than --min-np " +
+                           std::to_string(options_.hosts.min_np) + " slots for --elastic-timeout " +
+                           seconds_text(options_.hosts.elastic_timeout));
+  }
   on_slot_changes(hosts_.refresh());
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
@@ -429,6 +482,15 @@ void ElasticJob::notice_change() {
   ++generation_;
   server_->set(notice_key(generation_), "", kElasticScope);
   log::info("published host notice ", generation_);
+}
+
+// Members still joining the round stop at once and check in again; members past joining learn
+// of the break from their heartbeat instead, so the key is harmless to them.
+void ElasticJob::abandon_round(const std::string& why) {
+  if (round_ < 0 || abandoned_round_ == round_) return;
+  abandoned_round_ = round_;
+  server_->set(abandon_key(round_), why, kElasticScope);
+  log::info("abandoned round ", round_, ": ", why);
 }
 
 void ElasticJob::tell_exit(ElasticWorker& w) {

@@ -67,6 +67,10 @@ std::string notice_key(int generation) {
   return "notice/" + std::to_string(generation);
 }
 
+std::string abandon_key(int round) {
+  return "abandon/" + std::to_string(round);
+}
+
 std::string format_checkin(const CheckIn& checkin) {
   std::string_view word = checkin.kind == CheckIn::Kind::kStart    ? kStartWord
                           : checkin.kind == CheckIn::Kind::kFailed ? kFailedWord

@@ -15,6 +15,12 @@
 // (a collective failed, or the hosts changed) checks in with n + 1; the reason it gives is for the
 // launcher's log and for deciding whether to wait for the others (see CheckIn).
 //
+// A round given up while it forms: when a member of the current round dies or checks in again
+// (it left the round), the launcher sets elastic/abandon/<round> = the reason. Workers still
+// building that round's connections watch the key (core/round_watch.h) and stop at once instead
+// of waiting out their timeouts for a peer that is not coming; they then check in with n + 1 like
+// any worker whose round broke. Members already past joining learn it from their heartbeat.
+//
 // Host changes: the launcher sets elastic/notice/<g> for g = 1, 2, ... Each assignment carries the
 // generation g that was current when it was made. At a commit, rank 0 asks (without waiting)
 // whether notice g + 1 exists and broadcasts the answer, so every rank raises
@@ -36,6 +42,7 @@ std::string round_scope(int round);
 std::string checkin_key(std::string_view worker_id, int entry);
 std::string assign_key(std::string_view worker_id, int entry);
 std::string notice_key(int generation);
+std::string abandon_key(int round);
 
 struct CheckIn {
   enum class Kind {

@@ -3,6 +3,7 @@
 
 #include "cohort/cohort.h"
 #include "core/log.h"
+#include "core/runtime.h"
 #include "core/runtime_slot.h"
 #include "discovery/rendezvous_client.h"
 #include "elastic/reset.h"
@@ -68,6 +69,11 @@ void run(State& state, const std::function<void(State&)>& fn) {
   for (;;) {
     discovery::CheckIn why;
     try {
+      if (elastic) {
+        auto rt = cohort::detail::current_runtime();
+        maybe_inject_fault(rt->config().fault_kill_at, rt->config().worker_id, "sync",
+                           rt->membership()->entry);
+      }
       state.sync();
       fn(state);
       return;

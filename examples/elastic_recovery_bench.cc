@@ -8,7 +8,8 @@
 // and SIGKILLs itself (once per job: the first process to create --marker does). After the
 // recovery's first step, the new rank 0 prints one line with each phase's maximum over the
 // survivors, in milliseconds:
-//   recovery: size=S detect=D teardown=T assignment=A connect=C sync=Y step=P total=X
+//   recovery: size=S detect=D teardown=T assignment=A connect=C sync=Y step=P total=X at=W
+// where W is the wall-clock time (ms since the epoch) when that first step completed.
 // detect runs from the kill to the start of the reset (it includes the restore's memcpy); the
 // clocks are the machine's wall clock, which every process here shares. Each process also prints
 // "first-step: wall=MS" when its first step completes (for the scale-up measurement).
@@ -147,9 +148,9 @@ class Bench {
     if (cohort::rank() != 0) return;
     std::printf(
         "recovery: size=%d detect=%.1f teardown=%.1f assignment=%.1f connect=%.1f sync=%.1f "
-        "step=%.1f total=%.1f\n",
-        cohort::size(), phases[0], phases[1], phases[2], phases[3], phases[4], phases[5],
-        phases[6]);
+        "step=%.1f total=%.1f at=%.3f\n",
+        cohort::size(), phases[0], phases[1], phases[2], phases[3], phases[4], phases[5], phases[6],
+        stepped);
     std::fflush(stdout);
   }
 

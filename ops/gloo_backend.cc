@@ -4,9 +4,6 @@
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,50 +17,14 @@
 #include "ops/backend_args.h"
 #include "ops/gloo_algorithm_cache.h"
 #include "ops/gloo_allreduce.h"
+#include "ops/gloo_connect.h"
+#include "ops/gloo_guard.h"
 #include "ops/gloo_interrupt.h"
 #include "ops/gloo_reduce_scatter.h"
 #include "ops/gloo_split.h"
 
 namespace cohort::ops {
 namespace {
-
-// Every Gloo failure becomes an InternalError that names the operation and the rank.
-template <typename F>
-void gloo_guard(const char* what, int rank, int size, F&& body) {
-  auto fail = [&](const char* why) {
-    throw InternalError(std::string("Gloo ") + what + " failed on rank " + std::to_string(rank) +
-                        " of " + std::to_string(size) + ": " + why);
-  };
-  try {
-    body();
-  } catch (const Error&) {
-    throw;  // Cohort's own, already precise
-  } catch (const gloo::Exception& e) {
-    fail(e.what());
-  } catch (const gloo::EnforceNotMet& e) {
-    fail(e.what());
-  } catch (const std::exception& e) {
-    // Anything else out of Gloo (std::system_error from a thread, bad_alloc) leaves the context in
-    // an unknown state, so it ends the runtime like a broken connection does.
-    fail(e.what());
-  }
-}
-
-std::shared_ptr<gloo::Context> connect_full_mesh(const GlooBackendOptions& options,
-                                                 gloo::rendezvous::Store& store) {
-  std::shared_ptr<gloo::Context> result;
-  gloo_guard("connect", options.rank, options.size, [&] {
-    gloo::transport::tcp::attr attr;
-    attr.hostname = options.hostname;
-    auto device = gloo::transport::tcp::CreateDevice(attr);
-    auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
-    context->setTimeout(options.timeout);
-    gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
-    context->connectFullMesh(prefixed, device);
-    result = context;
-  });
-  return result;
-}
 
 class GlooBackend final : public Backend {
  public:

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "core/cancellation.h"
 #include "ops/backend.h"
 
 namespace gloo::rendezvous {
@@ -19,6 +21,11 @@ struct GlooBackendOptions {
   std::string hostname = "127.0.0.1";  // the address this rank's device listens on
   std::string prefix;                  // keeps rounds of rendezvous apart in the store
   std::chrono::milliseconds timeout{30'000};
+  // Abandons the connect when it fires (gloo_connect.h); the store passed beside these options
+  // must be cancelled by it too.
+  const Cancellation* cancel = nullptr;
+  // Called once this rank's pair addresses are in the store (fault injection in tests).
+  std::function<void()> on_published;
 };
 
 // Connects to every other rank through `store` (used only during this call).

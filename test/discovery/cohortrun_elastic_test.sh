@@ -111,7 +111,8 @@ finish_early)  # a worker exiting 0 while the others still train does not end th
   ;;
 checkin_timeout)  # after a failed collective, a silent worker is killed at the check-in grace
   set_hosts localhost:3
-  start "${discovery[@]}" --checkin-timeout 0.5 -- --at 0:0 fail --at 0:1 hang --at '1:*' finish
+  COHORT_PEER_TIMEOUT_SECONDS=0.3 start "${discovery[@]}" --checkin-timeout 0.5 -- --at 0:0 fail \
+    --at 0:1 hang --at '1:*' finish
   expect_exit 0
   expect "$tmp/err" "\[cohortrun\] worker 1 (rank 1 on localhost slot 1) did not check in within --checkin-timeout 0.5 s after its round broke up; taking it for failed and killing it"
   expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"

@@ -88,6 +88,58 @@ bad_discovery)  # garbage and a failing script mid-run: logged, the job trains o
   trained_once
   expect_no "$tmp/err" "$(round 1 '.*')"
   ;;
+empty_discovery)  # the script prints nothing once: the workers train on, nothing restarts
+  set_hosts localhost:2
+  start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 2 0)"
+  set_hosts
+  wait_for "$tmp/err" "\[cohortrun\] the host discovery script lists 0 usable slots, fewer than --min-np 2; keeping the running workers' hosts for up to --elastic-timeout 600 s while hosts return"
+  set_hosts localhost:2
+  wait_for "$tmp/err" "\[cohortrun\] the host discovery script lists enough slots again"
+  touch "$tmp/stop"
+  trained_once
+  expect_no "$tmp/err" "$(round 1 '.*')"
+  expect_no "$tmp/err" ".*told it to exit.*"
+  ;;
+empty_discovery_timeout)  # ... but not for longer than --elastic-timeout
+  set_hosts localhost:2
+  start "${discovery[@]}" --min-np 2 --elastic-timeout 1 -- "${trainer[@]}" --until-file \
+    "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 2 0)"
+  set_hosts
+  expect_exit 1
+  expect "$tmp/err" "cohortrun: the host discovery script has listed fewer than --min-np 2 slots for --elastic-timeout 1 s; stopping the workers"
+  ;;
+second_failure_*)  # rank 1 dies; a member of the next round dies while that round forms
+  # second_failure_PHASE[_rank2][_loaded]: worker 0 (rank 0 of the next round), or worker 3 (its
+  # rank 2) with _rank2, kills itself at PHASE of its entry 1 (checkin, assignment, gloo-store,
+  # gloo-pairs, control, heartbeat, sync; core/fault_injection.h); _loaded keeps both cores busy
+  # meanwhile. The survivors must be told at once (the launcher abandons the round) rather than
+  # wait out COHORT_TIMEOUT_SECONDS (20 s here) in a connect or an accept.
+  phase=${scenario#second_failure_}
+  phase=${phase%_loaded}
+  victim=0 left='\[0\] worker 2 localhost:2, \[1\] worker 3 localhost:3'
+  if [[ $phase == *_rank2 ]]; then
+    phase=${phase%_rank2} victim=3 left='\[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2'
+  fi
+  if [[ $scenario == *_loaded ]]; then
+    for _ in 1 2; do (trap 'exit 0' TERM; while :; do :; done) & done
+    trap 'kill $(jobs -p) 2>/dev/null || true; cleanup' EXIT
+  fi
+  set_hosts localhost:4
+  COHORT_FAULT_KILL_AT="$phase:1:$victim" start "${discovery[@]}" --min-np 1 -- "${trainer[@]}" \
+    --step-delay-ms 2 $(fail_at 5 1 kill)
+  wait_for "$tmp/err" ".*cohort: COHORT_FAULT_KILL_AT: worker $victim killed at $phase of entry 1 at .*"
+  second=$(date +%s%N)
+  # Round 1 when the victim died before checking in (it was never in it), else round 2.
+  wait_for "$tmp/err" "$(round '[12]' "size 2: $left")"
+  regrouped=$(( ($(date +%s%N) - second) / 1000000 ))
+  # Well under a second here; the bound only tells it from a connect timeout (20 s).
+  (( regrouped < 5000 )) || fail "the survivors regrouped $regrouped ms after the second death"
+  trained_once
+  expect_no "$tmp/err" ".*did not check in within --checkin-timeout.*"
+  echo "regrouped $regrouped ms after the second death"
+  ;;
 *)
   fail "unknown scenario"
   ;;

@@ -1,0 +1,51 @@
+#include "core/fault_injection.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include <algorithm>
+#include <chrono>
+
+#include "cohort/errors.h"
+
+namespace cohort {
+
+FaultPoint parse_fault_point(std::string_view text) {
+  auto first = text.find(':');
+  auto second = first == std::string_view::npos ? first : text.find(':', first + 1);
+  if (second == std::string_view::npos) {
+    throw InvalidArgument("expected PHASE:ENTRY:WORKER");
+  }
+  FaultPoint point{std::string(text.substr(0, first)), 0, std::string(text.substr(second + 1))};
+  if (std::find(std::begin(kFaultPhases), std::end(kFaultPhases), point.phase) ==
+      std::end(kFaultPhases)) {
+    throw InvalidArgument(
+        "unknown phase '" + point.phase +
+        "' (checkin, assignment, gloo-store, gloo-pairs, control, heartbeat, sync)");
+  }
+  std::string entry(text.substr(first + 1, second - first - 1));
+  char* end = nullptr;
+  long value = std::strtol(entry.c_str(), &end, 10);
+  if (entry.empty() || *end != '\0' || value < 0 || value > 1'000'000) {
+    throw InvalidArgument("entry '" + entry + "' is not a number >= 0");
+  }
+  point.entry = static_cast<int>(value);
+  if (point.worker_id.empty()) throw InvalidArgument("the worker id is empty");
+  return point;
+}
+
+void maybe_inject_fault(const std::optional<FaultPoint>& point, std::string_view worker_id,
+                        std::string_view phase, int entry) {
+  if (!point || point->phase != phase || point->entry != entry || point->worker_id != worker_id) {
+    return;
+  }
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  std::fprintf(stderr, "cohort: COHORT_FAULT_KILL_AT: worker %s killed at %s of entry %d at %.3f\n",
+               point->worker_id.c_str(), point->phase.c_str(), entry,
+               std::chrono::duration<double, std::milli>(now).count());
+  std::fflush(stderr);
+  std::raise(SIGKILL);
+}
+
+}  // namespace cohort

@@ -1,0 +1,32 @@
+#include "core/round_watch.h"
+
+#include "cohort/errors.h"
+#include "core/log.h"
+#include "discovery/elastic_protocol.h"
+#include "discovery/rendezvous_client.h"
+
+namespace cohort {
+
+RoundWatch::RoundWatch(const Config& config, int round)
+    : thread_([this, config, round] { watch(config, round); }) {}
+
+RoundWatch::~RoundWatch() {
+  done_.cancel("the round is joined");
+  thread_.join();
+}
+
+void RoundWatch::watch(const Config& config, int round) {
+  std::string key = discovery::abandon_key(round);
+  try {
+    discovery::RendezvousClient launcher(config.rendezvous_addr, config.rendezvous_port,
+                                         config.secret, config.timeout, discovery::kElasticScope);
+    std::string why = launcher.get(key, config.elastic_timeout, &done_);
+    abandoned_.cancel("round " + std::to_string(round) +
+                      " was abandoned by the launcher while it formed: " + why);
+  } catch (const Error& e) {
+    // Joined (done_), or the launcher cannot be asked: the joining's own timeouts still bound it.
+    if (!done_.cancelled()) log::debug("watching '", key, "' ended: ", e.what());
+  }
+}
+
+}  // namespace cohort

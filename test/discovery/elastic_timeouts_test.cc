@@ -1,0 +1,62 @@
+// The launcher's and the workers' timeouts fit together (discovery/elastic_timeouts.h), by
+// default and as checked when cohortrun starts.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "cohort/errors.h"
+#include "core/config.h"
+#include "discovery/elastic_job.h"
+#include "discovery/elastic_timeouts.h"
+
+using namespace cohort;
+using namespace cohort::discovery;
+using namespace std::chrono_literals;
+
+TEST_CASE("the default timeouts of cohortrun and of its workers are consistent") {
+  ElasticJobOptions launcher;
+  Config worker;
+  ElasticTimeouts defaults{.checkin = launcher.checkin_timeout,
+                           .elastic = launcher.hosts.elastic_timeout,
+                           .worker_timeout = worker.timeout,
+                           .worker_peer_timeout = worker.peer_timeout,
+                           .worker_elastic = worker.elastic_timeout};
+  CHECK(check_elastic_timeouts(defaults) == std::nullopt);
+  // The struct's own defaults are the same figures, so nobody can change one side alone.
+  ElasticTimeouts mirrored;
+  CHECK(mirrored.checkin == defaults.checkin);
+  CHECK(mirrored.elastic == defaults.elastic);
+  CHECK(mirrored.worker_timeout == defaults.worker_timeout);
+  CHECK(mirrored.worker_peer_timeout == defaults.worker_peer_timeout);
+  CHECK(mirrored.worker_elastic == defaults.worker_elastic);
+}
+
+TEST_CASE("inconsistent timeouts are refused naming both settings") {
+  ElasticTimeouts t;
+  t.checkin = 7s;  // less than 1.5 x the 5 s peer timeout
+  CHECK_THAT(*check_elastic_timeouts(t),
+             Catch::Matchers::StartsWith(
+                 "--checkin-timeout 7 s is less than 1.5 x COHORT_PEER_TIMEOUT_SECONDS 5 s"));
+  t = {};
+  t.worker_timeout = 5s;
+  CHECK_THAT(*check_elastic_timeouts(t),
+             Catch::Matchers::StartsWith(
+                 "COHORT_TIMEOUT_SECONDS 5 s is not longer than COHORT_PEER_TIMEOUT_SECONDS 5 s"));
+  t = {};
+  t.worker_elastic = 60s;
+  CHECK_THAT(*check_elastic_timeouts(t),
+             Catch::Matchers::StartsWith(
+                 "COHORT_ELASTIC_TIMEOUT_SECONDS 60 s is shorter than --elastic-timeout 600 s"));
+}
+
+TEST_CASE("the workers' timeouts are read from the environment they inherit") {
+  ::setenv("COHORT_PEER_TIMEOUT_SECONDS", "0.25", 1);
+  ::setenv("COHORT_TIMEOUT_SECONDS", "12", 1);
+  ElasticTimeouts t = with_worker_environment({});
+  CHECK(t.worker_peer_timeout == 250ms);
+  CHECK(t.worker_timeout == 12s);
+  ::setenv("COHORT_TIMEOUT_SECONDS", "nan", 1);
+  CHECK_THROWS_WITH(with_worker_environment({}),
+                    Catch::Matchers::StartsWith("COHORT_TIMEOUT_SECONDS='nan'"));
+  ::unsetenv("COHORT_PEER_TIMEOUT_SECONDS");
+  ::unsetenv("COHORT_TIMEOUT_SECONDS");
+}
