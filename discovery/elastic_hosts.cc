@@ -6,19 +6,12 @@
 
 #include "cohort/errors.h"
 #include "core/log.h"
+#include "discovery/seconds_text.h"
 
 namespace cohort::discovery {
 namespace {
 
 using std::chrono::milliseconds;
-
-// "600 s", "0.25 s".
-std::string seconds(milliseconds ms) {
-  if (ms.count() % 1000 == 0) return std::to_string(ms.count() / 1000) + " s";
-  std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
-  text.erase(text.find_last_not_of('0') + 1);
-  return text + " s";
-}
 
 std::string failures_text(int failures) {
   return std::to_string(failures) + (failures == 1 ? " failure" : " failures");
@@ -34,7 +27,7 @@ void validate(const ElasticHostsOptions& o) {
   if (o.reset_limit && *o.reset_limit < 0) throw InvalidArgument("--reset-limit must be >= 0");
   if (o.cooldown && (o.cooldown->lo.count() <= 0 || o.cooldown->hi < o.cooldown->lo)) {
     throw InvalidArgument("--blacklist-cooldown-range needs 0 < LO <= HI, got " +
-                          seconds(o.cooldown->lo) + " and " + seconds(o.cooldown->hi));
+                          seconds_text(o.cooldown->lo) + " and " + seconds_text(o.cooldown->hi));
   }
 }
 
@@ -178,7 +171,7 @@ void ElasticHosts::penalize(Penalty& penalty, TimePoint now, const std::string& 
   double jitter = options_.jitter ? options_.jitter() : 0.0;
   milliseconds delay = cooldown_after(*options_.cooldown, penalty.failures, jitter);
   penalty.until = now + delay;
-  log::warning(what, " for ", seconds(delay), " after ", failures_text(penalty.failures));
+  log::warning(what, " for ", seconds_text(delay), " after ", failures_text(penalty.failures));
 }
 
 RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors,
@@ -293,7 +286,7 @@ std::string ElasticHosts::describe_blacklisting(const std::string& host, TimePoi
   const Penalty& p = host_penalties_.at(host);
   std::string text = host + " (" + failures_text(p.failures) + ", ";
   if (p.until == TimePoint::max()) return text + "for good: no --blacklist-cooldown-range)";
-  return text + "for another " + seconds(std::chrono::ceil<milliseconds>(p.until - now)) + ")";
+  return text + "for another " + seconds_text(std::chrono::ceil<milliseconds>(p.until - now)) + ")";
 }
 
 std::optional<std::string> ElasticHosts::all_hosts_blacklisted() const {
@@ -314,7 +307,7 @@ std::optional<std::string> ElasticHosts::elastic_timeout_expired() const {
   int n = usable_count(now);
   return "only " + std::to_string(n) + (n == 1 ? " slot" : " slots") +
          " available, fewer than --min-np " + std::to_string(options_.min_np) +
-         ", for more than --elastic-timeout " + seconds(options_.elastic_timeout);
+         ", for more than --elastic-timeout " + seconds_text(options_.elastic_timeout);
 }
 
 std::optional<std::string> ElasticHosts::reset_limit_exceeded() const {

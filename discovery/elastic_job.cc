@@ -20,6 +20,7 @@
 #include "discovery/job_report.h"
 #include "discovery/job_signals.h"
 #include "discovery/rendezvous_server.h"
+#include "discovery/seconds_text.h"
 #include "discovery/worker_env.h"
 #include "discovery/worker_group.h"
 
@@ -27,13 +28,6 @@ namespace cohort::discovery {
 namespace {
 
 using std::chrono::milliseconds;
-
-std::string seconds_text(milliseconds ms) {
-  std::string text = std::to_string(static_cast<double>(ms.count()) / 1000.0);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text + " s";
-}
 
 Fd make_eventfd() {
   Fd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -426,6 +420,13 @@ void ElasticJob::plan_round_when_ready() {
 }
 
 void ElasticJob::publish_round(const RoundPlan& plan) {
+  // Every member that joined the last round left a watcher's request for its abandon key waiting
+  // on the server (core/round_watch.h): answering it now ends those requests, so their number
+  // never grows past one round's members however many rounds the job goes through.
+  if (round_ >= 0 && abandoned_round_ != round_) {
+    server_->set(abandon_key(round_), "superseded by round " + std::to_string(round_ + 1),
+                 kElasticScope);
+  }
   ++round_;
   members_.clear();
   for (auto& [id, w] : roster_.all()) w.in_round = false;

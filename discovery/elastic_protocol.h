@@ -19,7 +19,9 @@
 // (it left the round), the launcher sets elastic/abandon/<round> = the reason. Workers still
 // building that round's connections watch the key (core/round_watch.h) and stop at once instead
 // of waiting out their timeouts for a peer that is not coming; they then check in with n + 1 like
-// any worker whose round broke. Members already past joining learn it from their heartbeat.
+// any worker whose round broke. Members already past joining learn it from their heartbeat. The
+// launcher also sets the key of a round when it plans the next one ("superseded"), which ends the
+// watchers' requests that the round's members left waiting on the server.
 //
 // Host changes: the launcher sets elastic/notice/<g> for g = 1, 2, ... Each assignment carries the
 // generation g that was current when it was made. At a commit, rank 0 asks (without waiting)

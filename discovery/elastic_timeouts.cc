@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "cohort/errors.h"
+#include "discovery/seconds_text.h"
 
 namespace cohort::discovery {
 namespace {
@@ -11,13 +12,6 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-std::string seconds(microseconds us) {
-  std::string text = std::to_string(static_cast<double>(us.count()) / 1e6);
-  text.erase(text.find_last_not_of('0') + 1);
-  if (text.back() == '.') text.pop_back();
-  return text + " s";
-}
 
 // The workers' own parser (core/config.cc) refuses the same values with the same names.
 std::optional<microseconds> read_seconds(const char* name) {
@@ -36,19 +30,21 @@ std::optional<microseconds> read_seconds(const char* name) {
 
 std::optional<std::string> check_elastic_timeouts(const ElasticTimeouts& t) {
   if (2 * duration_cast<microseconds>(t.checkin) < 3 * t.worker_peer_timeout) {
-    return "--checkin-timeout " + seconds(t.checkin) +
-           " is less than 1.5 x COHORT_PEER_TIMEOUT_SECONDS " + seconds(t.worker_peer_timeout) +
+    return "--checkin-timeout " + seconds_text(t.checkin) +
+           " is less than 1.5 x COHORT_PEER_TIMEOUT_SECONDS " +
+           seconds_text(t.worker_peer_timeout) +
            ": a healthy worker that learns of a broken round from its heartbeat could be killed "
            "before it checks in";
   }
   if (t.worker_timeout <= t.worker_peer_timeout) {
-    return "COHORT_TIMEOUT_SECONDS " + seconds(t.worker_timeout) +
-           " is not longer than COHORT_PEER_TIMEOUT_SECONDS " + seconds(t.worker_peer_timeout) +
+    return "COHORT_TIMEOUT_SECONDS " + seconds_text(t.worker_timeout) +
+           " is not longer than COHORT_PEER_TIMEOUT_SECONDS " +
+           seconds_text(t.worker_peer_timeout) +
            ": a collective would time out before the heartbeat could name the peer that failed";
   }
   if (t.worker_elastic < t.elastic) {
-    return "COHORT_ELASTIC_TIMEOUT_SECONDS " + seconds(t.worker_elastic) +
-           " is shorter than --elastic-timeout " + seconds(t.elastic) +
+    return "COHORT_ELASTIC_TIMEOUT_SECONDS " + seconds_text(t.worker_elastic) +
+           " is shorter than --elastic-timeout " + seconds_text(t.elastic) +
            ": workers would give up waiting for their next round while cohortrun still waits "
            "for hosts";
   }

@@ -122,6 +122,12 @@ bool RendezvousServer::await_rejected(int n, std::chrono::milliseconds timeout) 
   return changed_.wait_for(lock, timeout, [&] { return rejected_ >= n; });
 }
 
+bool RendezvousServer::await_authenticated_at_most(int n, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(
+      lock, timeout, [&] { return static_cast<int>(connections_.size() - finished_.size()) <= n; });
+}
+
 bool RendezvousServer::contains(const std::string& key, const std::string& scope) const {
   std::lock_guard lock(mutex_);
   auto it = scopes_.find(scope);
@@ -272,6 +278,7 @@ void RendezvousServer::start_serving(Fd fd, const std::string& peer, SignedHeade
           it->second.first = -1;
         }
         finished_.push_back(id);
+        changed_.notify_all();
       })};
 }
 

@@ -78,6 +78,8 @@ class RendezvousServer {
   int authenticated() const;
   // For tests: blocks until rejected() >= n; false after `timeout`.
   bool await_rejected(int n, std::chrono::milliseconds timeout) const;
+  // For tests: waits until at most `n` authenticated connections are open; false on timeout.
+  bool await_authenticated_at_most(int n, std::chrono::milliseconds timeout) const;
   bool contains(const std::string& key, const std::string& scope = "") const;
   // For tests: blocks until `n` GETs are waiting on the server; false after `timeout`.
   bool await_waiting_gets(int n, std::chrono::milliseconds timeout) const;
