@@ -32,7 +32,8 @@ class Cancellation {
 
   // For waits that cannot poll fd() (inside Gloo, a blocking request): `hook` runs once on
   // cancellation with the reason, on the cancelling thread, or at once if already cancelled. It
-  // must be quick and must not call back into this object. Returns an id for remove_hook().
+  // must be quick, must not throw and must not call back into this object. Returns an id for
+  // remove_hook().
   using Hook = std::function<void(const std::string& reason)>;
   int add_hook(Hook hook) const;
   // Once it returns, the hook is neither running nor going to run.

@@ -15,9 +15,9 @@
 
 #include "cohort/errors.h"
 #include "core/cancellation.h"
+#include "core/control_hello.h"
 #include "core/log.h"
 #include "core/net.h"
-#include "core/wire.h"
 
 namespace cohort {
 namespace {
@@ -263,17 +263,15 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
     if (n < 0) return drop(errno_text());
     h.got += static_cast<size_t>(n);
   }
-  int rank;
-  std::string token;
+  ControlHello hello;
   try {
-    wire::Reader rd(std::span(h.bytes.data() + sizeof(uint32_t), h.got - sizeof(uint32_t)));
-    rank = rd.i32();
-    token = rd.str();
-    rd.expect_done();
+    hello =
+        parse_control_hello(std::span(h.bytes.data() + sizeof(uint32_t), h.got - sizeof(uint32_t)));
   } catch (const InternalError& e) {
     return drop(std::string("malformed hello: ") + e.what());
   }
-  if (!same_token(token, token_)) return drop("wrong job token");
+  if (!same_token(hello.token, token_)) return drop("wrong job token");
+  int rank = hello.rank;
   if (rank <= 0 || rank >= size_ || peers_[rank].fd.valid()) {
     return drop("unexpected rank " + std::to_string(rank));
   }
@@ -327,11 +325,8 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   }
   set_nodelay(fd.get());
   ch.peers_[0].fd = std::move(fd);
-  wire::Writer hello;
-  hello.i32(rank);
-  hello.str(token);
   Peer& p = ch.peers_[0];
-  auto bytes = frame(hello.bytes());
+  auto bytes = frame(encode_control_hello({rank, token}));
   p.out.assign(bytes.begin(), bytes.end());
   while (!p.out.empty()) {
     poll_one(p.fd.get(), POLLOUT, deadline, "sending the " + ch.label_ + " hello to rank 0",

@@ -1,6 +1,5 @@
 #include "ops/gloo_connect.h"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,6 +9,7 @@
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -60,15 +60,20 @@ class PublishedAddresses final : public gloo::rendezvous::Store {
     inner_.wait(keys, timeout);
   }
 
-  // Thread-safe. Connects to each of this rank's listening pairs, once they are published.
-  void knock_on_listeners() const {
+  // Thread-safe. Connects to each of this rank's listening pairs, once they are published. It
+  // runs as a cancellation hook, which must not throw: an address Gloo cannot read back is left
+  // to Gloo's own timeout.
+  void knock_on_listeners() const noexcept {
     std::lock_guard lock(mutex_);
     if (peers_ <= 0 || mine_.empty() || mine_.size() % peers_ != 0) return;
     size_t block = mine_.size() / peers_;
     for (int i = 0; i < peers_; ++i) {
       auto begin = mine_.begin() + static_cast<std::ptrdiff_t>(i * block);
-      gloo::transport::tcp::Address address(std::vector<char>(begin, begin + block));
-      knock(address.getSockaddr());
+      try {
+        gloo::transport::tcp::Address address(std::vector<char>(begin, begin + block));
+        knock(address.getSockaddr());
+      } catch (const std::exception&) {
+      }
     }
   }
 

@@ -1,11 +1,13 @@
-// The control channel's wire primitives (core/wire.h) as the pre-authentication hello uses them
-// (an i32 rank, then a length-prefixed token, and nothing after: core/control_channel.cc), and in
-// any other order a message may use them. The first input byte picks the layout; a length that
-// the rest of the message cannot hold must be refused before anything is allocated, which
-// -malloc_limit_mb catches.
-//
-// The hello's own parsing and the frame splitting are inside ControlChannel (accept_workers and
-// read_some) with no function of their own; this harness covers the reader they call.
+// The control channel's pre-authentication hello, decoded by the function rank 0 calls on bytes
+// from a connection it has not authenticated yet (parse_control_hello, core/control_hello.h), and
+// the wire primitives (core/wire.h) in any other order a control message may use them. The first
+// input byte picks which; a length that the rest of the message cannot hold must be refused
+// before anything is allocated, which -malloc_limit_mb catches. A hello that decodes must come
+// back the same through encode_control_hello.
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/control_hello.h"
 #include "core/wire.h"
 #include "test/fuzz/fuzz_common.h"
 
@@ -13,10 +15,10 @@ using namespace cohort;
 
 namespace {
 
-void hello(wire::Reader& rd) {
-  rd.i32();
-  rd.str();
-  rd.expect_done();
+void hello(std::span<const std::byte> body) {
+  ControlHello decoded = parse_control_hello(body);
+  auto again = encode_control_hello(decoded);
+  if (!std::equal(again.begin(), again.end(), body.begin(), body.end())) std::abort();
 }
 
 // Each remaining byte of `program` names the next read.
@@ -65,8 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::decode_or_refuse([&] {
     if (data[0] < 128) {
       // The hello, as rank 0 reads it from a connection it has not authenticated yet.
-      wire::Reader rd(in.subspan(1));
-      hello(rd);
+      hello(in.subspan(1));
     } else {
       // (first byte & 15) read operations, then the message.
       size_t ops = std::min<size_t>(data[0] & 15, size - 1);

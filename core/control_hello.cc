@@ -1,0 +1,23 @@
+#include "core/control_hello.h"
+
+#include "core/wire.h"
+
+namespace cohort {
+
+std::vector<std::byte> encode_control_hello(const ControlHello& hello) {
+  wire::Writer w;
+  w.i32(hello.rank);
+  w.str(hello.token);
+  return w.bytes();
+}
+
+ControlHello parse_control_hello(std::span<const std::byte> body) {
+  wire::Reader rd(body);
+  ControlHello hello;
+  hello.rank = rd.i32();
+  hello.token = rd.str();
+  rd.expect_done();
+  return hello;
+}
+
+}  // namespace cohort
