@@ -488,10 +488,13 @@ TEST_CASE("gloo abort from another thread ends a blocked collective at once, nam
   ranks[1].join();
   finished.set_value();
   ranks[2].join();
-  for (int rank = 0; rank < 2; ++rank) {
-    CHECK_THAT(errors[rank], Catch::Matchers::Contains("interrupted: rank 2 is frozen"));
-    CHECK(took[rank] < std::chrono::seconds(5));
-  }
+  // Rank 0, aborted first, fails with the reason. Rank 1 may see rank 0's sockets close before
+  // its own abort comes (a loaded machine): then it fails on that, just as fast.
+  CHECK_THAT(errors[0], Catch::Matchers::Contains("interrupted: rank 2 is frozen"));
+  CHECK_THAT(errors[1], Catch::Matchers::Contains("interrupted: rank 2 is frozen") ||
+                            Catch::Matchers::Contains("Connection closed by peer") ||
+                            Catch::Matchers::Contains("Connection reset by peer"));
+  for (int rank = 0; rank < 2; ++rank) CHECK(took[rank] < std::chrono::seconds(5));
   // Later operations are refused at once.
   CHECK_THROWS_WITH(backends[0]->barrier(), Catch::Matchers::Contains("rank 2 is frozen"));
 }
