@@ -6,9 +6,9 @@
 #include <mutex>
 #include <numeric>
 
+#include "base/log.h"
 #include "cohort/cohort.h"
 #include "core/elastic_entry.h"
-#include "core/log.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
 

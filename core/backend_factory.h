@@ -4,7 +4,7 @@
 #include <functional>
 #include <memory>
 
-#include "core/cancellation.h"
+#include "base/cancellation.h"
 #include "core/config.h"
 #include "ops/backend.h"
 

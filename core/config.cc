@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <limits>
 
+#include "base/launch_env.h"
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/launch_env.h"
-#include "core/net.h"
 
 namespace cohort {
 namespace {

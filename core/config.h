@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "base/log.h"
 #include "core/fault_injection.h"
-#include "core/log.h"
 
 namespace cohort {
 

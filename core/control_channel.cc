@@ -13,11 +13,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/cancellation.h"
+#include "base/log.h"
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/cancellation.h"
 #include "core/control_hello.h"
-#include "core/log.h"
-#include "core/net.h"
 
 namespace cohort {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 
 namespace cohort {
 

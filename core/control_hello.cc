@@ -1,6 +1,6 @@
 #include "core/control_hello.h"
 
-#include "core/wire.h"
+#include "base/wire.h"
 
 namespace cohort {
 

@@ -5,7 +5,7 @@
 #include <iostream>
 #include <optional>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "core/round_watch.h"
 #include "core/runtime.h"
 #include "discovery/rendezvous_client.h"

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #if COHORT_HAVE_NCCL
 #include "ops/nccl_backend.h"
 #endif

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/log.h"
+#include "base/wire.h"
 #include "cohort/errors.h"
-#include "core/log.h"
-#include "core/wire.h"
 
 namespace cohort {
 namespace {

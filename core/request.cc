@@ -1,8 +1,8 @@
 #include "core/request.h"
 
+#include "base/wire.h"
 #include "cohort/errors.h"
 #include "core/response_cache.h"
-#include "core/wire.h"
 
 namespace cohort {
 namespace {

@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/wire.h"
 #include "cohort/types.h"
-#include "core/wire.h"
 
 namespace cohort {
 

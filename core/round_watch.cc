@@ -1,7 +1,7 @@
 #include "core/round_watch.h"
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "discovery/elastic_protocol.h"
 #include "discovery/rendezvous_client.h"
 

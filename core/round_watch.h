@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "core/cancellation.h"
+#include "base/cancellation.h"
 #include "core/config.h"
 
 namespace cohort {

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <random>
 
+#include "base/log.h"
+#include "base/net.h"
 #include "cohort/errors.h"
 #include "core/backend_factory.h"
 #include "core/handle_state.h"
-#include "core/log.h"
-#include "core/net.h"
 
 namespace cohort {
 namespace {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <thread>
 
+#include "base/cancellation.h"
 #include "cohort/handle.h"
-#include "core/cancellation.h"
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/default_names.h"

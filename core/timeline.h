@@ -13,7 +13,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "core/fd.h"
+#include "base/fd.h"
 
 namespace cohort {
 

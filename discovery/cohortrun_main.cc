@@ -13,8 +13,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/static_job.h"

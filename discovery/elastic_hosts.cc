@@ -4,8 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "discovery/seconds_text.h"
 
 namespace cohort::discovery {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <memory>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "discovery/elastic_roster.h"
 #include "discovery/elastic_timeouts.h"
 #include "discovery/hmac.h"

@@ -10,8 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/net.h"
 #include "discovery/hmac.h"
 
 namespace cohort::discovery {

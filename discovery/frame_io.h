@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/fd.h"
 #include "cohort/errors.h"
-#include "core/fd.h"
 
 namespace cohort::discovery {
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/net.h"
 
 namespace cohort::discovery {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 
 namespace cohort::discovery {
 

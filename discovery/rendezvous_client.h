@@ -13,8 +13,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/cancellation.h"
-#include "core/fd.h"
+#include "base/cancellation.h"
+#include "base/fd.h"
 #include "discovery/rendezvous_protocol.h"
 
 namespace cohort::discovery {

@@ -1,6 +1,6 @@
 #include "discovery/rendezvous_protocol.h"
 
-#include "core/wire.h"
+#include "base/wire.h"
 #include "discovery/hmac.h"
 
 namespace cohort::discovery {

@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "discovery/frame_io.h"
 #include "discovery/rendezvous_protocol.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "discovery/clock.h"
 
 namespace cohort::discovery {

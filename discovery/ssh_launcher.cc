@@ -9,8 +9,8 @@
 #include <cstring>
 #include <map>
 
+#include "base/launch_env.h"
 #include "cohort/errors.h"
-#include "core/launch_env.h"
 #include "discovery/spawn.h"
 
 extern char** environ;

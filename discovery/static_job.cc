@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "discovery/hmac.h"
 #include "discovery/job_signals.h"
 #include "discovery/rendezvous_server.h"

@@ -7,8 +7,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "discovery/job_report.h"
 #include "discovery/job_signals.h"
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "discovery/worker_group.h"
 #include "discovery/worker_launcher.h"
 

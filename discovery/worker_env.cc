@@ -2,9 +2,9 @@
 
 #include <arpa/inet.h>
 
+#include "base/launch_env.h"
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/launch_env.h"
-#include "core/net.h"
 #include "discovery/hmac.h"
 
 namespace cohort::discovery {

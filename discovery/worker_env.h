@@ -1,4 +1,4 @@
-// The environment a worker receives from cohortrun (names from core/launch_env.h), built in one
+// The environment a worker receives from cohortrun (names from base/launch_env.h), built in one
 // place so static and elastic launches hand workers the same contract.
 #pragma once
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <csignal>
 
-#include "core/log.h"
+#include "base/log.h"
 #include "discovery/job_report.h"
 
 namespace cohort::discovery {

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <map>
 
+#include "base/launch_env.h"
+#include "base/net.h"
 #include "cohort/errors.h"
-#include "core/launch_env.h"
-#include "core/net.h"
 #include "discovery/spawn.h"
 #include "discovery/ssh_launcher.h"
 

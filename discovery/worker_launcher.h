@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "discovery/hosts.h"
 
 namespace cohort::discovery {

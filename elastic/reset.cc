@@ -1,7 +1,7 @@
 #include "elastic/reset.h"
 
+#include "base/log.h"
 #include "core/elastic_entry.h"
-#include "core/log.h"
 #include "core/runtime_slot.h"
 
 namespace cohort::elastic::detail {

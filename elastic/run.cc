@@ -1,8 +1,8 @@
 // elastic::run, the host-update check and the queries about resets.
 #include "cohort/elastic/run.h"
 
+#include "base/log.h"
 #include "cohort/cohort.h"
-#include "core/log.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
 #include "discovery/rendezvous_client.h"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "core/cancellation.h"
+#include "base/cancellation.h"
 #include "ops/backend.h"
 
 namespace gloo::rendezvous {

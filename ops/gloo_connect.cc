@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "ops/gloo_guard.h"
 
 namespace cohort::ops {

@@ -22,7 +22,7 @@
 
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 
 namespace cohort::ops {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "cohort/errors.h"
-#include "core/log.h"
 #include "ops/backend_args.h"
 #include "ops/reduce.h"
 

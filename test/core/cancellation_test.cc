@@ -1,4 +1,4 @@
-// Cancellation (core/cancellation.h) and the fault points that the recovery tests rely on
+// Cancellation (base/cancellation.h) and the fault points that the recovery tests rely on
 // (core/fault_injection.h).
 #include <poll.h>
 #include <sys/wait.h>
@@ -8,8 +8,8 @@
 #include <csignal>
 #include <thread>
 
+#include "base/cancellation.h"
 #include "cohort/errors.h"
-#include "core/cancellation.h"
 #include "core/config.h"
 #include "core/fault_injection.h"
 

@@ -5,11 +5,11 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "base/cancellation.h"
+#include "base/net.h"
+#include "base/wire.h"
 #include "cohort/errors.h"
-#include "core/cancellation.h"
 #include "core/control_channel.h"
-#include "core/net.h"
-#include "core/wire.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;

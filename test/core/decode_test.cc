@@ -11,10 +11,10 @@
 #include <limits>
 #include <new>
 
+#include "base/wire.h"
 #include "cohort/errors.h"
 #include "cohort/types.h"
 #include "core/request.h"
-#include "core/wire.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define COHORT_SANITIZED 1

@@ -8,8 +8,8 @@
 #include <memory>
 #include <thread>
 
+#include "base/net.h"
 #include "core/heartbeat.h"
-#include "core/net.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/log.h"
+#include "base/log.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;

@@ -10,8 +10,8 @@
 #include <chrono>
 #include <thread>
 
+#include "base/cancellation.h"
 #include "cohort/errors.h"
-#include "core/cancellation.h"
 #include "discovery/frame_io.h"
 #include "discovery/rendezvous_client.h"
 #include "discovery/rendezvous_server.h"

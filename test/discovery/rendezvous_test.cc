@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/log.h"
-#include "core/net.h"
+#include "base/log.h"
+#include "base/net.h"
 #include "discovery/frame_io.h"
 #include "discovery/hmac.h"
 #include "discovery/rendezvous_client.h"

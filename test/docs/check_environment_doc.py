@@ -14,7 +14,7 @@ import pathlib
 import re
 import sys
 
-SOURCE_DIRS = ["core", "ops", "discovery", "state", "elastic", "include", "examples"]
+SOURCE_DIRS = ["base", "core", "ops", "discovery", "state", "elastic", "include", "examples"]
 CODE_NAME = re.compile(r'"(COHORT_[A-Z0-9_]+)"')
 DOC_NAME = re.compile(r"`(COHORT_[A-Z0-9_]+)`")
 

@@ -33,13 +33,13 @@
 #include <string>
 #include <vector>
 
-#include "core/fd.h"
+#include "base/fd.h"
 #include "discovery/elastic_protocol.h"
 #include "discovery/hmac.h"
+#include "discovery/job_report.h"
 #include "discovery/rendezvous_client.h"
 #include "discovery/rendezvous_server.h"
 #include "discovery/spawn.h"
-#include "discovery/job_report.h"
 #include "test/elastic/trainer_shape.h"
 
 extern char** environ;

@@ -1,14 +1,14 @@
 // The control channel's pre-authentication hello, decoded by the function rank 0 calls on bytes
 // from a connection it has not authenticated yet (parse_control_hello, core/control_hello.h), and
-// the wire primitives (core/wire.h) in any other order a control message may use them. The first
+// the wire primitives (base/wire.h) in any other order a control message may use them. The first
 // input byte picks which; a length that the rest of the message cannot hold must be refused
 // before anything is allocated, which -malloc_limit_mb catches. A hello that decodes must come
 // back the same through encode_control_hello.
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/wire.h"
 #include "core/control_hello.h"
-#include "core/wire.h"
 #include "test/fuzz/fuzz_common.h"
 
 using namespace cohort;

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/wire.h"
 #include "core/request.h"
-#include "core/wire.h"
 #include "discovery/elastic_protocol.h"
 #include "discovery/hmac.h"
 #include "discovery/rendezvous_protocol.h"

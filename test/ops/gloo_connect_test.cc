@@ -11,8 +11,8 @@
 #include <future>
 #include <thread>
 
+#include "base/cancellation.h"
 #include "cohort/errors.h"
-#include "core/cancellation.h"
 #include "discovery/rendezvous_client.h"
 #include "discovery/rendezvous_server.h"
 #include "ops/gloo_backend.h"

@@ -1,4 +1,4 @@
-#include "core/cancellation.h"
+#include "base/cancellation.h"
 
 #include <sys/eventfd.h>
 

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/fd.h"
+#include "base/fd.h"
 
 namespace cohort {
 

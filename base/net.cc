@@ -1,4 +1,4 @@
-#include "core/net.h"
+#include "base/net.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fd.h"
 #include "cohort/errors.h"
-#include "core/fd.h"
 
 namespace cohort::net {
 
