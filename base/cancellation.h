@@ -69,4 +69,9 @@ inline int cancel_fd(const Cancellation* c) {
   return c ? c->fd() : -1;
 }
 
+// For waits that take an optional cancellation: throws once it is given and fired.
+inline void throw_if_cancelled(const Cancellation* c) {
+  if (c) c->throw_if_cancelled();
+}
+
 }  // namespace cohort

@@ -54,10 +54,6 @@ int remaining_ms(Clock::time_point deadline) {
   return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
 }
 
-void throw_if_cancelled(const Cancellation* cancel) {
-  if (cancel) cancel->throw_if_cancelled();
-}
-
 // Polls `fds` beside the cancellation until one is ready or `deadline`; false on timeout. Throws
 // InternalError with the cancellation's reason once it fires.
 bool poll_until(std::vector<pollfd>& fds, Clock::time_point deadline, const Cancellation* cancel) {

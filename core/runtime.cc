@@ -83,7 +83,7 @@ Runtime::Runtime(const Config& config, std::optional<Membership> membership,
     heartbeat_.emplace(std::move(beats), topology_.rank, topology_.size, config_.peer_timeout,
                        [this](const std::string& verdict) { on_peer_failure(verdict); });
   }
-  if (formation_) formation_->throw_if_cancelled();  // a member left while this rank joined
+  throw_if_cancelled(formation_);  // a member left while this rank joined
   formation_ = nullptr;
   thread_ = std::thread([this] { background_loop(); });
   log::debug("rank ", topology_.rank, " of ", topology_.size, " ready on ", backend_name_);

@@ -54,7 +54,7 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono
   auto give_up = Clock::now() + timeout_ + wait;
   RendezvousResponse response;
   for (int attempt = 0;; ++attempt) {
-    if (cancel) cancel->throw_if_cancelled();
+    throw_if_cancelled(cancel);
     // A fresh nonce and time per attempt: the server refuses a replayed one.
     request.nonce = random_bytes(kNonceSize);
     request.timestamp_ms = unix_millis();
@@ -68,7 +68,7 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono
       throw Error(where + " sent an unauthentic response: " + e.what());
     } catch (const Error& e) {
       fd_.reset();  // the connection's state is unknown: the next attempt starts afresh
-      if (cancel) cancel->throw_if_cancelled();
+      throw_if_cancelled(cancel);
       if (Clock::now() + retry_pause(attempt) >= give_up) {
         throw Error(where + ": " + e.what() + " (key '" + request.key + "', " +
                     std::to_string(attempt + 1) + (attempt == 0 ? " attempt)" : " attempts)"));

@@ -92,7 +92,7 @@ std::shared_ptr<gloo::Context> connect_full_mesh(const GlooBackendOptions& optio
                                                  gloo::rendezvous::Store& store) {
   std::shared_ptr<gloo::Context> result;
   gloo_guard("connect", options.rank, options.size, [&] {
-    if (options.cancel) options.cancel->throw_if_cancelled();
+    throw_if_cancelled(options.cancel);
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -106,11 +106,11 @@ std::shared_ptr<gloo::Context> connect_full_mesh(const GlooBackendOptions& optio
       context->connectFullMesh(published, device);
     } catch (...) {
       // A knocked-on pair fails as soon as the knock hangs up: the cancellation is the cause.
-      if (options.cancel) options.cancel->throw_if_cancelled();
+      throw_if_cancelled(options.cancel);
       throw;
     }
     // Knocked-on pairs may also look connected: the context is not the mesh it seems.
-    if (options.cancel) options.cancel->throw_if_cancelled();
+    throw_if_cancelled(options.cancel);
     result = context;
   });
   return result;
