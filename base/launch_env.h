@@ -20,7 +20,7 @@ inline constexpr const char* kRendezvousPort = "COHORT_RENDEZVOUS_PORT";
 // 64 hex characters (32 bytes): the per-job HMAC key. Never passed on a command line.
 inline constexpr const char* kSecret = "COHORT_SECRET";
 // Elastic mode: the worker's id for the whole job, given instead of the rank and size, which the
-// launcher assigns for each round (see discovery/elastic_protocol.h).
+// launcher assigns for each round (see rendezvous/elastic_protocol.h).
 inline constexpr const char* kWorkerId = "COHORT_WORKER_ID";
 
 }  // namespace cohort::env

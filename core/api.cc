@@ -167,7 +167,7 @@ void init() {
   if (config.elastic()) {
     EntryTimings timings;
     g_runtime = enter_round(config, connect_launcher(config), 0,
-                            {discovery::CheckIn::Kind::kStart, ""}, timings);
+                            {rendezvous::CheckIn::Kind::kStart, ""}, timings);
   } else {
     g_runtime = std::make_shared<Runtime>(config);
   }

@@ -8,7 +8,7 @@
 #include "base/log.h"
 #include "core/round_watch.h"
 #include "core/runtime.h"
-#include "discovery/rendezvous_client.h"
+#include "rendezvous/client.h"
 
 namespace cohort {
 namespace {
@@ -19,21 +19,21 @@ std::chrono::microseconds since(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
 }
 
-discovery::Assignment await_assignment(const Config& config, discovery::RendezvousClient& launcher,
-                                       int entry, const discovery::CheckIn& checkin) {
-  std::string key = discovery::assign_key(config.worker_id, entry);
+rendezvous::Assignment await_assignment(const Config& config, rendezvous::Store& launcher,
+                                        int entry, const rendezvous::CheckIn& checkin) {
+  std::string key = rendezvous::assign_key(config.worker_id, entry);
   try {
-    launcher.set(discovery::checkin_key(config.worker_id, entry),
-                 discovery::format_checkin(checkin));
-    return discovery::parse_assignment(launcher.get(key, config.elastic_timeout));
-  } catch (const discovery::RendezvousTimeout& e) {
+    launcher.set(rendezvous::checkin_key(config.worker_id, entry),
+                 rendezvous::format_checkin(checkin));
+    return rendezvous::parse_assignment(launcher.get(key, config.elastic_timeout));
+  } catch (const rendezvous::RendezvousTimeout& e) {
     throw InternalError("elastic worker '" + config.worker_id + "': no assignment '" + key +
-                        "' from the launcher at " + launcher.address() + " within " +
+                        "' from the launcher (" + launcher.describe() + ") within " +
                         std::to_string(config.elastic_timeout.count() / 1000.0) +
                         " s (COHORT_ELASTIC_TIMEOUT_SECONDS): " + e.what());
   } catch (const InvalidArgument& e) {
-    throw InternalError("elastic worker '" + config.worker_id + "': the launcher at " +
-                        launcher.address() + " sent a malformed assignment for '" + key +
+    throw InternalError("elastic worker '" + config.worker_id + "': the launcher (" +
+                        launcher.describe() + ") sent a malformed assignment for '" + key +
                         "': " + e.what());
   } catch (const InternalError&) {
     throw;
@@ -54,13 +54,13 @@ discovery::Assignment await_assignment(const Config& config, discovery::Rendezvo
 
 }  // namespace
 
-std::shared_ptr<discovery::RendezvousClient> connect_launcher(const Config& config) {
-  return std::make_shared<discovery::RendezvousClient>(config.rendezvous_addr,
-                                                       config.rendezvous_port, config.secret,
-                                                       config.timeout, discovery::kElasticScope);
+std::shared_ptr<rendezvous::Store> connect_launcher(const Config& config) {
+  return std::make_shared<rendezvous::RendezvousClient>(config.rendezvous_addr,
+                                                        config.rendezvous_port, config.secret,
+                                                        config.timeout, rendezvous::kElasticScope);
 }
 
-Config placed(Config config, const discovery::Assignment& a) {
+Config placed(Config config, const rendezvous::Assignment& a) {
   config.rank = a.rank;
   config.size = a.size;
   config.local_rank = a.local_rank;
@@ -71,12 +71,12 @@ Config placed(Config config, const discovery::Assignment& a) {
 }
 
 std::shared_ptr<Runtime> enter_round(const Config& config,
-                                     std::shared_ptr<discovery::RendezvousClient> launcher,
-                                     int entry, discovery::CheckIn checkin, EntryTimings& timings) {
+                                     std::shared_ptr<rendezvous::Store> launcher, int entry,
+                                     rendezvous::CheckIn checkin, EntryTimings& timings) {
   for (;; ++entry) {
     auto asked = Clock::now();
     maybe_inject_fault(config.fault_kill_at, config.worker_id, "checkin", entry);
-    discovery::Assignment assignment = await_assignment(config, *launcher, entry, checkin);
+    rendezvous::Assignment assignment = await_assignment(config, *launcher, entry, checkin);
     timings.assignment += since(asked);
     if (assignment.exit) leave_job(config, entry);
     maybe_inject_fault(config.fault_kill_at, config.worker_id, "assignment", entry);
@@ -94,7 +94,7 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
       timings.connect += since(connecting);
       log::warning("elastic worker '", config.worker_id, "': joining round ", assignment.round,
                    " failed (", e.what(), "); checking in again");
-      checkin = {discovery::CheckIn::Kind::kFailed, e.what()};
+      checkin = {rendezvous::CheckIn::Kind::kFailed, e.what()};
     }
   }
 }

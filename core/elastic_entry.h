@@ -1,6 +1,6 @@
 // How an elastic worker enters a round: it checks in with the launcher, waits for its
 // assignment and builds the round's Runtime from it. Used by init() (entry 0) and by the elastic
-// reset (entry n + 1); see discovery/elastic_protocol.h for the keys.
+// reset (entry n + 1); see rendezvous/elastic_protocol.h for the keys.
 #pragma once
 
 #include <memory>
@@ -13,10 +13,10 @@ namespace cohort {
 class Runtime;
 
 // A client of the launcher's rendezvous server in the elastic scope.
-std::shared_ptr<discovery::RendezvousClient> connect_launcher(const Config& config);
+std::shared_ptr<rendezvous::Store> connect_launcher(const Config& config);
 
 // `config` with the rank, size, local and cross placement of `assignment`.
-Config placed(Config config, const discovery::Assignment& assignment);
+Config placed(Config config, const rendezvous::Assignment& assignment);
 
 // Time spent in each phase of entering a round, summed over attempts.
 struct EntryTimings {
@@ -30,7 +30,7 @@ struct EntryTimings {
 // assignment does not come within config.elastic_timeout. A worker assigned "exit" leaves the
 // process here with status 0.
 std::shared_ptr<Runtime> enter_round(const Config& config,
-                                     std::shared_ptr<discovery::RendezvousClient> launcher,
-                                     int entry, discovery::CheckIn checkin, EntryTimings& timings);
+                                     std::shared_ptr<rendezvous::Store> launcher, int entry,
+                                     rendezvous::CheckIn checkin, EntryTimings& timings);
 
 }  // namespace cohort

@@ -6,20 +6,20 @@
 #include <memory>
 
 #include "cohort/elastic/run.h"
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 
 namespace cohort {
 
-namespace discovery {
-class RendezvousClient;
+namespace rendezvous {
+class Store;
 }
 
 struct Membership {
-  // The launcher's rendezvous server, scope discovery::kElasticScope.
-  std::shared_ptr<discovery::RendezvousClient> launcher;
+  // The launcher's rendezvous server, scope rendezvous::kElasticScope.
+  std::shared_ptr<rendezvous::Store> launcher;
   // This round's entry index n (elastic_protocol.h): also the number of resets so far.
   int entry = 0;
-  discovery::Assignment assignment;
+  rendezvous::Assignment assignment;
   elastic::ResetTimings last_reset;  // all zero before the first reset
 };
 

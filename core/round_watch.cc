@@ -2,8 +2,8 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
-#include "discovery/elastic_protocol.h"
-#include "discovery/rendezvous_client.h"
+#include "rendezvous/client.h"
+#include "rendezvous/elastic_protocol.h"
 
 namespace cohort {
 
@@ -16,10 +16,10 @@ RoundWatch::~RoundWatch() {
 }
 
 void RoundWatch::watch(const Config& config, int round) {
-  std::string key = discovery::abandon_key(round);
+  std::string key = rendezvous::abandon_key(round);
   try {
-    discovery::RendezvousClient launcher(config.rendezvous_addr, config.rendezvous_port,
-                                         config.secret, config.timeout, discovery::kElasticScope);
+    rendezvous::RendezvousClient launcher(config.rendezvous_addr, config.rendezvous_port,
+                                          config.secret, config.timeout, rendezvous::kElasticScope);
     std::string why = launcher.get(key, config.elastic_timeout, &done_);
     abandoned_.cancel("round " + std::to_string(round) +
                       " was abandoned by the launcher while it formed: " + why);

@@ -1,5 +1,5 @@
 // While an elastic worker joins a round, watches the launcher for the notice that the round was
-// abandoned (discovery/elastic_protocol.h: a member died or left it while it formed), and cancels
+// abandoned (rendezvous/elastic_protocol.h: a member died or left it while it formed), and cancels
 // the joining when it comes. Without it, the survivors waited in Gloo's connect, the control and
 // heartbeat accepts for a peer that had died, each for a whole COHORT_TIMEOUT_SECONDS.
 #pragma once

@@ -54,7 +54,7 @@ Runtime::Runtime(const Config& config, std::optional<Membership> membership,
       queue_([this] { control_.wake(); }) {
   fault_point("gloo-store");
   backend_ = make_backend(
-      config_, membership_ ? discovery::round_scope(membership_->assignment.round) : std::string(),
+      config_, membership_ ? rendezvous::round_scope(membership_->assignment.round) : std::string(),
       formation_, [this] { fault_point("gloo-pairs"); });
   backend_name_ = backend_->name();
   // The collectives below (topology, the stars' addresses) wait inside the backend.

@@ -15,14 +15,14 @@
 #include "cohort/errors.h"
 #include "discovery/elastic_roster.h"
 #include "discovery/elastic_timeouts.h"
-#include "discovery/hmac.h"
 #include "discovery/host_discovery.h"
 #include "discovery/job_report.h"
 #include "discovery/job_signals.h"
-#include "discovery/rendezvous_server.h"
 #include "discovery/seconds_text.h"
 #include "discovery/worker_env.h"
 #include "discovery/worker_group.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/server.h"
 
 namespace cohort::discovery {
 namespace {
@@ -45,13 +45,13 @@ bool exited_zero(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-const char* kind_word(CheckIn::Kind kind) {
+const char* kind_word(rendezvous::CheckIn::Kind kind) {
   switch (kind) {
-    case CheckIn::Kind::kStart:
+    case rendezvous::CheckIn::Kind::kStart:
       return "started";
-    case CheckIn::Kind::kFailed:
+    case rendezvous::CheckIn::Kind::kFailed:
       return "a collective failed";
-    case CheckIn::Kind::kInterrupted:
+    case rendezvous::CheckIn::Kind::kInterrupted:
       return "interrupted";
   }
   return "?";
@@ -91,7 +91,7 @@ class ElasticJob {
   Fd signals_;
   Fd checkins_;  // written by the rendezvous server when a worker checks in
   RendezvousEndpoint endpoint_;
-  std::unique_ptr<RendezvousServer> server_;
+  std::unique_ptr<rendezvous::RendezvousServer> server_;
   std::unique_ptr<HostDiscovery> discovery_;
   ElasticHosts hosts_;
   ElasticRoster roster_;
@@ -136,16 +136,18 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   checkins_ = make_eventfd();
   bool any_remote = options_.discovery_script.has_value();  // discovered hosts may be anywhere
   for (const auto& h : options_.fixed_hosts) any_remote = any_remote || !is_local_host(h.host);
-  endpoint_ = {rendezvous_bind_address(any_remote), 0, random_bytes(kSecretSize)};
+  endpoint_ = {rendezvous_bind_address(any_remote), 0,
+               rendezvous::random_bytes(rendezvous::kSecretSize)};
   int wake = checkins_.get();
-  RendezvousServerOptions server_options{
+  rendezvous::RendezvousServerOptions server_options{
       .max_get_wait = std::max(options_.start_timeout, options_.hosts.elastic_timeout),
       .on_set = [wake](const std::string& scope, const std::string& key) {
-        if (scope != kElasticScope || !key.starts_with("checkin/")) return;
+        if (scope != rendezvous::kElasticScope || !key.starts_with("checkin/")) return;
         uint64_t one = 1;
         [[maybe_unused]] ssize_t n = ::write(wake, &one, sizeof one);
       }};
-  server_ = std::make_unique<RendezvousServer>(endpoint_.addr, endpoint_.secret, server_options);
+  server_ = std::make_unique<rendezvous::RendezvousServer>(endpoint_.addr, endpoint_.secret,
+                                                           server_options);
   endpoint_.port = server_->port();
 }
 
@@ -240,14 +242,15 @@ void ElasticJob::collect_checkins() {
   drain_eventfd(checkins_.get());
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin) continue;
-    auto text = server_->lookup(checkin_key(std::to_string(id), w.entry), kElasticScope);
+    auto text = server_->lookup(rendezvous::checkin_key(std::to_string(id), w.entry),
+                                rendezvous::kElasticScope);
     if (!text) continue;
     try {
-      w.checkin = parse_checkin(*text);
+      w.checkin = rendezvous::parse_checkin(*text);
     } catch (const InvalidArgument& e) {
       log::warning(w.name(), " sent a check-in cohortrun does not understand (", e.what(),
                    "); taking it for a failed collective");
-      w.checkin = CheckIn{CheckIn::Kind::kFailed, "unreadable check-in"};
+      w.checkin = rendezvous::CheckIn{rendezvous::CheckIn::Kind::kFailed, "unreadable check-in"};
     }
     on_checkin(w);
   }
@@ -259,10 +262,10 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
   if (w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
   bool left_round = w.in_round;
   w.in_round = false;
-  if (left_round && w.checkin->kind != CheckIn::Kind::kStart) {
+  if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart) {
     abandon_round(w.name() + " left it (" + kind_word(w.checkin->kind) + ")");
   }
-  if (left_round && w.checkin->kind != CheckIn::Kind::kStart && !checkin_deadline_) {
+  if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart && !checkin_deadline_) {
     // The rest of its round is on its way (a failed collective fails everywhere, an interrupt
     // is raised at the same commit everywhere), but a frozen worker must not hold the job.
     checkin_deadline_ = steady_now() + options_.checkin_timeout;
@@ -424,8 +427,8 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   // on the server (core/round_watch.h): answering it now ends those requests, so their number
   // never grows past one round's members however many rounds the job goes through.
   if (round_ >= 0 && abandoned_round_ != round_) {
-    server_->set(abandon_key(round_), "superseded by round " + std::to_string(round_ + 1),
-                 kElasticScope);
+    server_->set(rendezvous::abandon_key(round_),
+                 "superseded by round " + std::to_string(round_ + 1), rendezvous::kElasticScope);
   }
   ++round_;
   members_.clear();
@@ -434,19 +437,19 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   for (const auto& slot : plan.slots) {
     ElasticWorker& w = *roster_.on_slot({slot.assignment.host, slot.slot});
     const SlotAssignment& a = slot.assignment;
-    Assignment assignment{.round = round_,
-                          .rank = a.rank,
-                          .size = a.size,
-                          .local_rank = a.local_rank,
-                          .local_size = a.local_size,
-                          .cross_rank = a.cross_rank,
-                          .cross_size = a.cross_size,
-                          .generation = generation_};
+    rendezvous::Assignment assignment{.round = round_,
+                                      .rank = a.rank,
+                                      .size = a.size,
+                                      .local_rank = a.local_rank,
+                                      .local_size = a.local_size,
+                                      .cross_rank = a.cross_rank,
+                                      .cross_size = a.cross_size,
+                                      .generation = generation_};
     w.rank = a.rank;
     w.in_round = true;
     workers_.relabel(w.id, w.label());
-    server_->set(assign_key(std::to_string(w.id), w.entry), format_assignment(assignment),
-                 kElasticScope);
+    server_->set(rendezvous::assign_key(std::to_string(w.id), w.entry),
+                 rendezvous::format_assignment(assignment), rendezvous::kElasticScope);
     w.checkin.reset();
     ++w.entry;
     members_.push_back(w.id);
@@ -460,7 +463,7 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
     if (w.running && !w.leaving && !w.finished && !w.in_round) tell_exit(w);
   }
   checkin_deadline_.reset();
-  if (round_ > 0) server_->clear_scope(round_scope(round_ - 1));
+  if (round_ > 0) server_->clear_scope(rendezvous::round_scope(round_ - 1));
   announce("round " + std::to_string(round_) + " (" + std::to_string(hosts_.resets()) +
            (hosts_.resets() == 1 ? " reset" : " resets") + "): size " +
            std::to_string(plan.slots.size()) + ": " + list);
@@ -481,7 +484,7 @@ void ElasticJob::notice_change() {
   if (noticed_round_ == round_) return;  // its members have been told already
   noticed_round_ = round_;
   ++generation_;
-  server_->set(notice_key(generation_), "", kElasticScope);
+  server_->set(rendezvous::notice_key(generation_), "", rendezvous::kElasticScope);
   log::info("published host notice ", generation_);
 }
 
@@ -490,7 +493,7 @@ void ElasticJob::notice_change() {
 void ElasticJob::abandon_round(const std::string& why) {
   if (round_ < 0 || abandoned_round_ == round_) return;
   abandoned_round_ = round_;
-  server_->set(abandon_key(round_), why, kElasticScope);
+  server_->set(rendezvous::abandon_key(round_), why, rendezvous::kElasticScope);
   log::info("abandoned round ", round_, ": ", why);
 }
 
@@ -498,8 +501,8 @@ void ElasticJob::tell_exit(ElasticWorker& w) {
   if (w.leaving) return;
   w.leaving = true;
   w.in_round = false;
-  server_->set(assign_key(std::to_string(w.id), w.entry), format_assignment({.exit = true}),
-               kElasticScope);
+  server_->set(rendezvous::assign_key(std::to_string(w.id), w.entry),
+               rendezvous::format_assignment({.exit = true}), rendezvous::kElasticScope);
   // One that has not checked in yet may still be finishing a step of its old round.
   w.leave_by = steady_now() + options_.checkin_timeout + options_.term_grace;
   announce(w.name() + " is not in the job any more; told it to exit");

@@ -10,17 +10,17 @@
 
 #include "discovery/clock.h"
 #include "discovery/elastic_hosts.h"
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 
 namespace cohort::discovery {
 
 struct ElasticWorker {
   int id = 0;
   SlotRef slot;
-  int entry = 0;                   // the entry it checks in with next, or has checked in with
-  std::optional<CheckIn> checkin;  // its check-in for `entry`, once made
-  std::optional<int> rank;         // its rank in the last round it was assigned to
-  bool in_round = false;           // a member of the current round that has not left it
+  int entry = 0;  // the entry it checks in with next, or has checked in with
+  std::optional<rendezvous::CheckIn> checkin;  // its check-in for `entry`, once made
+  std::optional<int> rank;                     // its rank in the last round it was assigned to
+  bool in_round = false;                       // a member of the current round that has not left it
   bool running = true;
   bool finished = false;                // exited 0 while still in the job
   bool leaving = false;                 // told to exit (or being stopped): its exit is no failure

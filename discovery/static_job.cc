@@ -3,12 +3,12 @@
 #include <memory>
 
 #include "base/log.h"
-#include "discovery/hmac.h"
 #include "discovery/job_signals.h"
-#include "discovery/rendezvous_server.h"
 #include "discovery/supervisor.h"
 #include "discovery/worker_env.h"
 #include "discovery/worker_launcher.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/server.h"
 
 namespace cohort::discovery {
 namespace {
@@ -32,8 +32,9 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   Fd signals = block_job_signals();
   RendezvousEndpoint endpoint{rendezvous_bind_address(any_remote(slots)), 0,
-                              random_bytes(kSecretSize)};
-  RendezvousServer server(endpoint.addr, endpoint.secret, {.max_get_wait = options.start_timeout});
+                              rendezvous::random_bytes(rendezvous::kSecretSize)};
+  rendezvous::RendezvousServer server(endpoint.addr, endpoint.secret,
+                                      {.max_get_wait = options.start_timeout});
   endpoint.port = server.port();
   log::info("rendezvous server on ", endpoint.addr, ":", endpoint.port, "; starting ", np,
             " workers");

@@ -5,7 +5,7 @@
 #include "base/launch_env.h"
 #include "base/net.h"
 #include "cohort/errors.h"
-#include "discovery/hmac.h"
+#include "rendezvous/hmac.h"
 
 namespace cohort::discovery {
 namespace {
@@ -52,14 +52,14 @@ std::string worker_listen_address(const std::string& host) {
 
 std::vector<std::string> elastic_worker_environment(const std::string& worker_id,
                                                     const std::string& host,
-                                                    const RendezvousEndpoint& rendezvous) {
+                                                    const RendezvousEndpoint& endpoint) {
   return {var(env::kWorkerId, worker_id), var(env::kHostname, worker_listen_address(host)),
-          var(env::kRendezvousAddr, rendezvous.addr), var(env::kRendezvousPort, rendezvous.port),
-          var(env::kSecret, to_hex(rendezvous.secret))};
+          var(env::kRendezvousAddr, endpoint.addr), var(env::kRendezvousPort, endpoint.port),
+          var(env::kSecret, rendezvous::to_hex(endpoint.secret))};
 }
 
 std::vector<std::string> worker_environment(const SlotAssignment& slot,
-                                            const RendezvousEndpoint& rendezvous) {
+                                            const RendezvousEndpoint& endpoint) {
   return {var(env::kRank, slot.rank),
           var(env::kSize, slot.size),
           var(env::kLocalRank, slot.local_rank),
@@ -67,9 +67,9 @@ std::vector<std::string> worker_environment(const SlotAssignment& slot,
           var(env::kCrossRank, slot.cross_rank),
           var(env::kCrossSize, slot.cross_size),
           var(env::kHostname, worker_listen_address(slot.host)),
-          var(env::kRendezvousAddr, rendezvous.addr),
-          var(env::kRendezvousPort, rendezvous.port),
-          var(env::kSecret, to_hex(rendezvous.secret))};
+          var(env::kRendezvousAddr, endpoint.addr),
+          var(env::kRendezvousPort, endpoint.port),
+          var(env::kSecret, rendezvous::to_hex(endpoint.secret))};
 }
 
 }  // namespace cohort::discovery

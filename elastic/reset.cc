@@ -9,7 +9,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::shared_ptr<Runtime> take_elastic_runtime(const discovery::CheckIn& why) {
+std::shared_ptr<Runtime> take_elastic_runtime(const rendezvous::CheckIn& why) {
   std::shared_ptr<Runtime> old = cohort::detail::take_runtime();
   if (!old) throw NotInitialized("elastic reset: cohort is not initialized");
   if (!old->membership()) {
@@ -27,8 +27,8 @@ std::shared_ptr<Runtime> take_elastic_runtime(const discovery::CheckIn& why) {
 // collectively: a rank that closed its connections at once could cut off a peer that has not yet
 // read the last collective's data (the host-update broadcast itself), turning that peer's
 // interrupt into a failure.
-void leave(Runtime& old, const discovery::CheckIn& why) {
-  if (why.kind == discovery::CheckIn::Kind::kInterrupted) {
+void leave(Runtime& old, const rendezvous::CheckIn& why) {
+  if (why.kind == rendezvous::CheckIn::Kind::kInterrupted) {
     old.shutdown();
   } else {
     old.abandon(why.reason.empty() ? "the runtime was reset" : why.reason);
@@ -41,7 +41,7 @@ double ms(std::chrono::microseconds d) {
 
 }  // namespace
 
-void reset(const discovery::CheckIn& why) {
+void reset(const rendezvous::CheckIn& why) {
   auto start = Clock::now();
   std::shared_ptr<Runtime> old = take_elastic_runtime(why);
   Config config = old->config();
@@ -63,7 +63,7 @@ void reset(const discovery::CheckIn& why) {
   timings.connect = entry_timings.connect;
   now.last_reset = timings;
   cohort::detail::install_runtime(next);
-  log::info("elastic reset ", now.entry, " (", discovery::format_checkin(why), "): rank ",
+  log::info("elastic reset ", now.entry, " (", rendezvous::format_checkin(why), "): rank ",
             timings.old_rank, " of ", timings.old_size, " -> rank ", timings.new_rank, " of ",
             timings.new_size, " in round ", timings.round, "; teardown ", ms(timings.teardown),
             " ms, assignment ", ms(timings.assignment), " ms, connect ", ms(timings.connect),

@@ -1,7 +1,7 @@
 // The elastic reset: leave the current round and join the next one in the same process.
 #pragma once
 
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 
 namespace cohort::elastic::detail {
 
@@ -10,6 +10,6 @@ namespace cohort::elastic::detail {
 // installs the Runtime of the round the launcher assigns. A worker assigned "exit" leaves the
 // process with status 0. Throws NotInitialized without a runtime, InternalError outside elastic
 // mode (the runtime is put back) or when the launcher does not answer.
-void reset(const discovery::CheckIn& why);
+void reset(const rendezvous::CheckIn& why);
 
 }  // namespace cohort::elastic::detail

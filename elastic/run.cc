@@ -5,8 +5,8 @@
 #include "cohort/cohort.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
-#include "discovery/rendezvous_client.h"
 #include "elastic/reset.h"
+#include "rendezvous/client.h"
 
 namespace cohort::elastic {
 namespace {
@@ -18,10 +18,10 @@ enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable 
 
 HostsAnswer ask_launcher(const Membership& m, std::string& error) {
   try {
-    m.launcher->get(discovery::notice_key(m.assignment.generation + 1),
+    m.launcher->get(rendezvous::notice_key(m.assignment.generation + 1),
                     std::chrono::milliseconds(0));
     return kUpdated;
-  } catch (const discovery::RendezvousTimeout&) {
+  } catch (const rendezvous::RendezvousTimeout&) {
     return kUnchanged;
   } catch (const Error& e) {
     error = e.what();
@@ -67,7 +67,7 @@ void run(State& state, const std::function<void(State&)>& fn) {
   const bool elastic = is_elastic();
   CommitHook hook(state);
   for (;;) {
-    discovery::CheckIn why;
+    rendezvous::CheckIn why;
     try {
       if (elastic) {
         auto rt = cohort::detail::current_runtime();
@@ -79,10 +79,10 @@ void run(State& state, const std::function<void(State&)>& fn) {
       return;
     } catch (const HostsUpdatedInterrupt& e) {
       if (!elastic) throw;
-      why = {discovery::CheckIn::Kind::kInterrupted, e.what()};
+      why = {rendezvous::CheckIn::Kind::kInterrupted, e.what()};
     } catch (const InternalError& e) {
       if (!elastic) throw;
-      why = {discovery::CheckIn::Kind::kFailed, e.what()};
+      why = {rendezvous::CheckIn::Kind::kFailed, e.what()};
     }
     // Outside the try: a reset that fails (the launcher is gone) ends run() with its error.
     if (state.has_commit()) state.restore();

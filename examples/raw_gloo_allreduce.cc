@@ -6,8 +6,9 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "core/config.h"
-#include "discovery/rendezvous_client.h"
 #include "raw_allreduce.h"
+#include "rendezvous/client.h"
+#include "rendezvous/gloo_store.h"
 
 namespace cohort::bench {
 namespace {
@@ -66,8 +67,8 @@ class NewApiRing final : public RawAllreduce {
 
 Context connect() {
   Config c = Config::from_environment();
-  discovery::RendezvousClient client(c.rendezvous_addr, c.rendezvous_port, c.secret, c.timeout);
-  discovery::RendezvousStore store(client, c.timeout);
+  rendezvous::RendezvousClient client(c.rendezvous_addr, c.rendezvous_port, c.secret, c.timeout);
+  rendezvous::GlooStore store(client, c.timeout);
   gloo::rendezvous::PrefixStore prefixed("bench-raw-gloo", store);
   gloo::transport::tcp::attr attr;
   attr.hostname = c.hostname;

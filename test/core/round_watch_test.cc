@@ -7,8 +7,8 @@
 
 #include "core/config.h"
 #include "core/round_watch.h"
-#include "discovery/elastic_protocol.h"
-#include "discovery/rendezvous_server.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/server.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;
@@ -29,12 +29,12 @@ Config launcher_at(int port) {
 }  // namespace
 
 TEST_CASE("a round watch fires with the launcher's reason when the round is abandoned") {
-  discovery::RendezvousServer server("127.0.0.1", kSecret);
+  rendezvous::RendezvousServer server("127.0.0.1", kSecret);
   RoundWatch watch(launcher_at(server.port()), 3);
   REQUIRE(server.await_waiting_gets(1, 10s));
   CHECK_FALSE(watch.abandoned().cancelled());
-  server.set(discovery::abandon_key(3), "worker 1 was killed by signal 9 (SIGKILL)",
-             discovery::kElasticScope);
+  server.set(rendezvous::abandon_key(3), "worker 1 was killed by signal 9 (SIGKILL)",
+             rendezvous::kElasticScope);
   pollfd fd{watch.abandoned().fd(), POLLIN, 0};
   REQUIRE(::poll(&fd, 1, 10'000) == 1);
   CHECK(watch.abandoned().reason() ==
@@ -43,13 +43,13 @@ TEST_CASE("a round watch fires with the launcher's reason when the round is aban
 }
 
 TEST_CASE("a round watch ends at once when the round is joined, and its request when answered") {
-  discovery::RendezvousServer server("127.0.0.1", kSecret);
+  rendezvous::RendezvousServer server("127.0.0.1", kSecret);
   {
     RoundWatch watch(launcher_at(server.port()), 5);
     REQUIRE(server.await_waiting_gets(1, 10s));
   }  // joined: the watcher hangs up at once, its request still waits on the server
   CHECK(server.authenticated() == 1);
   // What cohortrun does when it plans the next round.
-  server.set(discovery::abandon_key(5), "superseded by round 6", discovery::kElasticScope);
+  server.set(rendezvous::abandon_key(5), "superseded by round 6", rendezvous::kElasticScope);
   CHECK(server.await_authenticated_at_most(0, 10s));
 }

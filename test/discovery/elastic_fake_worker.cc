@@ -1,5 +1,5 @@
 // A stand-in elastic worker for the cohortrun elastic tests: it speaks the launcher side of
-// discovery/elastic_protocol.h and nothing else (no Gloo, no training). Each round it prints
+// rendezvous/elastic_protocol.h and nothing else (no Gloo, no training). Each round it prints
 //   worker <id> round <r> rank <k> size <s>
 // (after "worker <id> listens on <COHORT_HOSTNAME>" once at the start), and then waits for the
 // next host notice, as a real worker would learn of one at a commit.
@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "discovery/elastic_protocol.h"
-#include "discovery/hmac.h"
-#include "discovery/rendezvous_client.h"
+#include "rendezvous/client.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/hmac.h"
 
 namespace {
 
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 using namespace std::chrono_literals;
 
 struct Rule {

@@ -17,8 +17,8 @@
 #include <iterator>
 #include <string>
 
-#include "discovery/hmac.h"
-#include "discovery/rendezvous_client.h"
+#include "rendezvous/client.h"
+#include "rendezvous/hmac.h"
 
 namespace {
 
@@ -45,7 +45,7 @@ int print_env() {
 }
 
 int meet_everyone() {
-  using namespace cohort::discovery;
+  using namespace cohort::rendezvous;
   int rank = std::atoi(env_or("COHORT_RANK", "0"));
   int size = std::atoi(env_or("COHORT_SIZE", "1"));
   RendezvousClient client(env_or("COHORT_RENDEZVOUS_ADDR", ""),

@@ -1,5 +1,5 @@
 // A stand-in for cohortrun's elastic mode, to test the worker side of the elastic protocol
-// (discovery/elastic_protocol.h) on its own: it serves a real RendezvousServer, starts real
+// (rendezvous/elastic_protocol.h) on its own: it serves a real RendezvousServer, starts real
 // elastic_trainer processes with the elastic environment, waits for their check-ins (server-side
 // GETs, no polling), publishes assignments and host notices, and checks what the workers print.
 //
@@ -34,12 +34,12 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "discovery/elastic_protocol.h"
-#include "discovery/hmac.h"
 #include "discovery/job_report.h"
-#include "discovery/rendezvous_client.h"
-#include "discovery/rendezvous_server.h"
 #include "discovery/spawn.h"
+#include "rendezvous/client.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/server.h"
 #include "test/elastic/trainer_shape.h"
 
 extern char** environ;
@@ -48,6 +48,8 @@ namespace {
 
 using namespace cohort;
 using namespace cohort::discovery;
+using namespace cohort::rendezvous;
+using namespace cohort::rendezvous;
 using std::chrono::milliseconds;
 using Kind = CheckIn::Kind;
 

@@ -1,11 +1,11 @@
-// Elastic check-ins and assignments (discovery/elastic_protocol.h), the texts workers and the
+// Elastic check-ins and assignments (rendezvous/elastic_protocol.h), the texts workers and the
 // launcher exchange through the rendezvous server. The first input byte picks the parser; what
 // parses must format back to text that parses to the same thing.
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 #include "test/fuzz/fuzz_common.h"
 
 using namespace cohort;
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

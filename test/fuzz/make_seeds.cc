@@ -9,9 +9,9 @@
 
 #include "base/wire.h"
 #include "core/request.h"
-#include "discovery/elastic_protocol.h"
-#include "discovery/hmac.h"
-#include "discovery/rendezvous_protocol.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/protocol.h"
 #include "state/checkpoint_format.h"
 
 using namespace cohort;
@@ -90,8 +90,8 @@ void control_messages() {
   write("control_message", "program", 128 | 5, ops + std::string(view(mixed.bytes())));
 }
 
-void rendezvous() {
-  using namespace discovery;
+void rendezvous_messages() {
+  using namespace rendezvous;
   std::string secret(kSecretSize, 's');  // the harness's secret
   RendezvousRequest set{.op = RendezvousOp::kSet,
                         .nonce = std::string(kNonceSize, 'n'),
@@ -117,7 +117,7 @@ void rendezvous() {
 }
 
 void elastic_texts() {
-  using namespace discovery;
+  using namespace rendezvous;
   write("elastic_protocol", "checkin_start", 0, format_checkin({}));
   write("elastic_protocol", "checkin_failed", 0,
         format_checkin({CheckIn::Kind::kFailed, "allreduce 'g' failed: peer left"}));
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   request_lists();
   response_lists();
   control_messages();
-  rendezvous();
+  rendezvous_messages();
   elastic_texts();
   host_texts();
   checkpoint();

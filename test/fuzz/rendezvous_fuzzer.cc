@@ -1,13 +1,13 @@
-// Rendezvous requests and responses (discovery/rendezvous_protocol.h). The input's first byte
+// Rendezvous requests and responses (rendezvous/protocol.h). The input's first byte
 // picks the message and whether the harness signs it: an unsigned body exercises the MAC check,
 // a signed one reaches the parser behind it (as a peer that knows the job secret could). Every
 // refusal must be RendezvousRejected; an accepted message must survive sealing and opening again.
-#include "discovery/hmac.h"
-#include "discovery/rendezvous_protocol.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/protocol.h"
 #include "test/fuzz/fuzz_common.h"
 
 using namespace cohort;
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 
 namespace {
 

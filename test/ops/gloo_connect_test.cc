@@ -13,9 +13,10 @@
 
 #include "base/cancellation.h"
 #include "cohort/errors.h"
-#include "discovery/rendezvous_client.h"
-#include "discovery/rendezvous_server.h"
 #include "ops/gloo_backend.h"
+#include "rendezvous/client.h"
+#include "rendezvous/gloo_store.h"
+#include "rendezvous/server.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;
@@ -60,8 +61,8 @@ struct Signals {
 
 std::future<Clock::duration> connect_rank0(int port, const Cancellation& cancel, Signals& signals) {
   return std::async(std::launch::async, [port, &cancel, &signals] {
-    discovery::RendezvousClient client("127.0.0.1", port, kSecret, kGlooTimeout);
-    discovery::RendezvousStore store(client, kGlooTimeout, &cancel);
+    rendezvous::RendezvousClient client("127.0.0.1", port, kSecret, kGlooTimeout);
+    rendezvous::GlooStore store(client, kGlooTimeout, &cancel);
     SignallingStore signalling(store, signals.read_peer);
     auto start = Clock::now();
     CHECK_THROWS_WITH(
@@ -91,7 +92,7 @@ std::string pair_address(uint16_t port) {
 }  // namespace
 
 TEST_CASE("a cancelled Gloo connect ends at once while it waits for a peer's addresses") {
-  discovery::RendezvousServer server("127.0.0.1", kSecret);
+  rendezvous::RendezvousServer server("127.0.0.1", kSecret);
   Cancellation cancel;
   Signals signals;
   auto took = connect_rank0(server.port(), cancel, signals);
@@ -102,7 +103,7 @@ TEST_CASE("a cancelled Gloo connect ends at once while it waits for a peer's add
 }
 
 TEST_CASE("a cancelled Gloo connect ends at once while it listens for a peer that died") {
-  discovery::RendezvousServer server("127.0.0.1", kSecret);
+  rendezvous::RendezvousServer server("127.0.0.1", kSecret);
   // Rank 1 published its addresses and died before connecting. Its port compares above any of
   // rank 0's, so rank 0 is the pair's listening side: Gloo would wait there for its timeout.
   server.set("round/1", pair_address(65535));
@@ -116,11 +117,11 @@ TEST_CASE("a cancelled Gloo connect ends at once while it listens for a peer tha
 }
 
 TEST_CASE("a Gloo connect cancelled before it starts does not start") {
-  discovery::RendezvousServer server("127.0.0.1", kSecret);
+  rendezvous::RendezvousServer server("127.0.0.1", kSecret);
   Cancellation cancel;
   cancel.cancel("member 1 died");
-  discovery::RendezvousClient client("127.0.0.1", server.port(), kSecret, kGlooTimeout);
-  discovery::RendezvousStore store(client, kGlooTimeout, &cancel);
+  rendezvous::RendezvousClient client("127.0.0.1", server.port(), kSecret, kGlooTimeout);
+  rendezvous::GlooStore store(client, kGlooTimeout, &cancel);
   CHECK_THROWS_AS(ops::make_gloo_backend({.rank = 0, .size = 2, .cancel = &cancel}, store),
                   InternalError);
 }

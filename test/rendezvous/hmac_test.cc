@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "cohort/errors.h"
-#include "discovery/hmac.h"
+#include "rendezvous/hmac.h"
 
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 
 TEST_CASE("HMAC-SHA256 matches RFC 4231") {
   // Test case 1.

@@ -1,14 +1,14 @@
-#include "discovery/rendezvous_client.h"
+#include "rendezvous/client.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 
-#include "discovery/frame_io.h"
-#include "discovery/hmac.h"
+#include "rendezvous/frame_io.h"
+#include "rendezvous/hmac.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 RendezvousClient::RendezvousClient(std::string host, int port, std::string secret,
                                    std::chrono::milliseconds timeout, std::string scope)
@@ -80,8 +80,8 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono
   if (response.status == RendezvousStatus::kTimeout) {
     throw RendezvousTimeout(where + ": " + response.value);
   }
-  if (response.status != RendezvousStatus::kOk) throw Error(where + ": " + response.value);
-  return response;
+  if (response.status == RendezvousStatus::kStopping) throw Error(where + ": " + response.value);
+  return response;  // kOk, or kMismatch for the caller to read
 }
 
 void RendezvousClient::set(const std::string& key, const std::string& value,
@@ -95,23 +95,26 @@ std::string RendezvousClient::get(const std::string& key, std::chrono::milliseco
       .value;
 }
 
-void RendezvousStore::set(const std::string& key, const std::vector<char>& data) {
-  client_.set(key, std::string(data.begin(), data.end()), cancel_);
-}
-
-std::vector<char> RendezvousStore::get(const std::string& key) {
-  std::string value = client_.get(key, timeout_, cancel_);
-  return {value.begin(), value.end()};
-}
-
-void RendezvousStore::wait(const std::vector<std::string>& keys,
-                           const std::chrono::milliseconds& timeout) {
-  // One deadline for all keys: waiting for each in turn with what is left of it.
-  auto deadline = Clock::now() + timeout;
-  for (const auto& key : keys) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    client_.get(key, std::max(left, std::chrono::milliseconds(0)), cancel_);
+std::optional<std::string> RendezvousClient::lookup(const std::string& key,
+                                                    const Cancellation* cancel) {
+  try {
+    return get(key, std::chrono::milliseconds(0), cancel);
+  } catch (const RendezvousTimeout&) {
+    return std::nullopt;
   }
 }
 
-}  // namespace cohort::discovery
+bool RendezvousClient::compare_and_set(const std::string& key,
+                                       const std::optional<std::string>& expected,
+                                       const std::string& desired, const Cancellation* cancel) {
+  RendezvousRequest request{
+      .op = RendezvousOp::kCompareSet, .key = key, .value = desired, .expected = expected};
+  return call(std::move(request), {}, cancel).status == RendezvousStatus::kOk;
+}
+
+bool RendezvousClient::remove(const std::string& key, const Cancellation* cancel) {
+  return call({.op = RendezvousOp::kRemove, .key = key}, {}, cancel).status ==
+         RendezvousStatus::kOk;
+}
+
+}  // namespace cohort::rendezvous

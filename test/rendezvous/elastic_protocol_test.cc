@@ -1,11 +1,11 @@
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 
 #include <catch2/catch.hpp>
 
 #include "cohort/errors.h"
 
 using namespace cohort;
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 using Catch::Matchers::Contains;
 
 TEST_CASE("elastic protocol: keys name the worker and its entry", "[elastic_protocol]") {

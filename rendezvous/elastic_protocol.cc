@@ -1,4 +1,4 @@
-#include "discovery/elastic_protocol.h"
+#include "rendezvous/elastic_protocol.h"
 
 #include <charconv>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include "cohort/errors.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 namespace {
 
 constexpr std::string_view kStartWord = "start";
@@ -144,4 +144,4 @@ Assignment parse_assignment(std::string_view text) {
   return a;
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

@@ -33,7 +33,7 @@
 #include <string>
 #include <string_view>
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 // The rendezvous scope of the elastic keys above; it lives as long as the job.
 inline constexpr const char* kElasticScope = "elastic";
@@ -78,4 +78,4 @@ std::string format_assignment(const Assignment& assignment);
 // Throws InvalidArgument for a malformed or inconsistent assignment (rank outside [0, size), ...).
 Assignment parse_assignment(std::string_view text);
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

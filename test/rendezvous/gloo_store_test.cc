@@ -1,4 +1,4 @@
-// Gloo builds a full mesh through RendezvousStore, as the runtime does, and reduces over it.
+// Gloo builds a full mesh through GlooStore, as the runtime does, and reduces over it.
 #include <gloo/allreduce_halving_doubling.h>
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
@@ -8,10 +8,11 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "discovery/rendezvous_client.h"
-#include "discovery/rendezvous_server.h"
+#include "rendezvous/client.h"
+#include "rendezvous/gloo_store.h"
+#include "rendezvous/server.h"
 
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 using namespace std::chrono_literals;
 
 namespace {
@@ -20,7 +21,7 @@ const std::string kSecret(32, 'g');
 
 float reduce_as_rank(int port, int rank, int size) {
   RendezvousClient client("127.0.0.1", port, kSecret, 10s);
-  RendezvousStore store(client, 10s);
+  GlooStore store(client, 10s);
   gloo::rendezvous::PrefixStore prefixed("test", store);
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
@@ -54,7 +55,7 @@ TEST_CASE("Gloo connects a full mesh through the store and reduces over it") {
 TEST_CASE("the store's wait fails after its timeout naming the missing key") {
   RendezvousServer server("127.0.0.1", kSecret);
   RendezvousClient client("127.0.0.1", server.port(), kSecret, 5s);
-  RendezvousStore store(client, 5s);
+  GlooStore store(client, 5s);
   store.set("here", {'x'});
   CHECK(store.get("here") == std::vector<char>{'x'});
   CHECK_THROWS_WITH(store.wait({"here", "missing"}, 50ms),

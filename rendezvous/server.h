@@ -27,10 +27,11 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "discovery/frame_io.h"
-#include "discovery/rendezvous_protocol.h"
+#include "rendezvous/frame_io.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/store.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 struct RendezvousServerOptions {
   // The longest a GET may wait on the server, whatever the client asks.
@@ -45,7 +46,8 @@ struct RendezvousServerOptions {
   // the oldest one (of that address first) is dropped to make room for the newest.
   int max_unauthenticated = 64;
   int max_unauthenticated_per_address = 16;
-  // Called after a client's SET has been stored, before the client gets its answer, on the
+  // Called after a client's request changed a key (a SET, a compare-and-set that matched, a
+  // REMOVE), before the client gets its answer, on the
   // connection's thread and outside the server's lock (so it may call the server). Elastic mode
   // uses it to wake its event loop when a worker checks in. Must not block.
   std::function<void(const std::string& scope, const std::string& key)> on_set;
@@ -65,10 +67,18 @@ class RendezvousServer {
   void stop();
   // Forgets every key of `scope` (elastic mode: a finished round).
   void clear_scope(const std::string& scope);
-  // The launcher's own access to the store, without a connection: set() wakes the GETs waiting
-  // for `key` (on_set is for clients' SETs and is not called); lookup() never waits.
+  // The launcher's own access to the store, without a connection, as a Store over one scope.
+  // Its set() wakes the GETs waiting for the key (on_set is for clients' SETs and is not called).
+  // The server must outlive it.
+  std::unique_ptr<Store> store(std::string scope);
+  // The same, one call at a time (Store's meanings; `get` waits in this process).
   void set(const std::string& key, const std::string& value, const std::string& scope = "");
   std::optional<std::string> lookup(const std::string& key, const std::string& scope = "") const;
+  std::string get(const std::string& key, const std::string& scope, std::chrono::milliseconds wait,
+                  const Cancellation* cancel = nullptr);
+  bool compare_and_set(const std::string& key, const std::optional<std::string>& expected,
+                       const std::string& desired, const std::string& scope = "");
+  bool remove(const std::string& key, const std::string& scope = "");
 
   // For tests and logs: rejected requests and connections dropped before they authenticated, so
   // far; and whether `key` is set in `scope`.
@@ -113,6 +123,11 @@ class RendezvousServer {
   RendezvousResponse handle(const RendezvousRequest& request);
   RendezvousResponse handle_get(const RendezvousRequest& request,
                                 std::unique_lock<std::mutex>& lock);
+  // Under mutex_: the key's value, if set; the store operations that change keys.
+  std::optional<std::string> find_locked(const std::string& scope, const std::string& key) const;
+  void set_locked(const std::string& scope, const std::string& key, const std::string& value);
+  bool compare_and_set_locked(const RendezvousRequest& request);
+  bool remove_locked(const std::string& scope, const std::string& key);
   // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
   // nonce otherwise.
   void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
@@ -138,4 +153,4 @@ class RendezvousServer {
   std::thread acceptor_;
 };
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

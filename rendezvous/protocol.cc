@@ -1,9 +1,9 @@
-#include "discovery/rendezvous_protocol.h"
+#include "rendezvous/protocol.h"
 
 #include "base/wire.h"
-#include "discovery/hmac.h"
+#include "rendezvous/hmac.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 namespace {
 
 std::string to_string(std::vector<std::byte>& bytes) {
@@ -53,6 +53,8 @@ std::string seal_request(std::string_view secret, const RendezvousRequest& r) {
   w.str(r.scope);
   w.str(r.key);
   w.str(r.value);
+  w.u8(r.expected ? 1 : 0);
+  w.str(r.expected.value_or(""));
   w.i64(r.timeout_ms);
   return seal(secret, to_string(w.bytes()));
 }
@@ -65,7 +67,7 @@ RendezvousRequest read_request(wire::Reader& rd) {
                         std::to_string(kProtocolVersion));
   }
   uint8_t op = rd.u8();
-  if (op != 1 && op != 2) throw InternalError("unknown operation " + std::to_string(op));
+  if (op < 1 || op > 4) throw InternalError("unknown operation " + std::to_string(op));
   r.op = static_cast<RendezvousOp>(op);
   r.nonce = rd.str();
   if (r.nonce.size() != kNonceSize) throw InternalError("bad nonce size");
@@ -76,6 +78,10 @@ RendezvousRequest read_request(wire::Reader& rd) {
     throw InternalError("key or scope longer than " + std::to_string(kMaxKeySize) + " bytes");
   }
   r.value = rd.str();
+  uint8_t has_expected = rd.u8();
+  if (has_expected > 1) throw InternalError("bad expected-value flag");
+  std::string expected = rd.str();
+  if (has_expected) r.expected = std::move(expected);
   r.timeout_ms = rd.i64();
   return r;
 }
@@ -100,11 +106,11 @@ RendezvousResponse open_response(std::string_view secret, std::string_view seale
     if (rd.u8() != kProtocolVersion) throw InternalError("unknown protocol version");
     r.nonce = rd.str();
     uint8_t status = rd.u8();
-    if (status > 2) throw InternalError("unknown status " + std::to_string(status));
+    if (status > 3) throw InternalError("unknown status " + std::to_string(status));
     r.status = static_cast<RendezvousStatus>(status);
     r.value = rd.str();
     return r;
   });
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

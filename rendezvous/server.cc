@@ -1,4 +1,4 @@
-#include "discovery/rendezvous_server.h"
+#include "rendezvous/server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,9 +13,9 @@
 #include <cstring>
 
 #include "base/log.h"
-#include "discovery/frame_io.h"
+#include "rendezvous/frame_io.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
@@ -93,18 +93,80 @@ void RendezvousServer::clear_scope(const std::string& scope) {
 void RendezvousServer::set(const std::string& key, const std::string& value,
                            const std::string& scope) {
   std::lock_guard lock(mutex_);
-  scopes_[scope][key] = value;
-  changed_.notify_all();
+  set_locked(scope, key, value);
 }
 
 std::optional<std::string> RendezvousServer::lookup(const std::string& key,
                                                     const std::string& scope) const {
   std::lock_guard lock(mutex_);
+  return find_locked(scope, key);
+}
+
+std::string RendezvousServer::get(const std::string& key, const std::string& scope,
+                                  std::chrono::milliseconds wait, const Cancellation* cancel) {
+  // Declared before the lock, so that it is removed after the lock is released: the hook takes
+  // the lock to wake this wait.
+  CancelHook hook(cancel, [this](const std::string&) {
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  });
+  std::unique_lock lock(mutex_);
+  auto cancelled = [cancel] { return cancel && cancel->cancelled(); };
+  std::optional<std::string> value;
+  changed_.wait_for(lock, wait, [&] {
+    value = find_locked(scope, key);
+    return value || stopping_ || cancelled();
+  });
+  lock.unlock();
+  throw_if_cancelled(cancel);
+  if (value) return *value;
+  if (stopping_) throw Error("the rendezvous server is stopping");
+  throw RendezvousTimeout("key '" + key + "' was not set within " + std::to_string(wait.count()) +
+                          " ms");
+}
+
+bool RendezvousServer::compare_and_set(const std::string& key,
+                                       const std::optional<std::string>& expected,
+                                       const std::string& desired, const std::string& scope) {
+  std::lock_guard lock(mutex_);
+  return compare_and_set_locked({.op = RendezvousOp::kCompareSet,
+                                 .scope = scope,
+                                 .key = key,
+                                 .value = desired,
+                                 .expected = expected});
+}
+
+bool RendezvousServer::remove(const std::string& key, const std::string& scope) {
+  std::lock_guard lock(mutex_);
+  return remove_locked(scope, key);
+}
+
+std::optional<std::string> RendezvousServer::find_locked(const std::string& scope,
+                                                         const std::string& key) const {
   auto it = scopes_.find(scope);
   if (it == scopes_.end()) return std::nullopt;
   auto value = it->second.find(key);
   if (value == it->second.end()) return std::nullopt;
   return value->second;
+}
+
+void RendezvousServer::set_locked(const std::string& scope, const std::string& key,
+                                  const std::string& value) {
+  scopes_[scope][key] = value;
+  changed_.notify_all();
+}
+
+bool RendezvousServer::compare_and_set_locked(const RendezvousRequest& r) {
+  auto current = find_locked(r.scope, r.key);
+  if (current == r.value) return true;  // idempotent: a client's retry of one that matched
+  if (current != r.expected) return false;
+  set_locked(r.scope, r.key, r.value);
+  return true;
+}
+
+bool RendezvousServer::remove_locked(const std::string& scope, const std::string& key) {
+  auto it = scopes_.find(scope);
+  return it != scopes_.end() && it->second.erase(key) > 0;
 }
 
 int RendezvousServer::rejected() const {
@@ -321,7 +383,7 @@ void RendezvousServer::serve_frames(int fd, SignedHeader header) {
     RendezvousRequest request = open_request(secret_, sealed);
     check_fresh(request.timestamp_ms, request.nonce, "request");
     RendezvousResponse response = handle(request);
-    if (request.op == RendezvousOp::kSet && response.status == RendezvousStatus::kOk &&
+    if (request.op != RendezvousOp::kGet && response.status == RendezvousStatus::kOk &&
         options_.on_set) {
       options_.on_set(request.scope, request.key);
     }
@@ -373,10 +435,20 @@ RendezvousResponse RendezvousServer::handle(const RendezvousRequest& request) {
             .status = RendezvousStatus::kStopping,
             .value = "the rendezvous server is stopping"};
   }
-  if (request.op == RendezvousOp::kGet) return handle_get(request, lock);
-  scopes_[request.scope][request.key] = request.value;
-  changed_.notify_all();
-  return {.nonce = request.nonce, .status = RendezvousStatus::kOk};
+  RendezvousResponse ok{.nonce = request.nonce, .status = RendezvousStatus::kOk};
+  RendezvousResponse mismatch{.nonce = request.nonce, .status = RendezvousStatus::kMismatch};
+  switch (request.op) {
+    case RendezvousOp::kGet:
+      return handle_get(request, lock);
+    case RendezvousOp::kSet:
+      set_locked(request.scope, request.key, request.value);
+      return ok;
+    case RendezvousOp::kCompareSet:
+      return compare_and_set_locked(request) ? ok : mismatch;
+    case RendezvousOp::kRemove:
+      return remove_locked(request.scope, request.key) ? ok : mismatch;
+  }
+  return mismatch;  // open_request admits no other operation
 }
 
 RendezvousResponse RendezvousServer::handle_get(const RendezvousRequest& request,
@@ -406,4 +478,4 @@ RendezvousResponse RendezvousServer::handle_get(const RendezvousRequest& request
   return response;
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

@@ -1,4 +1,4 @@
-#include "discovery/frame_io.h"
+#include "rendezvous/frame_io.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -12,9 +12,9 @@
 
 #include "base/net.h"
 #include "cohort/errors.h"
-#include "discovery/hmac.h"
+#include "rendezvous/hmac.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 namespace {
 
 // poll()'s timeout; time_point::max() means no deadline (-1) rather than an overflow.
@@ -140,9 +140,9 @@ std::string read_frame(int fd, size_t max_size, Clock::time_point deadline) {
   return payload;
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 namespace {
 
 // Distinguishes a header's MAC from any other MAC made with the job secret.
@@ -214,4 +214,4 @@ std::string read_bytes(int fd, size_t n, Clock::time_point deadline) {
   return out;
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

@@ -1,4 +1,4 @@
-#include "discovery/hmac.h"
+#include "rendezvous/hmac.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -7,7 +7,7 @@
 
 #include "cohort/errors.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 std::string hmac_sha256(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
@@ -56,4 +56,4 @@ std::string from_hex(std::string_view hex) {
   return out;
 }
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

@@ -12,12 +12,12 @@
 
 #include "base/cancellation.h"
 #include "cohort/errors.h"
-#include "discovery/frame_io.h"
-#include "discovery/rendezvous_client.h"
-#include "discovery/rendezvous_server.h"
+#include "rendezvous/client.h"
+#include "rendezvous/frame_io.h"
+#include "rendezvous/server.h"
 
 using namespace cohort;
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 using namespace std::chrono_literals;
 
 namespace {

@@ -10,12 +10,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "cohort/errors.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 // A request or response that fails authentication or parsing. Nothing was changed.
 class RendezvousRejected : public Error {
@@ -29,14 +30,16 @@ class RendezvousTimeout : public Error {
   using Error::Error;
 };
 
-inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr uint8_t kProtocolVersion = 2;
 inline constexpr uint32_t kMaxRendezvousFrame = 1u << 20;
 inline constexpr size_t kMaxKeySize = 1024;
 inline constexpr size_t kNonceSize = 16;
 inline constexpr std::chrono::seconds kReplayWindow{60};
 
-enum class RendezvousOp : uint8_t { kSet = 1, kGet = 2 };
-enum class RendezvousStatus : uint8_t { kOk = 0, kTimeout = 1, kStopping = 2 };
+enum class RendezvousOp : uint8_t { kSet = 1, kGet = 2, kCompareSet = 3, kRemove = 4 };
+// kMismatch: a compare-and-set whose expected value was not the key's, or a remove of a key that
+// was not set; nothing changed.
+enum class RendezvousStatus : uint8_t { kOk = 0, kTimeout = 1, kStopping = 2, kMismatch = 3 };
 
 struct RendezvousRequest {
   RendezvousOp op = RendezvousOp::kGet;
@@ -44,8 +47,9 @@ struct RendezvousRequest {
   int64_t timestamp_ms = 0;  // milliseconds since the Unix epoch
   std::string scope;
   std::string key;
-  std::string value;       // for kSet
-  int64_t timeout_ms = 0;  // for kGet: how long the server may wait for the key
+  std::string value;                    // for kSet and kCompareSet (the desired value)
+  std::optional<std::string> expected;  // for kCompareSet: nullopt when the key must be unset
+  int64_t timeout_ms = 0;               // for kGet: how long the server may wait for the key
 };
 
 struct RendezvousResponse {
@@ -63,4 +67,4 @@ std::string seal_response(std::string_view secret, const RendezvousResponse& res
 RendezvousRequest open_request(std::string_view secret, std::string_view sealed);
 RendezvousResponse open_response(std::string_view secret, std::string_view sealed);
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

@@ -13,13 +13,13 @@
 
 #include "base/log.h"
 #include "base/net.h"
-#include "discovery/frame_io.h"
-#include "discovery/hmac.h"
-#include "discovery/rendezvous_client.h"
-#include "discovery/rendezvous_server.h"
+#include "rendezvous/client.h"
+#include "rendezvous/frame_io.h"
+#include "rendezvous/hmac.h"
+#include "rendezvous/server.h"
 
 using namespace cohort;
-using namespace cohort::discovery;
+using namespace cohort::rendezvous;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 

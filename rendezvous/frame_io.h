@@ -16,7 +16,7 @@
 #include "base/fd.h"
 #include "cohort/errors.h"
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 using Clock = std::chrono::steady_clock;
 
@@ -65,4 +65,4 @@ SignedHeader open_signed_header(std::string_view secret, std::string_view header
 // FrameError when it closed or stalled midway, Error otherwise.
 std::string read_bytes(int fd, size_t n, Clock::time_point deadline);
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous

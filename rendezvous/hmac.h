@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace cohort::discovery {
+namespace cohort::rendezvous {
 
 inline constexpr size_t kMacSize = 32;
 inline constexpr size_t kSecretSize = 32;
@@ -21,4 +21,4 @@ std::string to_hex(std::string_view bytes);
 // Throws InvalidArgument on an odd length or a non-hex character.
 std::string from_hex(std::string_view hex);
 
-}  // namespace cohort::discovery
+}  // namespace cohort::rendezvous
