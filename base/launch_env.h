@@ -1,6 +1,11 @@
 // The environment variables through which a launcher (cohortrun) hands a worker its place in the
-// job. Named once here so the launcher that writes them and the runtime that reads them agree.
+// job, named once here so the launcher that writes them and the runtime that reads them agree; and
+// which launcher started this process, told by the variables it set.
 #pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
 
 namespace cohort::env {
 
@@ -22,5 +27,21 @@ inline constexpr const char* kSecret = "COHORT_SECRET";
 // Elastic mode: the worker's id for the whole job, given instead of the rank and size, which the
 // launcher assigns for each round (see rendezvous/elastic_protocol.h).
 inline constexpr const char* kWorkerId = "COHORT_WORKER_ID";
+
+// Set by Open MPI's mpirun (the second by its PMIx server) for every process it starts.
+inline constexpr const char* kOmpiWorldSize = "OMPI_COMM_WORLD_SIZE";
+inline constexpr const char* kPmixRank = "PMIX_RANK";
+
+// Reads one variable; tests pass a map instead of the process's environment.
+using Getenv = std::function<std::optional<std::string>(const char* name)>;
+std::optional<std::string> process_getenv(const char* name);
+
+enum class Launcher { kNone, kCohortrun, kMpirun };
+
+// Open MPI's mpirun started this process: OMPI_COMM_WORLD_SIZE or PMIX_RANK is set.
+bool launched_by_mpirun(const Getenv& getenv);
+// cohortrun where COHORT_RANK or COHORT_WORKER_ID is set (whatever else is), else mpirun, else
+// none: a world of one.
+Launcher detect_launcher(const Getenv& getenv);
 
 }  // namespace cohort::env

@@ -28,6 +28,19 @@ sockaddr_in resolve_ipv4(const std::string& host, int port) {
   return addr;
 }
 
+std::string address_text(const sockaddr_in& addr) {
+  char ip[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+}
+
+std::string local_address(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return address_text(addr);
+}
+
 std::string local_host_name() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);

@@ -11,6 +11,11 @@ namespace cohort::net {
 // naming the host when it cannot be resolved.
 sockaddr_in resolve_ipv4(const std::string& host, int port);
 
+// "ip:port".
+std::string address_text(const sockaddr_in& addr);
+// The "ip:port" a bound socket listens on or connects from (getsockname).
+std::string local_address(int fd);
+
 // This machine's host name (gethostname).
 std::string local_host_name();
 

@@ -2,18 +2,17 @@
 
 #include <cstring>
 
-#include "cohort/errors.h"
-
 namespace cohort::wire {
 
-void Writer::raw(const void* data, size_t n) {
-  const auto* p = static_cast<const std::byte*>(data);
-  bytes_.insert(bytes_.end(), p, p + n);
+void Writer::put(const void* data, size_t n) {
+  size_t at = bytes_.size();
+  bytes_.resize(at + n);
+  if (n > 0) std::memcpy(bytes_.data() + at, data, n);
 }
 
-void Writer::str(const std::string& s) {
-  u32(static_cast<uint32_t>(s.size()));
-  raw(s.data(), s.size());
+void Writer::str(std::string_view s) {
+  u64(s.size());
+  put(s.data(), s.size());
 }
 
 void Writer::i64s(const std::vector<int64_t>& values) {
@@ -24,76 +23,67 @@ void Writer::u32s(const std::vector<uint32_t>& values) {
   numbers(values);
 }
 
-void Reader::raw(void* out, size_t n) {
-  if (n > bytes_.size() - pos_) {
-    throw InternalError("malformed control message: needed " + std::to_string(n) +
-                        " more bytes at offset " + std::to_string(pos_) + " of " +
-                        std::to_string(bytes_.size()));
+std::span<const std::byte> Reader::raw(uint64_t n) {
+  if (n > remaining()) {
+    throw MalformedBytes("truncated: needed " + std::to_string(n) + " more bytes at offset " +
+                         std::to_string(pos_) + " of " + std::to_string(bytes_.size()));
   }
-  std::memcpy(out, bytes_.data() + pos_, n);
+  auto out = bytes_.subspan(pos_, n);
   pos_ += n;
+  return out;
 }
 
-size_t Reader::checked_length(uint32_t count, size_t width, const char* what,
-                              const char* unit) const {
-  // count < 2^32 and width <= 8: the product cannot overflow a 64-bit size_t.
-  size_t n = static_cast<size_t>(count) * width;
-  if (n > bytes_.size() - pos_) {
-    throw InternalError("malformed control message: " + std::string(what) + " of " +
-                        std::to_string(count) + " " + unit + " at offset " + std::to_string(pos_) +
-                        " needs " + std::to_string(n) + " bytes but only " +
-                        std::to_string(bytes_.size() - pos_) + " remain");
-  }
-  return n;
+template <typename T>
+T Reader::fixed() {
+  T v;
+  std::memcpy(&v, raw(sizeof v).data(), sizeof v);
+  return v;
 }
 
 uint8_t Reader::u8() {
-  uint8_t v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<uint8_t>();
 }
 uint32_t Reader::u32() {
-  uint32_t v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<uint32_t>();
 }
 int32_t Reader::i32() {
-  int32_t v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<int32_t>();
 }
 int64_t Reader::i64() {
-  int64_t v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<int64_t>();
 }
 uint64_t Reader::u64() {
-  uint64_t v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<uint64_t>();
 }
 double Reader::f64() {
-  double v;
-  raw(&v, sizeof v);
-  return v;
+  return fixed<double>();
 }
 
-// Lengths are checked against the bytes that remain before anything is allocated: a 4-byte
-// length must not make a short message allocate gigabytes.
+// Lengths are checked against the bytes that remain before anything is allocated: an 8-byte
+// length must not make a short message allocate gigabytes. Divided, not multiplied: a u64 count
+// times the width could overflow.
+size_t Reader::checked_length(uint64_t count, size_t width, const char* what,
+                              const char* unit) const {
+  if (count > remaining() / width) {
+    throw MalformedBytes(std::string(what) + " of " + std::to_string(count) + " " + unit +
+                         " at offset " + std::to_string(pos_) + " is longer than the rest: only " +
+                         std::to_string(remaining()) + " remain");
+  }
+  return static_cast<size_t>(count) * width;
+}
+
 std::string Reader::str() {
-  uint32_t count = u32();
-  size_t n = checked_length(count, 1, "a string", "bytes");
-  std::string s(n, '\0');
-  raw(s.data(), n);
-  return s;
+  uint64_t count = u64();
+  auto b = raw(checked_length(count, 1, "a string", "bytes"));
+  return {reinterpret_cast<const char*>(b.data()), b.size()};
 }
 
 template <typename T>
 std::vector<T> Reader::numbers() {
-  uint32_t count = u32();
-  size_t n = checked_length(count, sizeof(T), "a list", "numbers");
-  std::vector<T> values(count);
-  if (n > 0) raw(values.data(), n);
+  uint64_t count = u64();
+  auto b = raw(checked_length(count, sizeof(T), "a list", "numbers"));
+  std::vector<T> values(static_cast<size_t>(count));
+  if (!b.empty()) std::memcpy(values.data(), b.data(), b.size());
   return values;
 }
 
@@ -107,8 +97,7 @@ std::vector<uint32_t> Reader::u32s() {
 
 void Reader::expect_done() const {
   if (!done()) {
-    throw InternalError("malformed control message: " + std::to_string(bytes_.size() - pos_) +
-                        " unexpected trailing bytes");
+    throw MalformedBytes(std::to_string(remaining()) + " unexpected trailing bytes");
   }
 }
 

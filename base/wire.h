@@ -1,37 +1,59 @@
-// Byte-level encoding for control messages: little-endian integers, length-prefixed strings.
-// The reader checks every length against what is left before it allocates or reads, so a corrupt
-// or hostile message raises InternalError instead of reading out of bounds or allocating more
-// than the message holds.
+// The project's one byte codec: little-endian fixed-width integers, strings and lists behind a
+// u64 length, raw byte runs. Control messages and the rendezvous protocol (between processes of
+// one build) use it, and so do the state layer's records and checkpoint files, whose bytes on disk
+// it must therefore keep (state/checkpoint_format.h).
+//
+// The reader checks every length against what is left before it allocates or reads, so corrupt or
+// hostile bytes raise MalformedBytes instead of reading out of bounds or allocating more than the
+// input holds. Callers turn MalformedBytes into the error their context calls for.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "cohort/errors.h"
 
 namespace cohort::wire {
 
+static_assert(std::endian::native == std::endian::little,
+              "messages, records and checkpoints are in the machine's (little-endian) order");
+
+// Bytes that do not decode.
+class MalformedBytes : public Error {
+ public:
+  using Error::Error;
+};
+
 class Writer {
  public:
-  void u8(uint8_t v) { bytes_.push_back(static_cast<std::byte>(v)); }
-  void u32(uint32_t v) { raw(&v, sizeof v); }
-  void i32(int32_t v) { raw(&v, sizeof v); }
-  void i64(int64_t v) { raw(&v, sizeof v); }
-  void u64(uint64_t v) { raw(&v, sizeof v); }
-  void f64(double v) { raw(&v, sizeof v); }
-  void str(const std::string& s);
+  void u8(uint8_t v) { put(&v, sizeof v); }
+  void u32(uint32_t v) { put(&v, sizeof v); }
+  void i32(int32_t v) { put(&v, sizeof v); }
+  void i64(int64_t v) { put(&v, sizeof v); }
+  void u64(uint64_t v) { put(&v, sizeof v); }
+  void f64(double v) { put(&v, sizeof v); }
+  void str(std::string_view s);
+  void raw(std::span<const std::byte> bytes) { put(bytes.data(), bytes.size()); }
   void i64s(const std::vector<int64_t>& values);
   void u32s(const std::vector<uint32_t>& values);
 
+  const std::vector<std::byte>& bytes() const { return bytes_; }
   std::vector<std::byte>& bytes() { return bytes_; }
 
  private:
-  void raw(const void* data, size_t n);
+  // Out of line on purpose: inlined where the size is a constant, GCC 12 at -O3 reports writes
+  // out of bounds inside std::vector's growth that cannot happen (-Warray-bounds and
+  // -Wstringop-overflow false positives), which -Werror turns into a failed Release build.
+  [[gnu::noinline]] void put(const void* data, size_t n);
   template <typename T>
   void numbers(const std::vector<T>& values) {
-    u32(static_cast<uint32_t>(values.size()));
-    raw(values.data(), values.size() * sizeof(T));
+    u64(values.size());
+    put(values.data(), values.size() * sizeof(T));
   }
   std::vector<std::byte> bytes_;
 };
@@ -49,19 +71,39 @@ class Reader {
   std::string str();
   std::vector<int64_t> i64s();
   std::vector<uint32_t> u32s();
+  // The next `n` bytes, in place.
+  std::span<const std::byte> raw(uint64_t n);
 
+  size_t remaining() const { return bytes_.size() - pos_; }
   bool done() const { return pos_ == bytes_.size(); }
-  // Throws unless every byte was consumed: trailing bytes mean the peers disagree on the format.
+  // Throws unless every byte was consumed: trailing bytes mean the two sides disagree on the
+  // format.
   void expect_done() const;
 
  private:
-  void raw(void* out, size_t n);
+  template <typename T>
+  T fixed();
   // The byte size of `count` items of `width` bytes; throws unless that many bytes remain.
-  size_t checked_length(uint32_t count, size_t width, const char* what, const char* unit) const;
+  size_t checked_length(uint64_t count, size_t width, const char* what, const char* unit) const;
   template <typename T>
   std::vector<T> numbers();
   std::span<const std::byte> bytes_;
   size_t pos_ = 0;
 };
+
+// Decodes the whole of `bytes` with `read(Reader&)`, which may throw MalformedBytes too. Bytes
+// that do not decode, or are left over, raise `Refusal` ("<what>: <reason>"): the error the
+// caller's context calls for.
+template <typename Refusal, typename Read>
+auto decode(std::span<const std::byte> bytes, std::string_view what, Read&& read) {
+  Reader rd(bytes);
+  try {
+    auto out = read(rd);
+    rd.expect_done();
+    return out;
+  } catch (const MalformedBytes& e) {
+    throw Refusal(std::string(what) + ": " + e.what());
+  }
+}
 
 }  // namespace cohort::wire

@@ -8,9 +8,10 @@
 
 #include "base/log.h"
 #include "cohort/cohort.h"
-#include "core/elastic_entry.h"
+#include "core/elastic_join.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
+#include "ops/device_backend.h"
 
 namespace cohort {
 namespace {
@@ -77,9 +78,7 @@ void check_device(const std::string& name, OpType type, const Tensor& t) {
   if (t.device < kCpuDevice) {
     throw InvalidArgument(what + "device " + std::to_string(t.device) + " is not a device");
   }
-#if !COHORT_HAVE_NCCL
-  throw InvalidArgument(what + "a CUDA device tensor, but this Cohort was built without NCCL");
-#endif
+  ops::require_device_backend(what);
 }
 
 bool is_floating(DataType dtype) {
@@ -164,13 +163,8 @@ void init() {
   Config config = Config::from_environment();
   log::set_level(config.log_level);
   ignore_sigpipe();
-  if (config.elastic()) {
-    EntryTimings timings;
-    g_runtime = enter_round(config, connect_launcher(config), 0,
-                            {rendezvous::CheckIn::Kind::kStart, ""}, timings);
-  } else {
-    g_runtime = std::make_shared<Runtime>(config);
-  }
+  g_runtime =
+      config.elastic() ? detail::join_elastic_job(config) : std::make_shared<Runtime>(config);
   set_log_prefix(*g_runtime);
 }
 

@@ -1,36 +1,34 @@
-// Every COHORT_* setting, read from the environment in one place, validated once at init().
-// docs/environment.md lists each variable with its default.
+// Every COHORT_* setting, read from the environment in one place, validated once at init(). The
+// tunables are rows of core/config_table.h; docs/environment.md lists each with its default.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 
+#include "base/launch_env.h"
 #include "base/log.h"
+#include "base/placement.h"
 #include "core/fault_injection.h"
 
 namespace cohort {
 
 struct Config {
-  enum class Launcher { kNone, kCohortrun, kMpirun };
+  using Launcher = env::Launcher;
   enum class CpuOperations { kGloo, kMpi };
 
   Launcher launcher = Launcher::kNone;
   CpuOperations cpu_operations = CpuOperations::kGloo;
 
-  // From cohortrun (absent for mpirun, whose ranks come from MPI itself).
-  int rank = 0;
-  int size = 1;
+  // From cohortrun (absent for mpirun, whose ranks come from MPI itself). The local and cross
+  // fields are the launcher's view of hosts (COHORT_LOCAL_*, COHORT_CROSS_*) only where
+  // `hosts_placed`; otherwise the runtime works them out from every rank's host name.
+  Placement placement;
+  bool hosts_placed = false;
   std::string hostname = "127.0.0.1";
   std::string rendezvous_addr;
   int rendezvous_port = 0;
   std::string secret;  // raw bytes, decoded from COHORT_SECRET's hex
-  // The launcher's view of hosts (COHORT_LOCAL_*, COHORT_CROSS_*); -1 where not given.
-  int local_rank = -1;
-  int local_size = -1;
-  int cross_rank = -1;
-  int cross_size = -1;
   // COHORT_WORKER_ID: set by cohortrun's elastic mode instead of the rank and size, which come
   // from the launcher's assignment for each round. Empty outside elastic mode.
   std::string worker_id;
@@ -70,7 +68,7 @@ struct Config {
   // COHORT_FAULT_KILL_AT (tests and benchmarks only): see core/fault_injection.h.
   std::optional<FaultPoint> fault_kill_at;
 
-  using Getenv = std::function<std::optional<std::string>(const char* name)>;
+  using Getenv = env::Getenv;
   // Throws InvalidArgument naming the variable for any invalid value.
   static Config from(const Getenv& getenv);
   static Config from_environment();

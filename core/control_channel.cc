@@ -1,9 +1,5 @@
 #include "core/control_channel.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -14,6 +10,7 @@
 #include <cstring>
 
 #include "base/cancellation.h"
+#include "base/framed_socket.h"
 #include "base/log.h"
 #include "base/net.h"
 #include "cohort/errors.h"
@@ -22,7 +19,6 @@
 namespace cohort {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Control frames are request and response lists; nothing legitimate comes near this.
@@ -32,73 +28,23 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-// The control channel reports every failure as InternalError: it is the runtime's transport.
-sockaddr_in resolve(const std::string& host, int port) {
+// The control channel is the runtime's transport: it reports every failure as InternalError, the
+// one elastic::run recovers from. A cancellation's InternalError passes as it is.
+template <typename F>
+auto as_internal(const std::string& context, F&& f) -> decltype(f()) {
   try {
-    return net::resolve_ipv4(host, port);
+    return f();
   } catch (const InternalError&) {
     throw;
   } catch (const Error& e) {
-    throw InternalError(std::string("control channel: ") + e.what());
+    throw InternalError(context + ": " + e.what());
   }
 }
 
-void set_nodelay(int fd) {
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-int remaining_ms(Clock::time_point deadline) {
-  // Rounded up: a wait that returns a fraction of a millisecond early would time out early.
-  auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(std::min<int64_t>(left, 1 << 30));
-}
-
-// Polls `fds` beside the cancellation until one is ready or `deadline`; false on timeout. Throws
-// InternalError with the cancellation's reason once it fires.
-bool poll_until(std::vector<pollfd>& fds, Clock::time_point deadline, const Cancellation* cancel) {
-  fds.push_back({cancel_fd(cancel), POLLIN, 0});
-  int rc;
-  do {
-    rc = ::poll(fds.data(), fds.size(), remaining_ms(deadline));
-  } while (rc < 0 && errno == EINTR);
-  fds.pop_back();
-  if (rc < 0) throw InternalError("poll failed: " + errno_text());
-  throw_if_cancelled(cancel);
-  return rc > 0;
-}
-
-// Blocking helper for the handshake only, bounded by the deadline.
-void poll_one(int fd, short events, Clock::time_point deadline, const std::string& what,
-              const Cancellation* cancel = nullptr) {
-  std::vector<pollfd> fds{{fd, events, 0}};
-  if (!poll_until(fds, deadline, cancel)) throw InternalError("timed out " + what);
-}
-
-std::string peer_name(const sockaddr_in& addr) {
-  char ip[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-  return std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
-}
-
-// One non-blocking connect attempt within `deadline`; 0 or the errno that failed it.
-int try_connect(int fd, const sockaddr_in& addr, Clock::time_point deadline,
-                const std::string& what, const Cancellation* cancel) {
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return 0;
-  if (errno != EINPROGRESS) return errno;
-  poll_one(fd, POLLOUT, deadline, what, cancel);
-  int error = 0;
-  socklen_t len = sizeof error;
-  getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len);
-  return error;
-}
-
-std::vector<std::byte> frame(const std::vector<std::byte>& payload) {
-  uint32_t len = static_cast<uint32_t>(payload.size());
-  std::vector<std::byte> out(sizeof len + payload.size());
-  std::memcpy(out.data(), &len, sizeof len);
-  if (!payload.empty()) std::memcpy(out.data() + sizeof len, payload.data(), payload.size());
-  return out;
+// Polls `fds` beside the cancellation until one is ready or `deadline`; false on timeout.
+bool poll_until(std::vector<pollfd>& fds, SteadyClock::time_point deadline,
+                const Cancellation* cancel = nullptr) {
+  return as_internal("poll failed", [&] { return net::poll_until(fds, deadline, cancel); });
 }
 
 Fd make_wake_fd() {
@@ -130,20 +76,14 @@ ControlChannel ControlChannel::listen(const std::string& host, int size, std::st
   ch.label_ = std::move(label);
   ch.token_ = std::move(token);
   ch.wake_fd_ = make_wake_fd();
+  int port = 0;
+  ch.listener_ = as_internal("cannot listen for " + ch.label_ + " connections", [&] {
+    // Room in the queue for strays beside every rank: a full queue would stall ranks' connects.
+    return net::listen_tcp(host, port, size + static_cast<int>(kMaxPendingExtra));
+  });
   // Non-blocking: accept_workers accepts until EAGAIN and must never block in accept().
-  ch.listener_ = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  sockaddr_in addr = resolve(host, 0);
-  if (::bind(ch.listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      // Room in the queue for strays beside every rank: a full queue would stall ranks' connects.
-      ::listen(ch.listener_.get(), size + static_cast<int>(kMaxPendingExtra)) != 0) {
-    throw InternalError("cannot listen for " + ch.label_ + " connections on " + host + ": " +
-                        errno_text());
-  }
-  socklen_t len = sizeof addr;
-  getsockname(ch.listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  char ip[INET_ADDRSTRLEN];
-  inet_ntop(AF_INET, &addr.sin_addr, ip, sizeof ip);
-  ch.address_ = std::string(ip) + ":" + std::to_string(ntohs(addr.sin_port));
+  net::set_nonblocking(ch.listener_.get());
+  ch.address_ = net::local_address(ch.listener_.get());
   ch.peers_.resize(size);
   for (int r = 0; r < size; ++r) ch.peers_[r].rank = r;
   return ch;
@@ -156,20 +96,20 @@ std::string ControlChannel::address() const {
 struct ControlChannel::Hello {
   Fd fd;
   std::string peer;
-  Clock::time_point deadline;
-  std::array<std::byte, sizeof(uint32_t) + kMaxHello> bytes{};  // length prefix, then the hello
+  SteadyClock::time_point deadline;
+  std::array<std::byte, net::kFrameHeaderSize + kMaxHello> bytes{};  // length prefix, then hello
   size_t got = 0;
   bool done = false;  // taken as a rank's or dropped: to be forgotten
 };
 
 void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* cancel) {
-  auto deadline = Clock::now() + timeout;
+  auto deadline = SteadyClock::now() + timeout;
   auto hello_timeout = std::min(timeout, kHelloTimeout);
   std::vector<Hello> pending;
-  auto paused_until = Clock::time_point::min();  // accepting, unless out of descriptors
+  auto paused_until = SteadyClock::time_point::min();  // accepting, unless out of descriptors
   int connected = 0;
   while (connected < size_ - 1) {
-    auto now = Clock::now();
+    auto now = SteadyClock::now();
     if (now >= deadline) {
       throw InternalError("timed out waiting for " + std::to_string(size_ - 1 - connected) +
                           " rank(s) to open their " + label_ + " connection (" + missing_ranks() +
@@ -187,7 +127,7 @@ void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* ca
     for (size_t i = 0; i < pending.size(); ++i) {
       if (fds[i + 1].revents != 0) pending[i].done = read_hello(pending[i], connected);
     }
-    now = Clock::now();
+    now = SteadyClock::now();
     for (size_t i = 0; i < pending.size(); ++i) {
       if (pending[i].done || now < pending[i].deadline) continue;
       log::limited(log::Level::kWarning, label_ + " hello", "dropped a ", label_,
@@ -197,7 +137,7 @@ void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* ca
     }
     std::erase_if(pending, [](const auto& p) { return p.done; });
     if (fds[0].revents != 0 && !accept_batch(pending, hello_timeout, connected)) {
-      paused_until = Clock::now() + milliseconds(100);
+      paused_until = SteadyClock::now() + milliseconds(100);
     }
   }
   listener_.reset();
@@ -228,8 +168,9 @@ bool ControlChannel::accept_batch(std::vector<Hello>& pending, milliseconds hell
                    " connections were waiting for their hello (the oldest goes first)");
       pending.erase(pending.begin());
     }
-    pending.push_back(
-        {.fd = std::move(fd), .peer = peer_name(addr), .deadline = Clock::now() + hello_timeout});
+    pending.push_back({.fd = std::move(fd),
+                       .peer = net::address_text(addr),
+                       .deadline = SteadyClock::now() + hello_timeout});
     // A rank sends its hello right after connecting: it is usually here already.
     if (read_hello(pending.back(), connected)) pending.pop_back();
   }
@@ -243,13 +184,12 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
     return true;
   };
   // Exactly the hello's bytes: whatever the rank sends next stays in the socket for wait().
-  size_t want = sizeof(uint32_t);
+  size_t want = net::kFrameHeaderSize;
   for (;;) {
-    if (h.got >= sizeof(uint32_t)) {
-      uint32_t len;
-      std::memcpy(&len, h.bytes.data(), sizeof len);
+    if (h.got >= net::kFrameHeaderSize) {
+      uint32_t len = net::frame_length(h.bytes.data());
       if (len > kMaxHello) return drop("its hello announces " + std::to_string(len) + " bytes");
-      want = sizeof len + len;
+      want = net::kFrameHeaderSize + len;
     }
     if (h.got == want) break;
     ssize_t n = ::recv(h.fd.get(), h.bytes.data() + h.got, want - h.got, 0);
@@ -261,8 +201,8 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
   }
   ControlHello hello;
   try {
-    hello =
-        parse_control_hello(std::span(h.bytes.data() + sizeof(uint32_t), h.got - sizeof(uint32_t)));
+    hello = parse_control_hello(
+        std::span(h.bytes.data() + net::kFrameHeaderSize, h.got - net::kFrameHeaderSize));
   } catch (const InternalError& e) {
     return drop(std::string("malformed hello: ") + e.what());
   }
@@ -271,7 +211,7 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
   if (rank <= 0 || rank >= size_ || peers_[rank].fd.valid()) {
     return drop("unexpected rank " + std::to_string(rank));
   }
-  set_nodelay(h.fd.get());
+  net::set_nodelay(h.fd.get());
   peers_[rank].fd = std::move(h.fd);
   ++connected;
   return true;
@@ -295,39 +235,31 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   if (colon == std::string::npos) {
     throw InternalError("bad " + label + " address '" + address + "'");
   }
-  sockaddr_in addr = resolve(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
+  std::string host = address.substr(0, colon);
+  int port = std::stoi(address.substr(colon + 1));
   ControlChannel ch;
   ch.size_ = size;
   ch.label_ = std::move(label);
   ch.wake_fd_ = make_wake_fd();
   ch.peers_.resize(1);
   ch.peers_[0].rank = 0;
-  auto deadline = Clock::now() + timeout;
-  std::string what = "opening the " + ch.label_ + " connection to rank 0 at " + address +
-                     " (within " + std::to_string(timeout.count()) + " ms)";
-  Fd fd;
-  for (;;) {
-    throw_if_cancelled(cancel);
-    fd = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    int error = try_connect(fd.get(), addr, deadline, what, cancel);
-    if (error == 0) break;
-    // Rank 0 publishes its address only after it listens, so a refusal is a transient race.
-    if (error != ECONNREFUSED || Clock::now() >= deadline) {
-      throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
-                          ": " + std::strerror(error));
+  auto deadline = SteadyClock::now() + timeout;
+  auto hello = encode_control_hello({rank, token});
+  try {
+    // Retried while refused: rank 0 publishes its address only after it listens, a race.
+    Fd fd = net::connect_tcp(host, port, deadline, cancel);
+    net::write_frame(fd.get(), {reinterpret_cast<const char*>(hello.data()), hello.size()},
+                     deadline, cancel);
+    ch.peers_[0].fd = std::move(fd);
+  } catch (const InternalError&) {
+    throw;  // cancelled
+  } catch (const Error& e) {
+    if (SteadyClock::now() >= deadline) {
+      throw InternalError("timed out opening the " + ch.label_ + " connection to rank 0 at " +
+                          address + " (within " + std::to_string(timeout.count()) + " ms)");
     }
-    std::vector<pollfd> none;
-    poll_until(none, std::min(deadline, Clock::now() + milliseconds(5)), cancel);
-  }
-  set_nodelay(fd.get());
-  ch.peers_[0].fd = std::move(fd);
-  Peer& p = ch.peers_[0];
-  auto bytes = frame(encode_control_hello({rank, token}));
-  p.out.assign(bytes.begin(), bytes.end());
-  while (!p.out.empty()) {
-    poll_one(p.fd.get(), POLLOUT, deadline, "sending the " + ch.label_ + " hello to rank 0",
-             cancel);
-    ch.write_some(p);
+    throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
+                        ": " + e.what());
   }
   return ch;
 }
@@ -342,8 +274,7 @@ ControlChannel::Peer& ControlChannel::peer(int rank) {
 
 void ControlChannel::send(int rank, std::vector<std::byte> payload) {
   Peer& p = peer(rank);
-  auto bytes = frame(payload);
-  p.out.insert(p.out.end(), bytes.begin(), bytes.end());
+  net::append_frame(p.out, payload);
   write_some(p);
 }
 
@@ -376,20 +307,14 @@ void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
     }
     p.in.insert(p.in.end(), buf, buf + n);
   }
-  size_t pos = 0;
-  while (p.in.size() - pos >= sizeof(uint32_t)) {
-    uint32_t len;
-    std::memcpy(&len, p.in.data() + pos, sizeof len);
-    if (len > kMaxFrame) {
-      throw InternalError("rank " + std::to_string(p.rank) + " sent an oversized " + label_ +
-                          " frame");
-    }
-    if (p.in.size() - pos - sizeof len < len) break;
-    auto begin = p.in.begin() + static_cast<std::ptrdiff_t>(pos + sizeof len);
-    messages.push_back({p.rank, std::vector<std::byte>(begin, begin + len)});
-    pos += sizeof len + len;
+  std::vector<std::vector<std::byte>> frames;
+  try {
+    frames = net::take_frames(p.in, kMaxFrame);
+  } catch (const net::FrameError&) {
+    throw InternalError("rank " + std::to_string(p.rank) + " sent an oversized " + label_ +
+                        " frame");
   }
-  p.in.erase(p.in.begin(), p.in.begin() + static_cast<std::ptrdiff_t>(pos));
+  for (auto& frame : frames) messages.push_back({p.rank, std::move(frame)});
 }
 
 void ControlChannel::clear_wake() {
@@ -449,13 +374,16 @@ void ControlChannel::drop(int rank) {
 }
 
 void ControlChannel::flush(milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
+  auto deadline = SteadyClock::now() + timeout;
   std::exception_ptr first_error;
   for (auto& p : peers_) {
     try {
       while (p.fd.valid() && !p.out.empty()) {
-        poll_one(p.fd.get(), POLLOUT, deadline,
-                 "sending " + label_ + " messages to rank " + std::to_string(p.rank));
+        std::vector<pollfd> fds{{p.fd.get(), POLLOUT, 0}};
+        if (!poll_until(fds, deadline)) {
+          throw InternalError("timed out sending " + label_ + " messages to rank " +
+                              std::to_string(p.rank));
+        }
         write_some(p);
       }
     } catch (const InternalError&) {

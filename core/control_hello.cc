@@ -1,6 +1,7 @@
 #include "core/control_hello.h"
 
 #include "base/wire.h"
+#include "cohort/errors.h"
 
 namespace cohort {
 
@@ -12,12 +13,12 @@ std::vector<std::byte> encode_control_hello(const ControlHello& hello) {
 }
 
 ControlHello parse_control_hello(std::span<const std::byte> body) {
-  wire::Reader rd(body);
-  ControlHello hello;
-  hello.rank = rd.i32();
-  hello.token = rd.str();
-  rd.expect_done();
-  return hello;
+  return wire::decode<InternalError>(body, "malformed control message", [](wire::Reader& rd) {
+    ControlHello hello;
+    hello.rank = rd.i32();
+    hello.token = rd.str();
+    return hello;
+  });
 }
 
 }  // namespace cohort

@@ -6,9 +6,7 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
-#if COHORT_HAVE_NCCL
-#include "ops/nccl_backend.h"
-#endif
+#include "ops/device_backend.h"
 #include "ops/reduce.h"
 
 namespace cohort {
@@ -100,7 +98,6 @@ ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
 }
 
 ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int device) {
-#if COHORT_HAVE_NCCL
   if (set.device_backend && set.device_backend->device() != device) {
     throw InvalidArgument("device tensors of one process set must stay on one CUDA device (" +
                           std::to_string(set.device_backend->device()) + "), not move to " +
@@ -108,7 +105,7 @@ ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int devic
   }
   if (!set.device_backend) {
     try {
-      set.device_backend = ops::make_nccl_backend(*set.backend, device, timeout_);
+      set.device_backend = ops::make_device_backend(*set.backend, device, timeout_);
     } catch (const InternalError& e) {
       // Every member fails together here (the ranks agree on device readiness first), and the
       // host backend is intact: the collective fails, the runtime goes on.
@@ -116,11 +113,6 @@ ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int devic
     }
   }
   return *set.device_backend;
-#else
-  (void)set;
-  throw InvalidArgument("a tensor on CUDA device " + std::to_string(device) +
-                        ", but this Cohort was built without NCCL");
-#endif
 }
 
 void* Executor::allocate_output(ProcessSetState& set, TensorEntry& entry, int64_t rows) {

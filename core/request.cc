@@ -7,6 +7,10 @@
 namespace cohort {
 namespace {
 
+// What a control message that does not decode is called in errors: corruption of the runtime's
+// own traffic, an InternalError like every failure of the control channel.
+constexpr std::string_view kMalformed = "malformed control message";
+
 template <typename Enum>
 Enum checked_enum(uint8_t raw, int count, const char* what) {
   if (raw >= count) {
@@ -190,15 +194,15 @@ std::vector<std::byte> encode(const RequestList& list) {
 }
 
 RequestList decode_request_list(std::span<const std::byte> bytes) {
-  wire::Reader rd(bytes);
-  RequestList list;
-  list.shutdown = rd.u8() != 0;
-  list.applied = rd.u64();
-  list.hits = rd.u32s();
-  uint32_t n = rd.u32();
-  for (uint32_t i = 0; i < n; ++i) list.requests.push_back(read_request(rd));
-  rd.expect_done();
-  return list;
+  return wire::decode<InternalError>(bytes, kMalformed, [](wire::Reader& rd) {
+    RequestList list;
+    list.shutdown = rd.u8() != 0;
+    list.applied = rd.u64();
+    list.hits = rd.u32s();
+    uint32_t n = rd.u32();
+    for (uint32_t i = 0; i < n; ++i) list.requests.push_back(read_request(rd));
+    return list;
+  });
 }
 
 std::vector<std::byte> encode(const ResponseList& list) {
@@ -231,39 +235,43 @@ std::vector<std::byte> encode(const ResponseList& list) {
   return std::move(w.bytes());
 }
 
-ResponseList decode_response_list(std::span<const std::byte> bytes) {
-  wire::Reader rd(bytes);
-  ResponseList list;
-  list.shutdown = rd.u8() != 0;
-  list.abort_reason = rd.str();
-  list.evicted = rd.u32s();
-  uint32_t n = rd.u32();
-  for (uint32_t i = 0; i < n; ++i) {
-    Response r;
-    r.kind = checked_enum<Response::Kind>(rd.u8(), 4, "response kind");
-    r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
-    uint32_t names = rd.u32();
-    for (uint32_t j = 0; j < names; ++j) {
-      uint32_t id = rd.u32();
-      r.cache_ids.push_back(id);
-      // A known id comes alone: CacheView::apply fills in its name.
-      r.names.push_back(id == 0 || introduces(id) ? rd.str() : std::string());
-    }
-    r.error = rd.str();
-    r.process_set = rd.i32();
-    r.device = rd.i32();
-    r.first_dims = non_negative(rd.i64s(), "first dimensions");
-    r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
-    r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
-    r.counts = non_negative(rd.i64s(), "element counts");
-    r.parts = non_negative(rd.i64s(), "tensor counts");
-    r.batches = read_batches(rd);
-    r.last_joined = rd.i32();
-    r.rebind = rd.u8() != 0;
-    list.responses.push_back(std::move(r));
+namespace {
+Response read_response(wire::Reader& rd) {
+  Response r;
+  r.kind = checked_enum<Response::Kind>(rd.u8(), 4, "response kind");
+  r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
+  uint32_t names = rd.u32();
+  for (uint32_t j = 0; j < names; ++j) {
+    uint32_t id = rd.u32();
+    r.cache_ids.push_back(id);
+    // A known id comes alone: CacheView::apply fills in its name.
+    r.names.push_back(id == 0 || introduces(id) ? rd.str() : std::string());
   }
-  rd.expect_done();
-  return list;
+  r.error = rd.str();
+  r.process_set = rd.i32();
+  r.device = rd.i32();
+  r.first_dims = non_negative(rd.i64s(), "first dimensions");
+  r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
+  r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
+  r.counts = non_negative(rd.i64s(), "element counts");
+  r.parts = non_negative(rd.i64s(), "tensor counts");
+  r.batches = read_batches(rd);
+  r.last_joined = rd.i32();
+  r.rebind = rd.u8() != 0;
+  return r;
+}
+}  // namespace
+
+ResponseList decode_response_list(std::span<const std::byte> bytes) {
+  return wire::decode<InternalError>(bytes, kMalformed, [](wire::Reader& rd) {
+    ResponseList list;
+    list.shutdown = rd.u8() != 0;
+    list.abort_reason = rd.str();
+    list.evicted = rd.u32s();
+    uint32_t n = rd.u32();
+    for (uint32_t i = 0; i < n; ++i) list.responses.push_back(read_response(rd));
+    return list;
+  });
 }
 
 }  // namespace cohort

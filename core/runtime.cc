@@ -46,16 +46,14 @@ std::string broadcast_string(ops::Backend& backend, std::string value) {
 
 }  // namespace
 
-Runtime::Runtime(const Config& config, std::optional<Membership> membership,
-                 const Cancellation* formation)
+Runtime::Runtime(const Config& config, Formation formation)
     : config_(config),
-      formation_(formation),
-      membership_(std::move(membership)),
+      formation_(formation.cancel),
+      entry_(formation.entry),
       queue_([this] { control_.wake(); }) {
   fault_point("gloo-store");
-  backend_ = make_backend(
-      config_, membership_ ? rendezvous::round_scope(membership_->assignment.round) : std::string(),
-      formation_, [this] { fault_point("gloo-pairs"); });
+  backend_ = make_backend(config_, formation.rendezvous_scope, formation_,
+                          [this] { fault_point("gloo-pairs"); });
   backend_name_ = backend_->name();
   // The collectives below (topology, the stars' addresses) wait inside the backend.
   CancelHook abort_backend(
@@ -98,17 +96,17 @@ Runtime::~Runtime() {
 }
 
 void Runtime::fault_point(std::string_view phase) const {
-  if (membership_)
-    maybe_inject_fault(config_.fault_kill_at, config_.worker_id, phase, membership_->entry);
+  if (entry_ >= 0) maybe_inject_fault(config_.fault_kill_at, config_.worker_id, phase, entry_);
 }
 
 void Runtime::compute_topology() {
   int rank = backend_->rank();
   int size = backend_->size();
-  if (config_.launcher == Config::Launcher::kCohortrun && config_.local_rank >= 0) {
+  if (config_.launcher == Config::Launcher::kCohortrun && config_.hosts_placed) {
     // cohortrun knows which slots share a host, including hosts that are one machine in tests.
-    topology_ = {
-        rank, size, config_.local_rank, config_.local_size, config_.cross_rank, config_.cross_size};
+    topology_ = config_.placement;
+    topology_.rank = rank;
+    topology_.size = size;
     return;
   }
   std::vector<char> mine(kAddressBlock, '\0');
@@ -119,7 +117,7 @@ void Runtime::compute_topology() {
   backend_->allgatherv(mine.data(), all.data(), counts);
   std::vector<std::string> hosts;
   for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + r * kAddressBlock);
-  topology_ = Topology::from_hosts(rank, hosts);
+  topology_ = Placement::from_hosts(rank, hosts);
 }
 
 void Runtime::connect_control_channel() {

@@ -12,42 +12,57 @@
 #include <thread>
 
 #include "base/cancellation.h"
+#include "base/placement.h"
 #include "cohort/handle.h"
 #include "core/config.h"
 #include "core/control_channel.h"
 #include "core/default_names.h"
 #include "core/executor.h"
 #include "core/heartbeat.h"
-#include "core/membership.h"
 #include "core/negotiator.h"
 #include "core/response_cache.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
-#include "core/topology.h"
 #include "ops/backend.h"
 
 namespace cohort {
 
+// How a Runtime joins its world; the defaults are a static job's.
+struct Formation {
+  // Namespaces the Gloo rendezvous keys on cohortrun's server (an elastic round's scope, so a
+  // round never reads a previous round's addresses).
+  std::string rendezvous_scope;
+  // The elastic entry being joined, for COHORT_FAULT_KILL_AT; -1 (no fault points) otherwise.
+  int entry = -1;
+  // Abandons the joining at once, wherever it waits, with InternalError carrying its reason.
+  const Cancellation* cancel = nullptr;
+};
+
+// What a layer above core keeps with a Runtime and drops with it (elastic/session.h).
+class RuntimeAttachment {
+ public:
+  virtual ~RuntimeAttachment() = default;
+};
+
 class Runtime {
  public:
-  // Joins the job that `config` describes; returns once every rank is connected. An elastic
-  // worker passes its membership: the Gloo rendezvous then runs in the round's scope. `formation`
-  // abandons the joining at once, wherever it waits, with InternalError carrying its reason.
-  explicit Runtime(const Config& config, std::optional<Membership> membership = std::nullopt,
-                   const Cancellation* formation = nullptr);
+  // Joins the job that `config` describes, as `formation` says; returns once every rank is
+  // connected.
+  explicit Runtime(const Config& config, Formation formation = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  const Topology& topology() const { return topology_; }
+  const Placement& topology() const { return topology_; }
   // Names for collectives submitted without one (cohort::default_name).
   DefaultNames& default_names() { return default_names_; }
   std::string_view backend_name() const { return backend_name_; }
   const Config& config() const { return config_; }
-  // Set in elastic mode only. Mutable only before the Runtime is shared (the elastic reset
-  // records its timings in it).
-  const std::optional<Membership>& membership() const { return membership_; }
-  std::optional<Membership>& membership() { return membership_; }
+  // Set by the layer that built this Runtime (elastic mode), before the Runtime is shared.
+  void attach(std::shared_ptr<RuntimeAttachment> attachment) {
+    attachment_ = std::move(attachment);
+  }
+  RuntimeAttachment* attachment() const { return attachment_.get(); }
 
   // Queues a validated entry for negotiation; the handle completes when every rank has run it.
   Handle submit(Request request, Tensor input, Tensor output);
@@ -102,11 +117,12 @@ class Runtime {
 
   const Config config_;
   const Cancellation* formation_ = nullptr;  // during the constructor only
-  std::optional<Membership> membership_;
+  int entry_ = -1;                           // Formation::entry
+  std::shared_ptr<RuntimeAttachment> attachment_;
   // Until the executor takes it over: builds the topology and the control channel.
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
-  Topology topology_;
+  Placement topology_;
   DefaultNames default_names_;
   ControlChannel control_;
   TensorQueue queue_;

@@ -49,17 +49,19 @@ void validate(const std::vector<HostSlots>& discovered) {
 // local rank, in rank order.
 void number_ranks(std::vector<RoundSlot>& slots) {
   std::map<std::string, int> per_host;
-  for (auto& s : slots) s.assignment.local_rank = per_host[s.assignment.host]++;
+  for (auto& s : slots) s.assignment.placement.local_rank = per_host[s.assignment.host]++;
   std::map<int, int> per_local_rank;
   for (auto& s : slots) {
-    s.assignment.local_size = per_host[s.assignment.host];
-    s.assignment.cross_rank = per_local_rank[s.assignment.local_rank]++;
+    Placement& p = s.assignment.placement;
+    p.local_size = per_host[s.assignment.host];
+    p.cross_rank = per_local_rank[p.local_rank]++;
   }
   int rank = 0;
   for (auto& s : slots) {
-    s.assignment.cross_size = per_local_rank[s.assignment.local_rank];
-    s.assignment.rank = rank++;
-    s.assignment.size = static_cast<int>(slots.size());
+    Placement& p = s.assignment.placement;
+    p.cross_size = per_local_rank[p.local_rank];
+    p.rank = rank++;
+    p.size = static_cast<int>(slots.size());
   }
 }
 

@@ -13,11 +13,13 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "discovery/discovery_hold.h"
 #include "discovery/elastic_roster.h"
 #include "discovery/elastic_timeouts.h"
 #include "discovery/host_discovery.h"
 #include "discovery/job_report.h"
 #include "discovery/job_signals.h"
+#include "discovery/round_board.h"
 #include "discovery/seconds_text.h"
 #include "discovery/worker_env.h"
 #include "discovery/worker_group.h"
@@ -45,18 +47,6 @@ bool exited_zero(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-const char* kind_word(rendezvous::CheckIn::Kind kind) {
-  switch (kind) {
-    case rendezvous::CheckIn::Kind::kStart:
-      return "started";
-    case rendezvous::CheckIn::Kind::kFailed:
-      return "a collective failed";
-    case rendezvous::CheckIn::Kind::kInterrupted:
-      return "interrupted";
-  }
-  return "?";
-}
-
 class ElasticJob {
  public:
   explicit ElasticJob(const ElasticJobOptions& options);
@@ -70,7 +60,6 @@ class ElasticJob {
   void collect_checkins();
   void on_checkin(ElasticWorker& w);
   void on_discovery(const DiscoveryResult& result);
-  std::vector<HostSlots> hold_running_hosts(const std::vector<HostSlots>& listed);
   void on_slot_changes(const SlotChanges& changes);
   void on_time();
   // Decisions, after every wake-up.
@@ -92,6 +81,8 @@ class ElasticJob {
   Fd checkins_;  // written by the rendezvous server when a worker checks in
   RendezvousEndpoint endpoint_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
+  std::unique_ptr<rendezvous::Store> store_;  // the server's elastic scope
+  std::optional<RoundBoard> board_;
   std::unique_ptr<HostDiscovery> discovery_;
   ElasticHosts hosts_;
   ElasticRoster roster_;
@@ -104,16 +95,17 @@ class ElasticJob {
   int abandoned_round_ = -1;  // the last round given up (elastic_protocol.h)
   bool finishing_ = false;    // a worker finished: start no new ones
   std::optional<TimePoint> checkin_deadline_;
-  // Since when discovery has listed too few slots while workers ran on hosts it left out; see
-  // hold_running_hosts().
-  std::optional<TimePoint> held_since_;
+  DiscoveryHold hold_;
   std::string last_discovery_error_;  // of the current streak of failed discovery runs
   bool stopping_ = false;
   int exit_code_ = 0;
 };
 
 ElasticJob::ElasticJob(const ElasticJobOptions& options)
-    : options_(options), hosts_(options.hosts), workers_(options.term_grace) {
+    : options_(options),
+      hosts_(options.hosts),
+      workers_(options.term_grace),
+      hold_(options.hosts.min_np, options.hosts.elastic_timeout) {
   if (options_.discovery_script) {
     discovery_ = std::make_unique<HostDiscovery>(
         HostDiscoveryOptions{.command = {*options_.discovery_script},
@@ -149,6 +141,8 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   server_ = std::make_unique<rendezvous::RendezvousServer>(endpoint_.addr, endpoint_.secret,
                                                            server_options);
   endpoint_.port = server_->port();
+  store_ = server_->store(rendezvous::kElasticScope);
+  board_.emplace(*store_);
 }
 
 int ElasticJob::run() {
@@ -189,7 +183,7 @@ int ElasticJob::poll_timeout() const {
   if (!stopping_) {
     consider(hosts_.next_wakeup());
     consider(checkin_deadline_);
-    if (held_since_) consider(*held_since_ + options_.hosts.elastic_timeout);
+    consider(hold_.deadline());
     for (const auto& [id, w] : roster_.all()) {
       if (w.running && !w.checkin && w.entry == 0) consider(w.checkin_by);
     }
@@ -242,17 +236,8 @@ void ElasticJob::collect_checkins() {
   drain_eventfd(checkins_.get());
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin) continue;
-    auto text = server_->lookup(rendezvous::checkin_key(std::to_string(id), w.entry),
-                                rendezvous::kElasticScope);
-    if (!text) continue;
-    try {
-      w.checkin = rendezvous::parse_checkin(*text);
-    } catch (const InvalidArgument& e) {
-      log::warning(w.name(), " sent a check-in cohortrun does not understand (", e.what(),
-                   "); taking it for a failed collective");
-      w.checkin = rendezvous::CheckIn{rendezvous::CheckIn::Kind::kFailed, "unreadable check-in"};
-    }
-    on_checkin(w);
+    w.checkin = board_->checkin(id, w.entry, w.name());
+    if (w.checkin) on_checkin(w);
   }
 }
 
@@ -284,40 +269,12 @@ void ElasticJob::on_discovery(const DiscoveryResult& result) {
   if (!last_discovery_error_.empty()) announce("the host discovery script works again");
   last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
-  on_slot_changes(hosts_.update(hold_running_hosts(discovery_->hosts())));
-}
-
-// A list that offers fewer than --min-np slots (an empty output, a partial one) is taken for a
-// gap in discovery while workers still run on hosts it leaves out: those hosts stay in the job,
-// so the workers train on and the job's state lives, for up to --elastic-timeout. Told to exit
-// instead, they would take the state with them, and the job would restart from its first commit
-// when the hosts came back. A list with enough slots ends the hold.
-std::vector<HostSlots> ElasticJob::hold_running_hosts(const std::vector<HostSlots>& listed) {
-  int offered = 0;
-  for (const auto& h : listed) offered += hosts_.blacklisted(h.host) ? 0 : h.slots;
-  std::vector<HostSlots> kept = listed;
-  if (offered < options_.hosts.min_np) {
-    for (const auto& h : hosts_.hosts()) {
-      bool listed_now = std::any_of(listed.begin(), listed.end(),
-                                    [&](const HostSlots& l) { return l.host == h.host; });
-      bool running = std::any_of(roster_.all().begin(), roster_.all().end(), [&](const auto& kv) {
-        return kv.second.running && !kv.second.leaving && kv.second.slot.host == h.host;
-      });
-      if (!listed_now && running) kept.push_back(h);
-    }
-  }
-  bool holding = kept.size() > listed.size();
-  if (holding && !held_since_) {
-    held_since_ = steady_now();
-    announce("the host discovery script lists " + std::to_string(offered) +
-             " usable slots, fewer than --min-np " + std::to_string(options_.hosts.min_np) +
-             "; keeping the running workers' hosts for up to --elastic-timeout " +
-             seconds_text(options_.hosts.elastic_timeout) + " while hosts return");
-  } else if (!holding && held_since_) {
-    held_since_.reset();
-    announce("the host discovery script lists enough slots again");
-  }
-  return kept;
+  auto running = [&](const std::string& host) {
+    return std::any_of(roster_.all().begin(), roster_.all().end(), [&](const auto& kv) {
+      return kv.second.running && !kv.second.leaving && kv.second.slot.host == host;
+    });
+  };
+  on_slot_changes(hosts_.update(hold_.apply(discovery_->hosts(), hosts_, running)));
 }
 
 void ElasticJob::on_slot_changes(const SlotChanges& changes) {
@@ -342,11 +299,7 @@ void ElasticJob::on_time() {
     }
   }
   if (stopping_) return;
-  if (held_since_ && now >= *held_since_ + options_.hosts.elastic_timeout) {
-    return stop_job(1, "the host discovery script has listed fewer than --min-np " +
-                           std::to_string(options_.hosts.min_np) + " slots for --elastic-timeout " +
-                           seconds_text(options_.hosts.elastic_timeout));
-  }
+  if (auto why = hold_.expired(now)) return stop_job(1, *why);
   on_slot_changes(hosts_.refresh());
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
@@ -427,8 +380,7 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   // on the server (core/round_watch.h): answering it now ends those requests, so their number
   // never grows past one round's members however many rounds the job goes through.
   if (round_ >= 0 && abandoned_round_ != round_) {
-    server_->set(rendezvous::abandon_key(round_),
-                 "superseded by round " + std::to_string(round_ + 1), rendezvous::kElasticScope);
+    board_->abandon(round_, "superseded by round " + std::to_string(round_ + 1));
   }
   ++round_;
   members_.clear();
@@ -437,25 +389,18 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   for (const auto& slot : plan.slots) {
     ElasticWorker& w = *roster_.on_slot({slot.assignment.host, slot.slot});
     const SlotAssignment& a = slot.assignment;
-    rendezvous::Assignment assignment{.round = round_,
-                                      .rank = a.rank,
-                                      .size = a.size,
-                                      .local_rank = a.local_rank,
-                                      .local_size = a.local_size,
-                                      .cross_rank = a.cross_rank,
-                                      .cross_size = a.cross_size,
-                                      .generation = generation_};
-    w.rank = a.rank;
+    rendezvous::Assignment assignment{
+        .round = round_, .placement = a.placement, .generation = generation_};
+    w.rank = a.placement.rank;
     w.in_round = true;
     workers_.relabel(w.id, w.label());
-    server_->set(rendezvous::assign_key(std::to_string(w.id), w.entry),
-                 rendezvous::format_assignment(assignment), rendezvous::kElasticScope);
+    board_->assign(w.id, w.entry, assignment);
     w.checkin.reset();
     ++w.entry;
     members_.push_back(w.id);
     list += (list.empty() ? "" : ", ") +
-            ("[" + std::to_string(a.rank) + "] worker " + std::to_string(w.id) + " " + a.host +
-             ":" + std::to_string(slot.slot));
+            ("[" + std::to_string(a.placement.rank) + "] worker " + std::to_string(w.id) + " " +
+             a.host + ":" + std::to_string(slot.slot));
   }
   // Everyone else alive is out of the job: those checked in hear it now, the others when they
   // check in next.
@@ -484,7 +429,7 @@ void ElasticJob::notice_change() {
   if (noticed_round_ == round_) return;  // its members have been told already
   noticed_round_ = round_;
   ++generation_;
-  server_->set(rendezvous::notice_key(generation_), "", rendezvous::kElasticScope);
+  board_->notice(generation_);
   log::info("published host notice ", generation_);
 }
 
@@ -493,7 +438,7 @@ void ElasticJob::notice_change() {
 void ElasticJob::abandon_round(const std::string& why) {
   if (round_ < 0 || abandoned_round_ == round_) return;
   abandoned_round_ = round_;
-  server_->set(rendezvous::abandon_key(round_), why, rendezvous::kElasticScope);
+  board_->abandon(round_, why);
   log::info("abandoned round ", round_, ": ", why);
 }
 
@@ -501,8 +446,7 @@ void ElasticJob::tell_exit(ElasticWorker& w) {
   if (w.leaving) return;
   w.leaving = true;
   w.in_round = false;
-  server_->set(rendezvous::assign_key(std::to_string(w.id), w.entry),
-               rendezvous::format_assignment({.exit = true}), rendezvous::kElasticScope);
+  board_->tell_exit(w.id, w.entry);
   // One that has not checked in yet may still be finishing a step of its old round.
   w.leave_by = steady_now() + options_.checkin_timeout + options_.term_grace;
   announce(w.name() + " is not in the job any more; told it to exit");

@@ -1,9 +1,7 @@
 #include "discovery/elastic_timeouts.h"
 
-#include <cmath>
-#include <cstdlib>
-
-#include "cohort/errors.h"
+#include "base/env_value.h"
+#include "base/launch_env.h"
 #include "discovery/seconds_text.h"
 
 namespace cohort::discovery {
@@ -11,19 +9,14 @@ namespace {
 
 using std::chrono::duration_cast;
 using std::chrono::microseconds;
-using std::chrono::milliseconds;
 
-// The workers' own parser (core/config.cc) refuses the same values with the same names.
-std::optional<microseconds> read_seconds(const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr) return std::nullopt;
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(value) || value < 1e-3 || value > 1e9) {
-    throw InvalidArgument(std::string(name) + "='" + text +
-                          "' is not a number of seconds between 0.001 and 1e9");
+// With the workers' own rule (core/config_table.cc), so that the launcher refuses exactly the
+// values they would refuse and checks the durations they will hold.
+template <class Rep>
+void read_worker_variable(const char* name, const env::DurationRule& rule, Rep& held) {
+  if (auto text = env::process_getenv(name)) {
+    held = duration_cast<Rep>(env::parse_duration(name, *text, rule));
   }
-  return microseconds(static_cast<int64_t>(std::llround(value * 1e6)));
 }
 
 }  // namespace
@@ -52,11 +45,11 @@ std::optional<std::string> check_elastic_timeouts(const ElasticTimeouts& t) {
 }
 
 ElasticTimeouts with_worker_environment(ElasticTimeouts t) {
-  if (auto v = read_seconds("COHORT_TIMEOUT_SECONDS"))
-    t.worker_timeout = duration_cast<milliseconds>(*v);
-  if (auto v = read_seconds("COHORT_PEER_TIMEOUT_SECONDS")) t.worker_peer_timeout = *v;
-  if (auto v = read_seconds("COHORT_ELASTIC_TIMEOUT_SECONDS"))
-    t.worker_elastic = duration_cast<milliseconds>(*v);
+  read_worker_variable("COHORT_TIMEOUT_SECONDS", env::kSecondsInMilliseconds, t.worker_timeout);
+  read_worker_variable("COHORT_PEER_TIMEOUT_SECONDS", env::kSecondsInMicroseconds,
+                       t.worker_peer_timeout);
+  read_worker_variable("COHORT_ELASTIC_TIMEOUT_SECONDS", env::kSecondsInMilliseconds,
+                       t.worker_elastic);
   return t;
 }
 

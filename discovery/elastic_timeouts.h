@@ -33,7 +33,8 @@ struct ElasticTimeouts {
 std::optional<std::string> check_elastic_timeouts(const ElasticTimeouts& t);
 
 // `t` with the worker variables read from this process's environment (which the workers
-// inherit). Throws InvalidArgument naming a variable that is not a positive number of seconds.
+// inherit), by the workers' own rules (base/env_value.h). Throws InvalidArgument naming a
+// variable whose value the workers would refuse.
 ElasticTimeouts with_worker_environment(ElasticTimeouts t);
 
 }  // namespace cohort::discovery

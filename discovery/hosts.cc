@@ -115,16 +115,16 @@ std::vector<SlotAssignment> assign_slots(const std::vector<HostSlots>& hosts, in
   for (const auto& h : hosts) {
     int used = std::min(h.slots, np - static_cast<int>(out.size()));
     for (int local = 0; local < used; ++local) {
-      out.push_back({.rank = static_cast<int>(out.size()),
-                     .size = np,
-                     .host = h.host,
-                     .local_rank = local,
-                     .local_size = used});
+      out.push_back({.host = h.host,
+                     .placement = {.rank = static_cast<int>(out.size()),
+                                   .size = np,
+                                   .local_rank = local,
+                                   .local_size = used}});
     }
   }
   std::map<int, int> per_local_rank;
-  for (auto& a : out) a.cross_rank = per_local_rank[a.local_rank]++;
-  for (auto& a : out) a.cross_size = per_local_rank[a.local_rank];
+  for (auto& a : out) a.placement.cross_rank = per_local_rank[a.placement.local_rank]++;
+  for (auto& a : out) a.placement.cross_size = per_local_rank[a.placement.local_rank];
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/placement.h"
+
 namespace cohort::discovery {
 
 struct HostSlots {
@@ -13,16 +15,10 @@ struct HostSlots {
   bool operator==(const HostSlots&) const = default;
 };
 
-// Where one rank runs, and its place among ranks on the same host (local) and among ranks with
-// the same local rank (cross).
+// The host one rank runs on, and its placement there.
 struct SlotAssignment {
-  int rank = 0;
-  int size = 1;
   std::string host;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+  Placement placement;
 };
 
 // `s` without leading and trailing whitespace; shared by the hostfile and discovery-script parsers.

@@ -41,10 +41,11 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   Supervisor supervisor(std::move(signals), options.term_grace);
   for (size_t i = 0; i < slots.size(); ++i) {
     try {
-      std::string who = "rank " + std::to_string(slots[i].rank);
+      int rank = slots[i].placement.rank;
+      std::string who = "rank " + std::to_string(rank);
       auto towards = endpoint_towards(endpoint, slots[i].host, options.launch.network_interface);
-      supervisor.add(slots[i].rank, launchers[i]->launch(slots[i].host, who, options.command,
-                                                         worker_environment(slots[i], towards)));
+      supervisor.add(rank, launchers[i]->launch(slots[i].host, who, options.command,
+                                                worker_environment(slots[i], towards)));
     } catch (const Error& e) {
       supervisor.abort(e.what());  // the ranks already started must not be left running
       break;

@@ -60,12 +60,13 @@ std::vector<std::string> elastic_worker_environment(const std::string& worker_id
 
 std::vector<std::string> worker_environment(const SlotAssignment& slot,
                                             const RendezvousEndpoint& endpoint) {
-  return {var(env::kRank, slot.rank),
-          var(env::kSize, slot.size),
-          var(env::kLocalRank, slot.local_rank),
-          var(env::kLocalSize, slot.local_size),
-          var(env::kCrossRank, slot.cross_rank),
-          var(env::kCrossSize, slot.cross_size),
+  const Placement& p = slot.placement;
+  return {var(env::kRank, p.rank),
+          var(env::kSize, p.size),
+          var(env::kLocalRank, p.local_rank),
+          var(env::kLocalSize, p.local_size),
+          var(env::kCrossRank, p.cross_rank),
+          var(env::kCrossSize, p.cross_size),
           var(env::kHostname, worker_listen_address(slot.host)),
           var(env::kRendezvousAddr, endpoint.addr),
           var(env::kRendezvousPort, endpoint.port),

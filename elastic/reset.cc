@@ -1,8 +1,9 @@
 #include "elastic/reset.h"
 
 #include "base/log.h"
-#include "core/elastic_entry.h"
 #include "core/runtime_slot.h"
+#include "elastic/round_entry.h"
+#include "elastic/session.h"
 
 namespace cohort::elastic::detail {
 namespace {
@@ -12,7 +13,7 @@ using Clock = std::chrono::steady_clock;
 std::shared_ptr<Runtime> take_elastic_runtime(const rendezvous::CheckIn& why) {
   std::shared_ptr<Runtime> old = cohort::detail::take_runtime();
   if (!old) throw NotInitialized("elastic reset: cohort is not initialized");
-  if (!old->membership()) {
+  if (!session_of(*old)) {
     cohort::detail::install_runtime(old);
     throw InternalError(
         "elastic reset: this worker was not started by cohortrun's elastic mode, "
@@ -45,8 +46,8 @@ void reset(const rendezvous::CheckIn& why) {
   auto start = Clock::now();
   std::shared_ptr<Runtime> old = take_elastic_runtime(why);
   Config config = old->config();
-  Membership previous = *old->membership();
-  Topology before = old->topology();
+  Session previous = *session_of(*old);
+  Placement before = old->topology();
   leave(*old, why);
   old.reset();  // joins Gloo's connections down unless another thread still holds it
   ResetTimings timings{.old_rank = before.rank, .old_size = before.size};
@@ -55,7 +56,7 @@ void reset(const rendezvous::CheckIn& why) {
   EntryTimings entry_timings;
   std::shared_ptr<Runtime> next =
       enter_round(config, previous.launcher, previous.entry + 1, why, entry_timings);
-  Membership& now = *next->membership();
+  Session& now = *session_of(*next);
   timings.round = now.assignment.round;
   timings.new_rank = next->topology().rank;
   timings.new_size = next->topology().size;

@@ -3,10 +3,12 @@
 
 #include "base/log.h"
 #include "cohort/cohort.h"
+#include "core/fault_injection.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
 #include "elastic/reset.h"
-#include "rendezvous/client.h"
+#include "elastic/session.h"
+#include "rendezvous/protocol.h"
 
 namespace cohort::elastic {
 namespace {
@@ -16,7 +18,7 @@ constexpr const char* kHostsUpdatedName = "cohort.elastic.hosts_updated";
 
 enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable = 2 };
 
-HostsAnswer ask_launcher(const Membership& m, std::string& error) {
+HostsAnswer ask_launcher(const detail::Session& m, std::string& error) {
   try {
     m.launcher->get(rendezvous::notice_key(m.assignment.generation + 1),
                     std::chrono::milliseconds(0));
@@ -45,11 +47,12 @@ class CommitHook {
 
 void check_host_updates() {
   auto rt = cohort::detail::current_runtime();
-  if (!rt->membership()) return;
-  int notice = rt->membership()->assignment.generation + 1;
+  const detail::Session* session = detail::session_of(*rt);
+  if (!session) return;
+  int notice = session->assignment.generation + 1;
   uint8_t answer = kUnchanged;
   std::string error;
-  if (rt->topology().rank == 0) answer = ask_launcher(*rt->membership(), error);
+  if (rt->topology().rank == 0) answer = ask_launcher(*session, error);
   if (answer == kLauncherUnreachable) {
     log::error("check_host_updates: cannot reach the launcher: ", error);
   }
@@ -72,7 +75,7 @@ void run(State& state, const std::function<void(State&)>& fn) {
       if (elastic) {
         auto rt = cohort::detail::current_runtime();
         maybe_inject_fault(rt->config().fault_kill_at, rt->config().worker_id, "sync",
-                           rt->membership()->entry);
+                           detail::session_of(*rt)->entry);
       }
       state.sync();
       fn(state);
@@ -92,17 +95,17 @@ void run(State& state, const std::function<void(State&)>& fn) {
 }
 
 bool is_elastic() {
-  return cohort::detail::current_runtime()->membership().has_value();
+  return detail::session_of(*cohort::detail::current_runtime()) != nullptr;
 }
 
 int resets() {
-  auto rt = cohort::detail::current_runtime();
-  return rt->membership() ? rt->membership()->entry : 0;
+  const detail::Session* session = detail::session_of(*cohort::detail::current_runtime());
+  return session ? session->entry : 0;
 }
 
 ResetTimings last_reset_timings() {
-  auto rt = cohort::detail::current_runtime();
-  return rt->membership() ? rt->membership()->last_reset : ResetTimings{};
+  const detail::Session* session = detail::session_of(*cohort::detail::current_runtime());
+  return session ? session->last_reset : ResetTimings{};
 }
 
 }  // namespace cohort::elastic

@@ -231,4 +231,11 @@ std::unique_ptr<Backend> make_gloo_backend(const GlooBackendOptions& options,
   return std::make_unique<GlooBackend>(connect_full_mesh(options, store));
 }
 
+std::unique_ptr<Backend> make_gloo_backend(const GlooBackendOptions& options, Backend& bootstrap) {
+  std::shared_ptr<gloo::Context> context;
+  gloo_guard("connect", bootstrap.rank(), bootstrap.size(),
+             [&] { context = connect_gloo_through(bootstrap, options.hostname, options.timeout); });
+  return std::make_unique<GlooBackend>(std::move(context));
+}
+
 }  // namespace cohort::ops

@@ -31,5 +31,9 @@ struct GlooBackendOptions {
 // Connects to every other rank through `store` (used only during this call).
 std::unique_ptr<Backend> make_gloo_backend(const GlooBackendOptions& options,
                                            gloo::rendezvous::Store& store);
+// Connects every rank of `bootstrap` (which already connects them: MPI under mpirun), trading the
+// addresses through it, with no store; options' rank, size, prefix, cancel and on_published are
+// not used (the ranks are bootstrap's).
+std::unique_ptr<Backend> make_gloo_backend(const GlooBackendOptions& options, Backend& bootstrap);
 
 }  // namespace cohort::ops

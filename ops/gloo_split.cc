@@ -3,6 +3,7 @@
 #include <gloo/transport/address.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
+#include <gloo/transport/tcp/device.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
@@ -68,32 +69,28 @@ void trade(gloo::Context& parent, std::span<const int> ranks, int self, const st
   }
 }
 
-}  // namespace
-
-std::shared_ptr<gloo::Context> connect_gloo_subgroup(const std::shared_ptr<gloo::Context>& parent,
-                                                     std::span<const int> ranks,
-                                                     const std::string& key) {
-  const int size = static_cast<int>(ranks.size());
-  const int self =
-      static_cast<int>(std::find(ranks.begin(), ranks.end(), parent->rank) - ranks.begin());
-  auto& device = parent->getDevice();
+// Makes a pair for every other member on `device`, trades their addresses through `trade_fn`
+// and connects the pairs: a context over the members, numbered from `self`. `mismatch(m)`
+// describes member m having traded with another `check` than this one.
+template <typename Trade, typename Mismatch>
+std::shared_ptr<gloo::Context> connect_by_trade(
+    const std::shared_ptr<gloo::transport::Device>& device, int self, int size,
+    std::chrono::milliseconds timeout, uint64_t check, Trade&& trade_fn, Mismatch&& mismatch) {
   auto transport = device->createContext(self, size);
-  transport->setTimeout(parent->getTimeout());
-
-  const uint64_t check = fingerprint(ranks, key);
-  std::vector<AddressMessage> outgoing(ranks.size()), incoming(ranks.size());
+  transport->setTimeout(timeout);
+  std::vector<AddressMessage> outgoing(size), incoming(size);
   for (int m = 0; m < size; ++m) {
     if (m == self) continue;
     auto address = transport->createPair(m)->address().bytes();
     if (address.size() > sizeof outgoing[m].bytes) {
-      throw InternalError("Gloo split: a pair address has " + std::to_string(address.size()) +
+      throw InternalError("Gloo connect: a pair address has " + std::to_string(address.size()) +
                           " bytes, more than Gloo's bound");
     }
     outgoing[m].fingerprint = check;
     outgoing[m].length = static_cast<uint32_t>(address.size());
     std::memcpy(outgoing[m].bytes, address.data(), address.size());
   }
-  trade(*parent, ranks, self, key, outgoing, incoming);
+  trade_fn(outgoing, incoming);
 
   // Every member connects its pairs in member order, as connectFullMesh does in rank order, so
   // each pair's two ends meet.
@@ -101,15 +98,50 @@ std::shared_ptr<gloo::Context> connect_gloo_subgroup(const std::shared_ptr<gloo:
     if (m == self) continue;
     const auto& message = incoming[m];
     if (message.fingerprint != check || message.length > sizeof message.bytes) {
-      throw InternalError("Gloo split: rank " + std::to_string(ranks[m]) +
-                          " split with another key or member list than rank " +
-                          std::to_string(parent->rank) + " (key '" + key + "')");
+      throw InternalError(mismatch(m));
     }
     transport->getPair(m)->connect(
         std::vector<char>(message.bytes, message.bytes + message.length));
   }
-  return std::make_shared<SubgroupContext>(self, size, parent->getTimeout(), device,
-                                           std::move(transport));
+  return std::make_shared<SubgroupContext>(self, size, timeout, device, std::move(transport));
+}
+
+}  // namespace
+
+std::shared_ptr<gloo::Context> connect_gloo_subgroup(const std::shared_ptr<gloo::Context>& parent,
+                                                     std::span<const int> ranks,
+                                                     const std::string& key) {
+  const int self =
+      static_cast<int>(std::find(ranks.begin(), ranks.end(), parent->rank) - ranks.begin());
+  return connect_by_trade(
+      parent->getDevice(), self, static_cast<int>(ranks.size()), parent->getTimeout(),
+      fingerprint(ranks, key),
+      [&](auto& outgoing, auto& incoming) { trade(*parent, ranks, self, key, outgoing, incoming); },
+      [&](int m) {
+        return "Gloo split: rank " + std::to_string(ranks[m]) +
+               " split with another key or member list than rank " + std::to_string(parent->rank) +
+               " (key '" + key + "')";
+      });
+}
+
+std::shared_ptr<gloo::Context> connect_gloo_through(Backend& bootstrap, const std::string& hostname,
+                                                    std::chrono::milliseconds timeout) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = hostname;
+  std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+  const int size = bootstrap.size();
+  const uint64_t check = stable_hash("gloo through " + std::string(bootstrap.name()));
+  return connect_by_trade(
+      device, bootstrap.rank(), size, timeout, check,
+      [&](auto& outgoing, auto& incoming) {
+        // Its own (empty) block too: alltoallv packs the blocks, so each stays at its index.
+        std::vector<size_t> counts(static_cast<size_t>(size), sizeof(AddressMessage));
+        bootstrap.alltoallv(outgoing.data(), counts, incoming.data(), counts);
+      },
+      [&](int m) {
+        return "Gloo connect through " + std::string(bootstrap.name()) + ": rank " +
+               std::to_string(m) + " sent a malformed pair address";
+      });
 }
 
 }  // namespace cohort::ops

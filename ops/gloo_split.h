@@ -1,20 +1,23 @@
-// A Gloo context over a subset of an existing context's ranks, connected without any store: the
-// members trade the addresses of their new pairs over the parent's existing connections.
+// Gloo contexts connected without any store: over a subset of an existing context's ranks (the
+// members trade the addresses of their new pairs over the parent's existing connections), or over
+// the ranks of another backend (Gloo under mpirun: the addresses travel through MPI).
 //
 // Why not a store: the parent backend is built from a store it does not keep (cohortrun's signed
-// rendezvous client, the rendezvous server that rank 0 runs only while Gloo starts under mpirun,
-// or a test's HashStore), so keeping one alive for later splits would tie every launcher to the
-// backend's lifetime. A store whose set/get ride on the parent context does not fit either:
-// Debian's Gloo connectFullMesh reads other ranks' keys before it writes its own addresses, so
-// such a store would have to know which rank writes which key. Trading addresses pairwise, as
+// rendezvous client, or a test's HashStore), so keeping one alive for later splits would tie every
+// launcher to the backend's lifetime. A store whose set/get ride on the parent context does not fit
+// either: Debian's Gloo connectFullMesh reads other ranks' keys before it writes its own addresses,
+// so such a store would have to know which rank writes which key. Trading addresses pairwise, as
 // gloo::rendezvous::ContextFactory does for a whole context, needs neither.
 #pragma once
 
 #include <gloo/context.h>
 
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
+
+#include "ops/backend.h"
 
 namespace cohort::ops {
 
@@ -27,5 +30,11 @@ namespace cohort::ops {
 std::shared_ptr<gloo::Context> connect_gloo_subgroup(const std::shared_ptr<gloo::Context>& parent,
                                                      std::span<const int> ranks,
                                                      const std::string& key);
+
+// A context over every rank of `bootstrap` (a backend that already connects them all: MPI under
+// mpirun), its pairs listening on `hostname` and their addresses traded through bootstrap's
+// alltoallv, as a split trades them over its parent. Called by every rank of `bootstrap`.
+std::shared_ptr<gloo::Context> connect_gloo_through(Backend& bootstrap, const std::string& hostname,
+                                                    std::chrono::milliseconds timeout);
 
 }  // namespace cohort::ops

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/launch_env.h"
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
@@ -278,7 +279,7 @@ class MpiBackend final : public Backend {
 }  // namespace
 
 bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
+  return env::launched_by_mpirun(env::process_getenv);
 }
 
 std::unique_ptr<Backend> make_mpi_backend() {

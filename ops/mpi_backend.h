@@ -7,7 +7,8 @@
 
 namespace cohort::ops {
 
-// True when Open MPI's launcher started this process (OMPI_COMM_WORLD_SIZE or PMIX_RANK is set).
+// True when Open MPI's launcher started this process: env::launched_by_mpirun (base/launch_env.h)
+// on this process's environment.
 bool launched_by_mpirun();
 
 // Initializes MPI (MPI_THREAD_MULTIPLE) on first use in the process and finalizes it at exit:

@@ -1,9 +1,8 @@
 // The NCCL data plane: every Backend operation on CUDA device memory. Built only when CMake finds
-// CUDA and NCCL, into the library cohort_nccl, which defines COHORT_HAVE_NCCL=1 for its users:
+// CUDA and NCCL, into the library cohort_nccl; the engine reaches it through
+// ops::make_device_backend (ops/device_backend.h), never directly:
 //
-//   #if COHORT_HAVE_NCCL
 //   if (ops::cuda_device_available()) gpu = ops::make_nccl_backend(*cpu_backend, local_rank);
-//   #endif
 #pragma once
 
 #include <chrono>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/framed_socket.h"
 #include "rendezvous/frame_io.h"
 #include "rendezvous/hmac.h"
 
@@ -34,12 +35,12 @@ RendezvousResponse RendezvousClient::exchange(const RendezvousRequest& request,
                                               std::chrono::milliseconds wait,
                                               const Cancellation* cancel) {
   auto deadline = Clock::now() + timeout_ + wait;
-  if (!fd_.valid()) fd_ = connect_tcp(host_, port_, Clock::now() + timeout_);
+  if (!fd_.valid()) fd_ = net::connect_tcp(host_, port_, Clock::now() + timeout_);
   // Shutting the socket down wakes the read below; the descriptor stays ours to close.
   CancelHook hook(cancel, [fd = fd_.get()](const std::string&) { ::shutdown(fd, SHUT_RDWR); });
   write_signed_frame(fd_.get(), secret_, seal_request(secret_, request), deadline);
   RendezvousResponse response =
-      open_response(secret_, read_frame(fd_.get(), kMaxRendezvousFrame, deadline));
+      open_response(secret_, net::read_frame(fd_.get(), kMaxRendezvousFrame, deadline));
   if (!constant_time_equal(response.nonce, request.nonce)) {
     throw RendezvousRejected("response does not answer this request (nonce differs)");
   }

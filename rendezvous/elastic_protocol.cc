@@ -99,10 +99,11 @@ CheckIn parse_checkin(std::string_view text) {
 
 std::string format_assignment(const Assignment& a) {
   if (a.exit) return "exit";
+  const Placement& p = a.placement;
   std::ostringstream out;
-  out << "round=" << a.round << " rank=" << a.rank << " size=" << a.size
-      << " local_rank=" << a.local_rank << " local_size=" << a.local_size
-      << " cross_rank=" << a.cross_rank << " cross_size=" << a.cross_size
+  out << "round=" << a.round << " rank=" << p.rank << " size=" << p.size
+      << " local_rank=" << p.local_rank << " local_size=" << p.local_size
+      << " cross_rank=" << p.cross_rank << " cross_size=" << p.cross_size
       << " generation=" << a.generation;
   return out.str();
 }
@@ -114,13 +115,14 @@ Assignment parse_assignment(std::string_view text) {
     return a;
   }
   auto fields = fields_of(text);
+  Placement& p = a.placement;
   std::pair<const char*, int*> wanted[] = {{"round", &a.round},
-                                           {"rank", &a.rank},
-                                           {"size", &a.size},
-                                           {"local_rank", &a.local_rank},
-                                           {"local_size", &a.local_size},
-                                           {"cross_rank", &a.cross_rank},
-                                           {"cross_size", &a.cross_size},
+                                           {"rank", &p.rank},
+                                           {"size", &p.size},
+                                           {"local_rank", &p.local_rank},
+                                           {"local_size", &p.local_size},
+                                           {"cross_rank", &p.cross_rank},
+                                           {"cross_size", &p.cross_size},
                                            {"generation", &a.generation}};
   for (auto [name, value] : wanted) {
     auto it = fields.find(name);
@@ -134,9 +136,9 @@ Assignment parse_assignment(std::string_view text) {
     throw InvalidArgument("assignment '" + std::string(text) + "': unknown field " +
                           fields.begin()->first);
   }
-  check_place(a.rank, a.size, "rank", text);
-  check_place(a.local_rank, a.local_size, "local_rank", text);
-  check_place(a.cross_rank, a.cross_size, "cross_rank", text);
+  check_place(p.rank, p.size, "rank", text);
+  check_place(p.local_rank, p.local_size, "local_rank", text);
+  check_place(p.cross_rank, p.cross_size, "cross_rank", text);
   if (a.round < 0 || a.generation < 0) {
     throw InvalidArgument("assignment '" + std::string(text) +
                           "': round and generation cannot be negative");

@@ -33,6 +33,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/placement.h"
+
 namespace cohort::rendezvous {
 
 // The rendezvous scope of the elastic keys above; it lives as long as the job.
@@ -63,13 +65,8 @@ CheckIn parse_checkin(std::string_view text);
 struct Assignment {
   bool exit = false;  // the worker is not in the job any more: it leaves with status 0
   int round = 0;
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
-  int generation = 0;  // the host-notice generation when the round was planned
+  Placement placement;  // the worker's rank and size in the round, and its place among hosts
+  int generation = 0;   // the host-notice generation when the round was planned
 };
 
 // "round=3 rank=0 size=4 local_rank=0 local_size=4 cross_rank=0 cross_size=1 generation=2", or

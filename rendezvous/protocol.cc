@@ -27,14 +27,9 @@ std::string_view unseal(std::string_view secret, std::string_view sealed, const 
 
 template <typename F>
 auto parse(std::string_view body, const char* what, F&& read) {
-  try {
-    wire::Reader rd(std::span(reinterpret_cast<const std::byte*>(body.data()), body.size()));
-    auto out = read(rd);
-    rd.expect_done();
-    return out;
-  } catch (const InternalError& e) {
-    throw RendezvousRejected(std::string("malformed ") + what + ": " + e.what());
-  }
+  return wire::decode<RendezvousRejected>(
+      std::span(reinterpret_cast<const std::byte*>(body.data()), body.size()),
+      std::string("malformed ") + what, read);
 }
 
 }  // namespace
@@ -63,23 +58,24 @@ namespace {
 RendezvousRequest read_request(wire::Reader& rd) {
   RendezvousRequest r;
   if (uint8_t v = rd.u8(); v != kProtocolVersion) {
-    throw InternalError("protocol version " + std::to_string(v) + ", expected " +
-                        std::to_string(kProtocolVersion));
+    throw wire::MalformedBytes("protocol version " + std::to_string(v) + ", expected " +
+                               std::to_string(kProtocolVersion));
   }
   uint8_t op = rd.u8();
-  if (op < 1 || op > 4) throw InternalError("unknown operation " + std::to_string(op));
+  if (op < 1 || op > 4) throw wire::MalformedBytes("unknown operation " + std::to_string(op));
   r.op = static_cast<RendezvousOp>(op);
   r.nonce = rd.str();
-  if (r.nonce.size() != kNonceSize) throw InternalError("bad nonce size");
+  if (r.nonce.size() != kNonceSize) throw wire::MalformedBytes("bad nonce size");
   r.timestamp_ms = rd.i64();
   r.scope = rd.str();
   r.key = rd.str();
   if (r.key.size() > kMaxKeySize || r.scope.size() > kMaxKeySize) {
-    throw InternalError("key or scope longer than " + std::to_string(kMaxKeySize) + " bytes");
+    throw wire::MalformedBytes("key or scope longer than " + std::to_string(kMaxKeySize) +
+                               " bytes");
   }
   r.value = rd.str();
   uint8_t has_expected = rd.u8();
-  if (has_expected > 1) throw InternalError("bad expected-value flag");
+  if (has_expected > 1) throw wire::MalformedBytes("bad expected-value flag");
   std::string expected = rd.str();
   if (has_expected) r.expected = std::move(expected);
   r.timeout_ms = rd.i64();
@@ -103,10 +99,10 @@ std::string seal_response(std::string_view secret, const RendezvousResponse& r) 
 RendezvousResponse open_response(std::string_view secret, std::string_view sealed) {
   return parse(unseal(secret, sealed, "response"), "response", [](wire::Reader& rd) {
     RendezvousResponse r;
-    if (rd.u8() != kProtocolVersion) throw InternalError("unknown protocol version");
+    if (rd.u8() != kProtocolVersion) throw wire::MalformedBytes("unknown protocol version");
     r.nonce = rd.str();
     uint8_t status = rd.u8();
-    if (status > 3) throw InternalError("unknown status " + std::to_string(status));
+    if (status > 3) throw wire::MalformedBytes("unknown status " + std::to_string(status));
     r.status = static_cast<RendezvousStatus>(status);
     r.value = rd.str();
     return r;

@@ -30,7 +30,7 @@ class RendezvousTimeout : public Error {
   using Error::Error;
 };
 
-inline constexpr uint8_t kProtocolVersion = 2;
+inline constexpr uint8_t kProtocolVersion = 3;
 inline constexpr uint32_t kMaxRendezvousFrame = 1u << 20;
 inline constexpr size_t kMaxKeySize = 1024;
 inline constexpr size_t kNonceSize = 16;

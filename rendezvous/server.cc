@@ -1,7 +1,6 @@
 #include "rendezvous/server.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -12,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/framed_socket.h"
 #include "base/log.h"
 #include "rendezvous/frame_io.h"
 
@@ -28,12 +28,7 @@ std::string peer_address(const sockaddr_in& addr) {
 
 // poll() until one of `fds` is ready or `deadline` (max: none).
 void wait_readable_any(std::vector<pollfd>& fds, Clock::time_point deadline) {
-  int timeout = -1;
-  if (deadline != Clock::time_point::max()) {
-    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    timeout = static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
-  }
-  if (::poll(fds.data(), fds.size(), timeout) < 0) {
+  if (::poll(fds.data(), fds.size(), poll_millis(deadline)) < 0) {
     for (auto& p : fds) p.revents = 0;  // EINTR: look again
   }
 }
@@ -48,9 +43,9 @@ RendezvousServer::RendezvousServer(const std::string& host, std::string secret,
         "rendezvous server: max_unauthenticated and "
         "max_unauthenticated_per_address must be at least 1");
   }
-  listener_ = listen_tcp(host, port_);
+  listener_ = net::listen_tcp(host, port_);
   // Non-blocking: the lobby accepts until EAGAIN and must never block in accept().
-  ::fcntl(listener_.get(), F_SETFL, ::fcntl(listener_.get(), F_GETFL) | O_NONBLOCK);
+  net::set_nonblocking(listener_.get());
   wake_ = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_.valid()) throw Error(std::string("eventfd: ") + std::strerror(errno));
   acceptor_ = std::thread([this] { lobby_loop(); });
@@ -362,9 +357,9 @@ void RendezvousServer::serve(int fd, const std::string& peer, SignedHeader first
     serve_frames(fd, std::move(first));
   } catch (const RendezvousRejected& e) {
     reject(peer, e.what());
-  } catch (const FrameError& e) {
+  } catch (const net::FrameError& e) {
     reject(peer, e.what());
-  } catch (const ConnectionClosed&) {
+  } catch (const net::ConnectionClosed&) {
   } catch (const Error& e) {
     log::debug("rendezvous: connection from ", peer, " ended: ", e.what());
   }
@@ -376,9 +371,9 @@ void RendezvousServer::serve_frames(int fd, SignedHeader header) {
   for (;;) {
     std::string sealed;
     try {
-      sealed = read_bytes(fd, header.length, Clock::now() + options_.frame_timeout);
-    } catch (const ConnectionClosed&) {
-      throw FrameError("connection closed after a frame header");
+      sealed = net::read_bytes(fd, header.length, Clock::now() + options_.frame_timeout);
+    } catch (const net::ConnectionClosed&) {
+      throw net::FrameError("connection closed after a frame header");
     }
     RendezvousRequest request = open_request(secret_, sealed);
     check_fresh(request.timestamp_ms, request.nonce, "request");
@@ -387,10 +382,11 @@ void RendezvousServer::serve_frames(int fd, SignedHeader header) {
         options_.on_set) {
       options_.on_set(request.scope, request.key);
     }
-    write_frame(fd, seal_response(secret_, response), Clock::now() + options_.frame_timeout);
+    net::write_frame(fd, seal_response(secret_, response), Clock::now() + options_.frame_timeout);
     // An authenticated worker may stay idle for the whole job; once it speaks, it must finish.
-    wait_readable(fd, Clock::time_point::max());
-    std::string next = read_bytes(fd, kSignedHeaderSize, Clock::now() + options_.frame_timeout);
+    net::wait_readable(fd, Clock::time_point::max());
+    std::string next =
+        net::read_bytes(fd, kSignedHeaderSize, Clock::now() + options_.frame_timeout);
     header = open_signed_header(secret_, next, kMaxRendezvousFrame);
     check_fresh(header.timestamp_ms, header.nonce, "frame header");
   }

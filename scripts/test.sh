@@ -12,7 +12,8 @@ ctest --test-dir build --output-on-failure --timeout 300 -j 2
 # report fails the test. Sanitizer builds leave out the torch adapter and the Python package
 # (CMakeLists.txt): Debian's libtorch is not instrumented, so their tests run in the stage above.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-scripts/build.sh build-asan -DCOHORT_SANITIZE=address,undefined -DCOHORT_BUILD_EXAMPLES=OFF
+scripts/build.sh build-asan -DCOHORT_SANITIZE=address,undefined -DCOHORT_BUILD_EXAMPLES=OFF \
+  -DCOHORT_BUILD_BENCHMARKS=OFF
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j 2
 
 # Fuzzing: every decoder of bytes from the network or the disk, under libFuzzer with ASan + UBSan,
@@ -26,7 +27,8 @@ test/fuzz/run.sh build-fuzz 4
 # (peer_death.sh, stall_check.sh) and would take a TSan exit for the failure they wanted; so any
 # report file fails the stage whatever the tests said. The tests' own time limits are tripled for
 # this build in test/CMakeLists.txt (`ctest --timeout` would not raise them).
-scripts/build.sh build-tsan -DCOHORT_SANITIZE=thread -DCOHORT_BUILD_EXAMPLES=OFF
+scripts/build.sh build-tsan -DCOHORT_SANITIZE=thread -DCOHORT_BUILD_EXAMPLES=OFF \
+  -DCOHORT_BUILD_BENCHMARKS=OFF
 tsan_reports=$PWD/build-tsan/tsan-reports
 export TSAN_OPTIONS="suppressions=$PWD/test/tsan.supp halt_on_error=1 second_deadlock_stack=1 log_path=$tsan_reports/report"
 rm -rf "$tsan_reports" && mkdir -p "$tsan_reports"

@@ -25,14 +25,16 @@ Outcome capture(const std::function<void()>& step) {
   }
 }
 
-void write_outcome(ByteWriter& out, const Outcome& outcome) {
+void write_outcome(wire::Writer& out, const Outcome& outcome) {
   out.u8(static_cast<uint8_t>(outcome.kind));
   out.str(outcome.message);
 }
 
-Outcome read_outcome(ByteReader& in) {
+Outcome read_outcome(wire::Reader& in) {
   uint8_t kind = in.u8();
-  if (kind > static_cast<uint8_t>(ErrorKind::kCheckpoint)) throw MalformedBytes("bad outcome");
+  if (kind > static_cast<uint8_t>(ErrorKind::kCheckpoint)) {
+    throw wire::MalformedBytes("bad outcome");
+  }
   return {static_cast<ErrorKind>(kind), in.str()};
 }
 
@@ -61,18 +63,18 @@ void raise_if_failed(std::string_view what, const std::vector<Outcome>& outcomes
 }
 
 Gathered allgather_bytes(std::string name, std::span<const std::byte> mine) {
-  ByteWriter framed;
+  wire::Writer framed;
   framed.u64(mine.size());
   framed.raw(mine);
   auto& bytes = framed.bytes();
   Gathered out;
   out.data = cohort::allgather(
       name, Tensor{bytes.data(), DataType::kUInt8, {static_cast<int64_t>(bytes.size())}});
-  ByteReader in(std::span<const std::byte>(out.data.bytes));
+  wire::Reader in(std::span<const std::byte>(out.data.bytes));
   try {
     for (int r = 0; r < cohort::size(); ++r) out.ranks.push_back(in.raw(in.u64()));
-    if (!in.done()) throw MalformedBytes("bytes left over");
-  } catch (const MalformedBytes& e) {
+    if (!in.done()) throw wire::MalformedBytes("bytes left over");
+  } catch (const wire::MalformedBytes& e) {
     throw MismatchError("'" + name + "': the gathered contributions do not parse: " + e.what());
   }
   return out;
@@ -90,15 +92,15 @@ std::vector<std::byte> broadcast_bytes(const std::string& name, std::vector<std:
 }
 
 std::vector<Outcome> gather_outcomes(std::string name, const Outcome& mine) {
-  ByteWriter out;
+  wire::Writer out;
   write_outcome(out, mine);
   Gathered all = allgather_bytes(std::move(name), out.bytes());
   std::vector<Outcome> outcomes;
   for (auto bytes : all.ranks) {
-    ByteReader in(bytes);
+    wire::Reader in(bytes);
     try {
       outcomes.push_back(read_outcome(in));
-    } catch (const MalformedBytes&) {
+    } catch (const wire::MalformedBytes&) {
       outcomes.push_back({ErrorKind::kMismatch, "sent an outcome that does not parse"});
     }
   }

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/wire.h"
 #include "cohort/types.h"
-#include "state/bytes.h"
 
 namespace cohort::elastic::detail {
 
@@ -28,8 +28,8 @@ struct Outcome {
 // Outcome. Runtime failures (InternalError, ShutdownError, ...) propagate.
 Outcome capture(const std::function<void()>& step);
 
-void write_outcome(ByteWriter& out, const Outcome& outcome);
-Outcome read_outcome(ByteReader& in);
+void write_outcome(wire::Writer& out, const Outcome& outcome);
+Outcome read_outcome(wire::Reader& in);
 
 [[noreturn]] void raise(ErrorKind kind, const std::string& message);
 // Throws on every rank alike when any outcome failed: the error type of the lowest failing rank,

@@ -78,7 +78,7 @@ void warn(const std::string& message) {
 }
 
 void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
-  ByteWriter& r = w.records();
+  wire::Writer& r = w.records();
   r.u64(sequence);
   r.u64(s.commit_count);
   r.u64(s.entries.size());
@@ -180,20 +180,21 @@ const Entry& find_entry(const StateImpl& s, const std::string& name) {
   for (const Entry& e : s.entries) {
     if (e.name == name) return e;
   }
-  throw MalformedBytes("it holds '" + name + "', which is not tracked");
+  throw wire::MalformedBytes("it holds '" + name + "', which is not tracked");
 }
 
 // Parses one value's contents and checks them against the tracked value `e`; returns what
 // applies them.
-std::function<void()> stage_value(StateImpl& s, ByteReader& in, const Entry& e,
+std::function<void()> stage_value(StateImpl& s, wire::Reader& in, const Entry& e,
                                   const std::string& type, const std::string& where) {
   if (e.kind == ValueKind::kBuffer) {
     BufferValue& b = s.buffers[e.index];
     auto bytes = in.raw(in.u64());
     if (type != cohort::to_string(b.dtype()) || bytes.size() != b.num_bytes()) {
-      throw MalformedBytes("'" + e.name + "' is " + type + ", " + std::to_string(bytes.size()) +
-                           " bytes in it but " + std::string(cohort::to_string(b.dtype())) + ", " +
-                           std::to_string(b.num_bytes()) + " bytes here");
+      throw wire::MalformedBytes("'" + e.name + "' is " + type + ", " +
+                                 std::to_string(bytes.size()) + " bytes in it but " +
+                                 std::string(cohort::to_string(b.dtype())) + ", " +
+                                 std::to_string(b.num_bytes()) + " bytes here");
     }
     std::span<std::byte> live = b.live();
     return [live, bytes] {
@@ -203,8 +204,8 @@ std::function<void()> stage_value(StateImpl& s, ByteReader& in, const Entry& e,
   if (e.kind == ValueKind::kObject) {
     const ObjectValue& o = s.objects[e.index];
     if (type != o.type_name()) {
-      throw MalformedBytes("'" + e.name + "' has type " + type + " in it but " + o.type_name() +
-                           " here");
+      throw wire::MalformedBytes("'" + e.name + "' has type " + type + " in it but " +
+                                 o.type_name() + " here");
     }
     return o.parse(in.str(), where);
   }
@@ -216,7 +217,7 @@ std::function<void()> stage_value(StateImpl& s, ByteReader& in, const Entry& e,
 // Parses and checks the whole payload against the tracked values; returns what applies it.
 std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte> payload,
                                          const std::string& where, uint64_t& commit_count) {
-  ByteReader in(payload);
+  wire::Reader in(payload);
   in.u64();  // sequence (the file name says it too)
   commit_count = in.u64();
   uint64_t count = in.u64();
@@ -227,17 +228,19 @@ std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte
     auto kind = static_cast<ValueKind>(in.u8());
     std::string type = in.str();
     const Entry& e = find_entry(s, name);
-    if (!seen.insert(name).second) throw MalformedBytes("it holds '" + name + "' twice");
+    if (!seen.insert(name).second) throw wire::MalformedBytes("it holds '" + name + "' twice");
     if (kind != e.kind) {
-      throw MalformedBytes("'" + name + "' is a " + std::string(to_string(kind)) +
-                           " in it but a tracked " + std::string(to_string(e.kind)));
+      throw wire::MalformedBytes("'" + name + "' is a " + std::string(to_string(kind)) +
+                                 " in it but a tracked " + std::string(to_string(e.kind)));
     }
     apply.push_back(stage_value(s, in, e, type, where));
   }
   for (const Entry& e : s.entries) {
-    if (!seen.count(e.name)) throw MalformedBytes("'" + e.name + "' is tracked but not in it");
+    if (!seen.count(e.name)) {
+      throw wire::MalformedBytes("'" + e.name + "' is tracked but not in it");
+    }
   }
-  if (!in.done()) throw MalformedBytes("bytes left over after the last value");
+  if (!in.done()) throw wire::MalformedBytes("bytes left over after the last value");
   return apply;
 }
 
@@ -264,7 +267,7 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
     std::vector<std::function<void()>> apply;
     try {
       apply = stage(s, payload, where, commit_count);
-    } catch (const MalformedBytes& e) {
+    } catch (const wire::MalformedBytes& e) {
       throw CheckpointError(where + " does not match the tracked values: " + e.what());
     } catch (const InvalidArgument& e) {
       throw CheckpointError(where + ": " + e.what());
@@ -276,13 +279,13 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
   return std::nullopt;
 }
 
-void write_info(ByteWriter& out, const CheckpointInfo& info) {
+void write_info(wire::Writer& out, const CheckpointInfo& info) {
   out.u64(info.sequence);
   out.u64(info.commit_count);
   out.str(info.path);
 }
 
-CheckpointInfo read_info(ByteReader& in) {
+CheckpointInfo read_info(wire::Reader& in) {
   CheckpointInfo info;
   info.sequence = in.u64();
   info.commit_count = in.u64();
@@ -291,15 +294,15 @@ CheckpointInfo read_info(ByteReader& in) {
 }
 
 // Rank 0's outcome and result, on every rank; throws on every rank if rank 0 failed.
-ByteReader share_outcome(const StateImpl& s, std::string_view what, const Outcome& outcome,
-                         ByteWriter& result, std::vector<std::byte>& storage) {
-  ByteWriter out;
+wire::Reader share_outcome(const StateImpl& s, std::string_view what, const Outcome& outcome,
+                           wire::Writer& result, std::vector<std::byte>& storage) {
+  wire::Writer out;
   write_outcome(out, outcome);
   out.raw(result.bytes());
   storage =
       broadcast_bytes(s.collective(what),
                       cohort::rank() == 0 ? std::move(out.bytes()) : std::vector<std::byte>{}, 0);
-  ByteReader in(storage);
+  wire::Reader in(storage);
   Outcome root = read_outcome(in);
   if (!root.ok())
     raise(root.kind, std::string(what) + " failed on rank 0, nothing changed: " + root.message);
@@ -316,10 +319,10 @@ CheckpointInfo save(const State& state, const std::filesystem::path& dir,
   detail::Outcome outcome;
   if (cohort::rank() == 0)
     outcome = detail::capture([&] { info = detail::save_on_root(s, dir, options); });
-  detail::ByteWriter result;
+  wire::Writer result;
   detail::write_info(result, info);
   std::vector<std::byte> storage;
-  detail::ByteReader in = detail::share_outcome(s, "checkpoint/save", outcome, result, storage);
+  wire::Reader in = detail::share_outcome(s, "checkpoint/save", outcome, result, storage);
   return detail::read_info(in);
 }
 
@@ -329,11 +332,11 @@ std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::p
   std::optional<CheckpointInfo> found;
   detail::Outcome outcome;
   if (cohort::rank() == 0) outcome = detail::capture([&] { found = detail::load_on_root(s, dir); });
-  detail::ByteWriter result;
+  wire::Writer result;
   result.u8(found.has_value());
   detail::write_info(result, found.value_or(CheckpointInfo{}));
   std::vector<std::byte> storage;
-  detail::ByteReader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
+  wire::Reader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
   if (in.u8() == 0) return std::nullopt;
   CheckpointInfo info = detail::read_info(in);
   detail::sync_state(s, true);

@@ -14,7 +14,7 @@ constexpr char kMagic[8] = {'C', 'O', 'H', 'O', 'R', 'T', 'C', 'K'};
 constexpr size_t kFlushAt = 1 << 16;
 
 std::vector<std::byte> header(uint64_t payload, const std::array<std::byte, 32>& digest) {
-  ByteWriter h;
+  wire::Writer h;
   h.raw(std::as_bytes(std::span(kMagic)));
   h.u32(kCheckpointVersion);
   h.u32(kHeaderSize);
@@ -91,7 +91,7 @@ CheckpointHeader parse_checkpoint_header(std::span<const std::byte> bytes, uint6
     throw DamagedCheckpoint("holds " + std::to_string(have) + " bytes, shorter than its " +
                             std::to_string(kHeaderSize) + "-byte header");
   }
-  ByteReader in(bytes.first(kHeaderSize));
+  wire::Reader in(bytes.first(kHeaderSize));
   auto magic = in.raw(sizeof kMagic);
   if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) {
     throw DamagedCheckpoint("not a Cohort checkpoint (bad magic)");

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "state/bytes.h"
+#include "base/wire.h"
 #include "state/durable_file.h"
 
 namespace cohort::elastic::detail {
@@ -48,7 +48,7 @@ class Sha256 {
 class CheckpointWriter {
  public:
   explicit CheckpointWriter(DurableFile& file);
-  ByteWriter& records() { return pending_; }
+  wire::Writer& records() { return pending_; }
   void raw(std::span<const std::byte> bytes);
   // Writes the header and commits the file.
   void finish();
@@ -57,7 +57,7 @@ class CheckpointWriter {
   void flush();
   DurableFile& file_;
   Sha256 hash_;
-  ByteWriter pending_;
+  wire::Writer pending_;
   uint64_t payload_ = 0;
 };
 

@@ -21,8 +21,8 @@ Outcome prepare(const StateImpl& s, std::vector<std::string>& staged) {
   });
 }
 
-ByteWriter contribution(const StateImpl& s, const Outcome& outcome) {
-  ByteWriter out;
+wire::Writer contribution(const StateImpl& s, const Outcome& outcome) {
+  wire::Writer out;
   write_outcome(out, outcome);
   out.u64(s.commit_count);
   out.u64(s.samplers.size());
@@ -38,7 +38,7 @@ std::string sampler_name(const StateImpl& s, size_t index) {
 }
 
 // The checks every rank makes on the same gathered bytes, so all reach the same verdict.
-std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<ByteReader>& ranks) {
+std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<wire::Reader>& ranks) {
   std::vector<Outcome> outcomes;
   std::vector<uint64_t> counts;
   for (auto& in : ranks) {
@@ -71,14 +71,14 @@ std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<ByteReader
 void commit_state(StateImpl& s) {
   std::vector<std::string> staged;
   Outcome local = prepare(s, staged);
-  ByteWriter mine = contribution(s, local);
+  wire::Writer mine = contribution(s, local);
   Gathered all =
       allgather_bytes(s.collective("commit/" + std::to_string(s.commit_count)), mine.bytes());
-  std::vector<ByteReader> ranks(all.ranks.begin(), all.ranks.end());
+  std::vector<wire::Reader> ranks(all.ranks.begin(), all.ranks.end());
   std::vector<SamplerCore::Merge> merges;
   try {
     merges = check(s, ranks);
-  } catch (const MalformedBytes& e) {
+  } catch (const wire::MalformedBytes& e) {
     throw MismatchError(std::string("commit failed, nothing changed: a rank sent bytes that do "
                                     "not parse (") +
                         e.what() + ")");

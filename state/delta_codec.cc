@@ -13,14 +13,14 @@ uint64_t fill_bits(const ProcessedSet& set, uint64_t w, uint64_t lo, uint64_t hi
   return ~set.committed_word(w) & range_mask(w, lo, hi);
 }
 
-void encode_delta(ByteWriter& out, const ProcessedSet::Delta& delta, const ProcessedSet& set,
+void encode_delta(wire::Writer& out, const ProcessedSet::Delta& delta, const ProcessedSet& set,
                   uint64_t lo, uint64_t hi) {
   auto kind_of = [&](size_t i) {
     uint64_t bits = delta.words[i];
     if (bits == fill_bits(set, delta.first_word + i, lo, hi)) return Run::kFill;
     return bits == 0 ? Run::kZeros : Run::kLiteral;
   };
-  ByteWriter runs;
+  wire::Writer runs;
   uint64_t count = 0;
   for (size_t i = 0; i < delta.words.size();) {
     Run kind = kind_of(i);
@@ -40,32 +40,32 @@ void encode_delta(ByteWriter& out, const ProcessedSet::Delta& delta, const Proce
   out.raw(runs.bytes());
 }
 
-ProcessedSet::Delta decode_delta(ByteReader& in, const ProcessedSet& set, uint64_t lo,
+ProcessedSet::Delta decode_delta(wire::Reader& in, const ProcessedSet& set, uint64_t lo,
                                  uint64_t hi) {
   ProcessedSet::Delta delta;
   delta.first_word = in.u64();
   uint64_t size = in.u64(), runs = in.u64();
   if (delta.first_word > set.num_words() || size > set.num_words() - delta.first_word) {
-    throw MalformedBytes("delta words outside the processed set");
+    throw wire::MalformedBytes("delta words outside the processed set");
   }
   delta.words.assign(size, 0);
   uint64_t at = 0;
   for (uint64_t r = 0; r < runs; ++r) {
     auto kind = static_cast<Run>(in.u8());
     uint64_t length = in.u64();
-    if (length > size - at) throw MalformedBytes("delta runs longer than their words");
+    if (length > size - at) throw wire::MalformedBytes("delta runs longer than their words");
     for (uint64_t i = at; i < at + length; ++i) {
       if (kind == Run::kFill) {
         delta.words[i] = fill_bits(set, delta.first_word + i, lo, hi);
       } else if (kind == Run::kLiteral) {
         delta.words[i] = in.u64();
       } else if (kind != Run::kZeros) {
-        throw MalformedBytes("unknown delta run kind");
+        throw wire::MalformedBytes("unknown delta run kind");
       }
     }
     at += length;
   }
-  if (at != size) throw MalformedBytes("delta runs shorter than their words");
+  if (at != size) throw wire::MalformedBytes("delta runs shorter than their words");
   return delta;
 }
 

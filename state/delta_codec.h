@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "state/bytes.h"
+#include "base/wire.h"
 #include "state/processed_set.h"
 
 namespace cohort::elastic::detail {
@@ -19,10 +19,11 @@ namespace cohort::elastic::detail {
 uint64_t fill_bits(const ProcessedSet& set, uint64_t w, uint64_t lo, uint64_t hi);
 
 // Writes the delta's words as runs against the sender's range [lo, hi).
-void encode_delta(ByteWriter& out, const ProcessedSet::Delta& delta, const ProcessedSet& set,
+void encode_delta(wire::Writer& out, const ProcessedSet::Delta& delta, const ProcessedSet& set,
                   uint64_t lo, uint64_t hi);
 // Reads them back into words [first, first + count) of the delta, as sent by the rank whose range
-// is [lo, hi). Throws MalformedBytes if the runs do not add up.
-ProcessedSet::Delta decode_delta(ByteReader& in, const ProcessedSet& set, uint64_t lo, uint64_t hi);
+// is [lo, hi). Throws wire::MalformedBytes if the runs do not add up.
+ProcessedSet::Delta decode_delta(wire::Reader& in, const ProcessedSet& set, uint64_t lo,
+                                 uint64_t hi);
 
 }  // namespace cohort::elastic::detail

@@ -139,7 +139,7 @@ uint64_t SamplerCore::fingerprint() const {
   return h;
 }
 
-void SamplerCore::write_delta(ByteWriter& out) const {
+void SamplerCore::write_delta(wire::Writer& out) const {
   ProcessedSet::Delta d = set_.delta();
   out.u64(epoch_);
   out.u64(seed_);
@@ -152,7 +152,7 @@ void SamplerCore::write_delta(ByteWriter& out) const {
   encode_delta(out, d, set_, begin(rank_), end(rank_));
 }
 
-void SamplerCore::check_segment_header(ByteReader& in, int sender, uint64_t committed) const {
+void SamplerCore::check_segment_header(wire::Reader& in, int sender, uint64_t committed) const {
   auto expect = [&](uint64_t theirs, uint64_t mine, const char* what) {
     if (theirs != mine) {
       throw MismatchError("rank " + std::to_string(sender) + " has " + what + " " +
@@ -170,7 +170,7 @@ void SamplerCore::check_segment_header(ByteReader& in, int sender, uint64_t comm
   expect(in.u64(), committed, "committed sample count");
 }
 
-SamplerCore::Merge SamplerCore::check_merge(std::span<ByteReader> ranks) const {
+SamplerCore::Merge SamplerCore::check_merge(std::span<wire::Reader> ranks) const {
   if (ranks.size() != static_cast<size_t>(world_size_)) {
     throw MismatchError("the sampler is partitioned for " + std::to_string(world_size_) +
                         " ranks but " + std::to_string(ranks.size()) +
@@ -179,7 +179,7 @@ SamplerCore::Merge SamplerCore::check_merge(std::span<ByteReader> ranks) const {
   uint64_t committed = set_.count() - set_.uncommitted();
   Merge merge;
   for (int s = 0; s < world_size_; ++s) {
-    ByteReader& in = ranks[static_cast<size_t>(s)];
+    wire::Reader& in = ranks[static_cast<size_t>(s)];
     check_segment_header(in, s, committed);
     uint64_t declared = in.u64();
     ProcessedSet::Delta delta = decode_delta(in, set_, begin(s), end(s));
@@ -212,12 +212,12 @@ void SamplerCore::apply_merge(const Merge& merge) {
   previous_.reset();
 }
 
-void SamplerCore::write_sync_header(ByteWriter& out) const {
+void SamplerCore::write_sync_header(wire::Writer& out) const {
   out.u64(seed_);
   out.u64(epoch_);
 }
 
-void SamplerCore::adopt(ByteReader& header, int rank, int world_size) {
+void SamplerCore::adopt(wire::Reader& header, int rank, int world_size) {
   uint64_t seed = header.u64(), epoch = header.u64();
   uint64_t last = set_.num_words() - 1;
   if ((set_.words()[last] & ~valid_bits(dataset_size(), last)) != 0) {
@@ -232,7 +232,7 @@ void SamplerCore::adopt(ByteReader& header, int rank, int world_size) {
   repartition(rank, world_size);
 }
 
-void SamplerCore::write_committed_header(ByteWriter& out) const {
+void SamplerCore::write_committed_header(wire::Writer& out) const {
   out.u64(dataset_size());
   out.u64(seed_);
   out.u64(previous_ ? previous_->epoch : epoch_);
@@ -256,22 +256,22 @@ void SamplerCore::write_committed_words(
   }
 }
 
-SamplerCore::Image SamplerCore::read_image(ByteReader& in) const {
+SamplerCore::Image SamplerCore::read_image(wire::Reader& in) const {
   uint64_t n = in.u64();
   if (n != dataset_size()) {
-    throw MalformedBytes("the sampler was saved for " + std::to_string(n) +
-                         " samples, this one has " + std::to_string(dataset_size()));
+    throw wire::MalformedBytes("the sampler was saved for " + std::to_string(n) +
+                               " samples, this one has " + std::to_string(dataset_size()));
   }
   Image image;
   image.seed = in.u64();
   image.epoch = in.u64();
   uint64_t count = in.u64();
-  if (count != set_.num_words()) throw MalformedBytes("the processed set has the wrong size");
+  if (count != set_.num_words()) throw wire::MalformedBytes("the processed set has the wrong size");
   auto bytes = in.raw(count * 8);
   image.words.resize(count);
   std::memcpy(image.words.data(), bytes.data(), bytes.size());
   if ((image.words.back() & ~valid_bits(n, count - 1)) != 0) {
-    throw MalformedBytes("the processed set has bits past the end of the dataset");
+    throw wire::MalformedBytes("the processed set has bits past the end of the dataset");
   }
   return image;
 }

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "state/bytes.h"
+#include "base/wire.h"
 #include "state/permutation.h"
 #include "state/processed_set.h"
 
@@ -60,7 +60,7 @@ class SamplerCore {
   void rollback();
 
   // Commit, step 1: this rank's uncommitted records and what the others check them against.
-  void write_delta(ByteWriter& out) const;
+  void write_delta(wire::Writer& out) const;
   // Commit, step 2: reads this sampler's segment from every rank's reader (in rank order) and
   // checks them all. Throws MismatchError, changing nothing, when ranks disagree.
   struct Merge {
@@ -70,16 +70,16 @@ class SamplerCore {
     };
     std::vector<Segment> segments;
   };
-  Merge check_merge(std::span<ByteReader> ranks) const;
+  Merge check_merge(std::span<wire::Reader> ranks) const;
   // Commit, step 3: every rank's records become committed, on every rank alike.
   void apply_merge(const Merge& merge);
 
   // Sync: rank 0 writes its header; every rank's bitmap receives rank 0's words; then every rank
   // adopts them as committed and repartitions over its world.
-  void write_sync_header(ByteWriter& out) const;
+  void write_sync_header(wire::Writer& out) const;
   std::span<uint64_t> bitmap_words() { return set_.mutable_words(); }
   // Reads a header, checks the received bitmap, adopts. Throws MismatchError on bad input.
-  void adopt(ByteReader& header, int rank, int world_size);
+  void adopt(wire::Reader& header, int rank, int world_size);
 
   // Checkpoint: the committed state (epoch and committed set), written and loaded.
   struct Image {
@@ -87,11 +87,11 @@ class SamplerCore {
     uint64_t epoch = 0;
     std::vector<uint64_t> words;
   };
-  void write_committed_header(ByteWriter& out) const;
+  void write_committed_header(wire::Writer& out) const;
   // Calls `emit` with the committed words, a chunk at a time.
   void write_committed_words(const std::function<void(std::span<const uint64_t>)>& emit) const;
-  // Reads an image written above; throws MalformedBytes if it does not fit this sampler.
-  Image read_image(ByteReader& in) const;
+  // Reads an image written above; throws wire::MalformedBytes if it does not fit this sampler.
+  Image read_image(wire::Reader& in) const;
   void load(Image image);
 
  private:
@@ -99,7 +99,7 @@ class SamplerCore {
   uint64_t fingerprint() const;
   int owner(uint64_t position) const;
   std::string bad_record(uint64_t sample, uint64_t position) const;
-  void check_segment_header(ByteReader& in, int sender, uint64_t committed) const;
+  void check_segment_header(wire::Reader& in, int sender, uint64_t committed) const;
 
   uint64_t seed_;
   uint64_t epoch_ = 0;

@@ -24,7 +24,7 @@ struct ManifestEntry {
   uint64_t size;
 };
 
-void write_entry(ByteWriter& out, const ManifestEntry& e) {
+void write_entry(wire::Writer& out, const ManifestEntry& e) {
   out.str(e.name);
   out.u8(e.kind);
   out.str(e.type);
@@ -32,7 +32,7 @@ void write_entry(ByteWriter& out, const ManifestEntry& e) {
 }
 
 std::vector<ManifestEntry> read_manifest(std::span<const std::byte> bytes) {
-  ByteReader in(bytes);
+  wire::Reader in(bytes);
   std::vector<ManifestEntry> out(in.u64());
   for (auto& e : out) {
     e.name = in.str();
@@ -40,7 +40,7 @@ std::vector<ManifestEntry> read_manifest(std::span<const std::byte> bytes) {
     e.type = in.str();
     e.size = in.u64();
   }
-  if (!in.done()) throw MalformedBytes("bytes left over after the manifest");
+  if (!in.done()) throw wire::MalformedBytes("bytes left over after the manifest");
   return out;
 }
 
@@ -55,8 +55,8 @@ std::string describe(const ManifestEntry& e) {
 
 }  // namespace
 
-ByteWriter StateImpl::manifest() const {
-  ByteWriter out;
+wire::Writer StateImpl::manifest() const {
+  wire::Writer out;
   out.u64(entries.size());
   for (const Entry& e : entries) {
     ManifestEntry m{e.name, static_cast<uint8_t>(e.kind), "", 0};

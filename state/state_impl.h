@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/wire.h"
 #include "cohort/elastic/state.h"
-#include "state/bytes.h"
 #include "state/sampler_core.h"
 #include "state/values.h"
 
@@ -35,7 +35,7 @@ struct StateImpl {
   std::string collective(std::string_view what) const;
   SamplerCore& sampler(size_t index) const;
   // What every rank must agree on: each entry's name, kind, type and size, in order.
-  ByteWriter manifest() const;
+  wire::Writer manifest() const;
 };
 
 // Explains how `theirs` (from `who`) differs from this State's manifest; empty if it does not.

@@ -11,9 +11,9 @@ namespace {
 // Rank 0's side: everything but the buffers and bitmaps. `valid` is false if it could not be
 // made (rank 0's outcome then says why).
 std::vector<std::byte> root_blob(const StateImpl& s, Outcome& outcome) {
-  ByteWriter out;
+  wire::Writer out;
   outcome = capture([&] {
-    ByteWriter body, manifest = s.manifest();
+    wire::Writer body, manifest = s.manifest();
     body.str(std::string_view(reinterpret_cast<const char*>(manifest.bytes().data()),
                               manifest.bytes().size()));
     body.u64(s.commit_count);
@@ -25,7 +25,7 @@ std::vector<std::byte> root_blob(const StateImpl& s, Outcome& outcome) {
       }
     }
     for (size_t i = 0; i < s.samplers.size(); ++i) {
-      ByteWriter header;
+      wire::Writer header;
       s.sampler(i).write_sync_header(header);
       body.u64(header.bytes().size());
       body.raw(header.bytes());
@@ -46,7 +46,7 @@ struct RootState {
 };
 
 RootState parse_root(const StateImpl& s, std::span<const std::byte> blob) {
-  ByteReader in(blob);
+  wire::Reader in(blob);
   RootState root;
   root.valid = in.u8() == 1;
   if (!root.valid) return root;
@@ -54,7 +54,7 @@ RootState parse_root(const StateImpl& s, std::span<const std::byte> blob) {
   root.commit_count = in.u64();
   for (size_t i = 0; i < s.objects.size(); ++i) root.objects.push_back(in.str());
   for (size_t i = 0; i < s.samplers.size(); ++i) root.sampler_headers.push_back(in.raw(in.u64()));
-  if (!in.done()) throw MalformedBytes("bytes left over");
+  if (!in.done()) throw wire::MalformedBytes("bytes left over");
   return root;
 }
 
@@ -70,7 +70,7 @@ void check_local(const StateImpl& s, bool discard_uncommitted, std::span<const s
   }
   try {
     root = parse_root(s, blob);
-  } catch (const MalformedBytes& e) {
+  } catch (const wire::MalformedBytes& e) {
     throw MismatchError(std::string("rank 0's state does not parse: ") + e.what());
   }
   if (!root.valid || cohort::rank() == 0) return;
@@ -121,7 +121,7 @@ void sync_state(StateImpl& s, bool discard_uncommitted) {
   for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(root.objects[i]);
   for (BufferValue& b : s.buffers) b.take_snapshot();
   for (size_t i = 0; i < s.samplers.size(); ++i) {
-    ByteReader header(root.sampler_headers[i]);
+    wire::Reader header(root.sampler_headers[i]);
     s.sampler(i).adopt(header, cohort::rank(), cohort::size());
   }
   s.commit_count = root.commit_count;
@@ -133,7 +133,7 @@ void sync_state(StateImpl& s, bool discard_uncommitted) {
 namespace cohort::elastic::detail {
 
 void agree_on_manifest(StateImpl& s, std::string_view what) {
-  ByteWriter manifest = s.manifest();
+  wire::Writer manifest = s.manifest();
   std::string name = s.collective(std::string(what) + "/manifest");
   std::vector<std::byte> root = broadcast_bytes(
       name, cohort::rank() == 0 ? std::move(manifest.bytes()) : std::vector<std::byte>{}, 0);

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
 
+#include "base/launch_env.h"
 #include "cohort/errors.h"
 #include "core/config.h"
+#include "core/config_table.h"
 
 using cohort::Config;
 
@@ -34,8 +37,8 @@ void expect_rejected(std::map<std::string, std::string> vars, const std::string&
 TEST_CASE("no launcher means a world of one with defaults") {
   Config c = parse({});
   CHECK(c.launcher == Config::Launcher::kNone);
-  CHECK(c.size == 1);
-  CHECK(c.rank == 0);
+  CHECK(c.placement.size == 1);
+  CHECK(c.placement.rank == 0);
   CHECK(c.timeout == std::chrono::seconds(30));
   CHECK(c.cpu_operations == Config::CpuOperations::kGloo);
   CHECK(c.stall_check);
@@ -118,17 +121,18 @@ TEST_CASE("cohortrun's environment is read") {
   vars["COHORT_TIMEOUT_SECONDS"] = "2.5";
   Config c = parse(vars);
   CHECK(c.launcher == Config::Launcher::kCohortrun);
-  CHECK(c.rank == 1);
-  CHECK(c.size == 4);
+  CHECK(c.placement.rank == 1);
+  CHECK(c.placement.size == 4);
   CHECK(c.rendezvous_port == 4000);
   CHECK(c.secret.size() == 32);
-  CHECK(c.local_rank == 1);
-  CHECK(c.local_size == 2);
-  CHECK(c.cross_rank == 0);
-  CHECK(c.cross_size == 2);
+  CHECK(c.hosts_placed);
+  CHECK(c.placement.local_rank == 1);
+  CHECK(c.placement.local_size == 2);
+  CHECK(c.placement.cross_rank == 0);
+  CHECK(c.placement.cross_size == 2);
   CHECK(c.timeout == std::chrono::milliseconds(2500));
   // Without the placement variables the runtime works the placement out itself.
-  CHECK(parse(cohortrun_env()).local_rank == -1);
+  CHECK_FALSE(parse(cohortrun_env()).hosts_placed);
 }
 
 TEST_CASE("an inconsistent placement is refused, naming the variable") {
@@ -261,4 +265,72 @@ TEST_CASE("the elastic timeout is read in seconds") {
                   "COHORT_ELASTIC_TIMEOUT_SECONDS='0' is invalid");
   expect_rejected(with(elastic_env(), "COHORT_ELASTIC_TIMEOUT_SECONDS", "soon"),
                   "expected a number of seconds");
+}
+
+namespace {
+
+namespace table = cohort::config_table;
+
+std::string shown(const Config& c, const std::string& name) {
+  for (const auto& setting : table::settings()) {
+    if (setting.name == name) return table::show(setting, c);
+  }
+  FAIL("no row " << name);
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every row of the settings table has its own name and a line of doc") {
+  std::set<std::string> names;
+  for (const auto& setting : table::settings()) {
+    CHECK(std::string(setting.name).starts_with("COHORT_"));
+    CHECK(names.insert(setting.name).second);
+    CHECK_FALSE(std::string(setting.doc).empty());
+    CHECK(std::string(setting.doc).find('\n') == std::string::npos);
+  }
+  CHECK_FALSE(names.empty());
+}
+
+TEST_CASE("every setting reads back its default and other values as the table shows them") {
+  const Config defaults;
+  for (const auto& setting : table::settings()) {
+    std::string text = table::show(setting, defaults);
+    CAPTURE(setting.name, text);
+    if (text == "unset") continue;
+    CHECK(shown(parse({{setting.name, text}}), setting.name) == text);
+  }
+  for (const auto& [name, value] :
+       std::map<std::string, std::string>{{"COHORT_TIMEOUT_SECONDS", "2.5"},
+                                          {"COHORT_PEER_TIMEOUT_SECONDS", "1e-06"},
+                                          {"COHORT_CYCLE_TIME", "0.25"},
+                                          {"COHORT_STALL_SHUTDOWN_TIME_SECONDS", "0.001"},
+                                          {"COHORT_STALL_CHECK_DISABLE", "1"},
+                                          {"COHORT_FUSION_THRESHOLD", "0"},
+                                          {"COHORT_LOG_LEVEL", "debug"},
+                                          {"COHORT_TIMELINE", "/tmp/timeline.json"},
+                                          {"COHORT_FAULT_KILL_AT", "sync:2:host-a:0"}}) {
+    CAPTURE(name);
+    CHECK(shown(parse({{name, value}}), name) == value);
+  }
+}
+
+TEST_CASE("every setting but free text refuses garbage naming the variable and the value") {
+  for (const auto& setting : table::settings()) {
+    if (std::holds_alternative<table::Text>(setting.field)) continue;
+    expect_rejected({{setting.name, "#garbage"}},
+                    std::string(setting.name) + "='#garbage' is invalid: ");
+  }
+  CHECK(parse({{"COHORT_TIMELINE", "#garbage"}}).timeline_path == "#garbage");
+}
+
+TEST_CASE("mpirun is known by either of its variables and cohortrun's come first") {
+  CHECK(parse({{"PMIX_RANK", "0"}}).launcher == Config::Launcher::kMpirun);
+  auto vars = cohortrun_env();
+  vars["OMPI_COMM_WORLD_SIZE"] = "4";
+  CHECK(parse(vars).launcher == Config::Launcher::kCohortrun);
+  CHECK(cohort::env::launched_by_mpirun([](const char* name) -> std::optional<std::string> {
+    if (std::string(name) == "PMIX_RANK") return "3";
+    return std::nullopt;
+  }));
 }

@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "base/cancellation.h"
+#include "base/deadline.h"
+#include "base/framed_socket.h"
 #include "base/net.h"
 #include "base/wire.h"
 #include "cohort/errors.h"
@@ -105,8 +107,8 @@ std::string hello_bytes(int rank, const std::string& token, uint32_t announced =
   wire::Writer w;
   w.i32(rank);
   w.str(token);
-  uint32_t len = announced ? announced : static_cast<uint32_t>(w.bytes().size());
-  std::string out(reinterpret_cast<const char*>(&len), sizeof len);
+  uint32_t len = htonl(announced ? announced : static_cast<uint32_t>(w.bytes().size()));
+  std::string out(reinterpret_cast<const char*>(&len), sizeof len);  // big-endian, as framed
   out.append(reinterpret_cast<const char*>(w.bytes().data()), w.bytes().size());
   return out;
 }
@@ -232,4 +234,42 @@ TEST_CASE("a cancellation ends accept_workers and connect at once with its reaso
     canceller.join();
     CHECK(Clock::now() - start < 2s);
   }
+}
+
+TEST_CASE("poll_millis rounds up, never below zero, and waits forever without a deadline") {
+  auto now = SteadyClock::now();
+  CHECK(poll_millis(now, now - 1s) == 0);
+  CHECK(poll_millis(now, SteadyClock::time_point::min()) == 0);
+  CHECK(poll_millis(now, now) == 0);
+  CHECK(poll_millis(now, now + 1us) == 1);  // a poll of 0 ms would wake before the deadline
+  CHECK(poll_millis(now, now + 1500us) == 2);
+  CHECK(poll_millis(now, now + 3ms) == 3);
+  CHECK(poll_millis(now, now + std::chrono::hours(1000)) == 1 << 30);
+  CHECK(poll_millis(now, SteadyClock::time_point::max()) == -1);
+}
+
+TEST_CASE("frames carry a big-endian length and are split whole") {
+  std::vector<std::byte> sent;
+  net::append_frame(sent, bytes("ab"));
+  net::append_frame(sent, bytes(""));
+  net::append_frame(sent, bytes("xyz"));
+  CHECK(std::vector<std::byte>(sent.begin(), sent.begin() + 6) ==
+        bytes(std::string_view("\0\0\0\2ab", 6)));
+  CHECK(net::frame_length(sent.data() + 6 + 4) == 3);
+  // The last frame cut short: the whole ones are taken, the cut one waits for its rest.
+  std::vector<std::byte> received(sent.begin(), sent.end() - 1);
+  auto frames = net::take_frames(received, 16);
+  REQUIRE(frames.size() == 2);
+  CHECK(frames[0] == bytes("ab"));
+  CHECK(frames[1].empty());
+  CHECK(received.size() == 4 + 2);
+  received.push_back(sent.back());
+  frames = net::take_frames(received, 16);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0] == bytes("xyz"));
+  CHECK(received.empty());
+  // A length over the limit is refused from its header alone.
+  std::vector<std::byte> oversized(sent.begin(), sent.begin() + 4);
+  oversized[0] = std::byte{1};
+  CHECK_THROWS_AS(net::take_frames(oversized, 16), net::FrameError);
 }

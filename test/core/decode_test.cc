@@ -86,16 +86,16 @@ std::vector<std::byte> bytes_of(wire::Writer& w) {
   return w.bytes();
 }
 
-// Runs a decoder that must refuse its input; returns the error text and checks that it allocated
-// no more than `limit` bytes at once on the way.
-template <typename F>
+// Runs a decoder that must refuse its input with a `Refusal`; returns the error text and checks
+// that it allocated no more than `limit` bytes at once on the way.
+template <typename Refusal = InternalError, typename F>
 std::string refusal(F&& decode, size_t limit = 4096) {
   std::string message;
   largest = 0;
   tracking = true;
   try {
     decode();
-  } catch (const InternalError& e) {
+  } catch (const Refusal& e) {
     message = e.what();
   }
   tracking = false;
@@ -108,31 +108,31 @@ constexpr int64_t k2to32 = int64_t{1} << 32;
 }  // namespace
 
 TEST_CASE("a string length beyond the message is refused before allocating") {
-  // A control hello (rank, token) whose token claims 64 MiB: 13 bytes.
+  // A control hello (rank, token) whose token claims 64 MiB: 17 bytes.
   wire::Writer w;
   w.i32(1);
-  w.u32(64u << 20);
+  w.u64(64u << 20);
   for (int i = 0; i < 5; ++i) w.u8('x');
   auto bytes = bytes_of(w);
-  REQUIRE(bytes.size() == 13);
-  std::string message = refusal([&] {
+  REQUIRE(bytes.size() == 17);
+  std::string message = refusal<wire::MalformedBytes>([&] {
     wire::Reader rd(bytes);
     rd.i32();
     rd.str();
   });
-  CHECK_THAT(message, Catch::Matchers::Contains("a string of 67108864 bytes at offset 8") &&
+  CHECK_THAT(message, Catch::Matchers::Contains("a string of 67108864 bytes at offset 12") &&
                           Catch::Matchers::Contains("only 5 remain"));
 }
 
 TEST_CASE("a list length beyond the message is refused before allocating") {
-  // 2^26 uint32 (256 MiB) and int64 (512 MiB) claimed in 13 bytes.
+  // 2^26 uint32 (256 MiB) and int64 (512 MiB) claimed in 17 bytes.
   for (bool wide : {false, true}) {
     wire::Writer w;
-    w.u32(1u << 26);
+    w.u64(1u << 26);
     for (int i = 0; i < 9; ++i) w.u8(0);
     auto bytes = bytes_of(w);
-    REQUIRE(bytes.size() == 13);
-    std::string message = refusal([&] {
+    REQUIRE(bytes.size() == 17);
+    std::string message = refusal<wire::MalformedBytes>([&] {
       wire::Reader rd(bytes);
       if (wide) {
         rd.i64s();
@@ -207,8 +207,8 @@ std::vector<std::byte> group_request(DataType dtype, const Shape& shape) {
   RequestList list;
   list.requests.push_back(Request{.name = "g", .group = {{dtype, harmless}}});
   auto bytes = encode(list);
-  // After the group's dimensions: its one type (1), empty splits and members (4 + 4).
-  size_t dims_at = bytes.size() - 4 - 4 - 1 - 8 * shape.size();
+  // After the group's dimensions: its one type (1), empty splits and members (8 + 8).
+  size_t dims_at = bytes.size() - 8 - 8 - 1 - 8 * shape.size();
   std::memcpy(bytes.data() + dims_at, shape.data(), 8 * shape.size());
   return bytes;
 }
@@ -260,4 +260,34 @@ TEST_CASE("negative counts in a response are refused") {
     list.responses.push_back(r);
     CHECK_THROWS_WITH(decode_response_list(encode(list)), Catch::Matchers::Contains("include -1"));
   }
+}
+
+TEST_CASE("a list count whose byte size would overflow 64 bits is refused, not wrapped") {
+  // 2^61 int64 are 2^64 bytes: a multiplied length would wrap to 0 and pass a bounds check.
+  wire::Writer w;
+  w.u64(uint64_t{1} << 61);
+  auto bytes = bytes_of(w);
+  CHECK_THAT(refusal<wire::MalformedBytes>([&] {
+               wire::Reader rd(bytes);
+               rd.i64s();
+             }),
+             Catch::Matchers::Contains("a list of 2305843009213693952 numbers") &&
+                 Catch::Matchers::Contains("only 0 remain"));
+}
+
+TEST_CASE("decode refuses bytes that do not decode or are left over with the caller's error") {
+  wire::Writer w;
+  w.i32(7);
+  w.u8(1);
+  auto bytes = bytes_of(w);
+  auto read_i32 = [](wire::Reader& rd) { return rd.i32(); };
+  auto read_i64 = [](wire::Reader& rd) { return rd.i64(); };
+  CHECK_THROWS_MATCHES(wire::decode<InvalidArgument>(bytes, "a test record", read_i32),
+                       InvalidArgument,
+                       Catch::Matchers::Message("a test record: 1 unexpected trailing bytes"));
+  CHECK_THROWS_AS(wire::decode<InvalidArgument>(bytes, "a test record", read_i64), InvalidArgument);
+  CHECK_THROWS_WITH(wire::decode<InvalidArgument>(bytes, "a test record", read_i64),
+                    Catch::Matchers::StartsWith("a test record: truncated"));
+  bytes.pop_back();
+  CHECK(wire::decode<InvalidArgument>(bytes, "a test record", read_i32) == 7);
 }

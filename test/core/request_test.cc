@@ -61,10 +61,10 @@ TEST_CASE("a corrupt group raises instead of allocating or reading out of bounds
   }
   // The group: its tensors' dimension counts (one: 1), dimensions (one: 4) and types (one), then
   // the empty splits and members. More dimensions claimed than sent:
-  size_t ranks_at = bytes.size() - 4 - 4 - 1 - (4 + 8) - (4 + 4);
+  size_t ranks_at = bytes.size() - 8 - 8 - 1 - (8 + 8) - (8 + 4);
   REQUIRE(bytes[ranks_at] == std::byte{1});
   auto bad_ranks = bytes;
-  bad_ranks[ranks_at + 4] = std::byte{2};
+  bad_ranks[ranks_at + 8] = std::byte{2};
   CHECK_THROWS_WITH(decode_request_list(bad_ranks), Catch::Matchers::Contains("dimensions"));
   auto huge_count = bytes;
   huge_count[ranks_at + 3] = std::byte{0x7f};  // 2^30 tensors claimed, one present
@@ -84,7 +84,7 @@ TEST_CASE("corrupt messages raise instead of reading out of bounds") {
   CHECK_THROWS_AS(decode_request_list(trailing), InternalError);
   auto bad_enum = bytes;
   // The op type after shutdown, applied, no hits, count, name.
-  bad_enum[1 + 8 + 4 + 4 + 4 + 6] = std::byte{200};
+  bad_enum[1 + 8 + 8 + 4 + 8 + 6] = std::byte{200};
   CHECK_THROWS_WITH(decode_request_list(bad_enum), Catch::Matchers::Contains("bad op type"));
 }
 

@@ -62,7 +62,7 @@ std::string action_for(const std::vector<Rule>& rules, const Assignment& a) {
     return pattern == "*" || pattern == std::to_string(value);
   };
   for (const auto& r : rules) {
-    if (matches(r.round, a.round) && matches(r.rank, a.rank)) return r.action;
+    if (matches(r.round, a.round) && matches(r.rank, a.placement.rank)) return r.action;
   }
   return "";
 }
@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
       say("worker " + id + " told to exit");
       return 0;
     }
-    say("worker " + id + " round " + std::to_string(a.round) + " rank " + std::to_string(a.rank) +
-        " size " + std::to_string(a.size));
+    say("worker " + id + " round " + std::to_string(a.round) + " rank " +
+        std::to_string(a.placement.rank) + " size " + std::to_string(a.placement.size));
     std::string action = action_for(rules, a);
     if (action == "finish") {
       say("worker " + id + " finished");

@@ -69,15 +69,15 @@ TEST_CASE("a first round fills hosts in order slot by slot up to max-np") {
   hosts.update({{"a", 2}, {"b", 4}});
   auto plan = hosts.plan_round({});
   CHECK(slots_of(plan) == std::vector<SlotRef>{{"a", 0}, {"a", 1}, {"b", 0}, {"b", 1}, {"b", 2}});
-  const auto& last = plan.slots.back().assignment;
+  const auto& last = plan.slots.back().assignment.placement;
   CHECK(last.rank == 4);
   CHECK(last.size == 5);
   CHECK(last.local_rank == 2);
   CHECK(last.local_size == 3);
   CHECK(last.cross_rank == 0);
   CHECK(last.cross_size == 1);
-  CHECK(plan.slots[2].assignment.cross_rank == 1);  // b:0 is the second local rank 0
-  CHECK(plan.slots[0].assignment.cross_size == 2);
+  CHECK(plan.slots[2].assignment.placement.cross_rank == 1);  // b:0 is the second local rank 0
+  CHECK(plan.slots[0].assignment.placement.cross_size == 2);
   for (const auto& s : plan.slots) CHECK_FALSE(s.survivor);
 }
 
@@ -91,10 +91,10 @@ TEST_CASE("survivors keep their order and new slots follow them") {
   CHECK(plan.slots[0].survivor);
   CHECK(plan.slots[1].survivor);
   CHECK_FALSE(plan.slots[2].survivor);
-  CHECK(plan.slots[0].assignment.rank == 0);
-  CHECK(plan.slots[0].assignment.local_rank == 0);  // first rank on b
-  CHECK(plan.slots[3].assignment.local_rank == 1);  // b:0 comes after b:1 in rank order
-  CHECK(plan.slots[1].assignment.cross_rank == 1);  // a:0 is the second local rank 0
+  CHECK(plan.slots[0].assignment.placement.rank == 0);
+  CHECK(plan.slots[0].assignment.placement.local_rank == 0);  // first rank on b
+  CHECK(plan.slots[3].assignment.placement.local_rank == 1);  // b:0 comes after b:1 in rank order
+  CHECK(plan.slots[1].assignment.placement.cross_rank == 1);  // a:0 is the second local rank 0
   CHECK(plan.dropped.empty());
   CHECK_THROWS_WITH(hosts.plan_round({{"a", 0}, {"a", 0}}), Contains("listed twice"));
 }
@@ -121,8 +121,8 @@ TEST_CASE("a single host job localhost:4 losing one worker keeps 3 slots") {
   auto plan = hosts.plan_round({{"localhost", 0}, {"localhost", 2}, {"localhost", 3}});
   CHECK(slots_of(plan) ==
         std::vector<SlotRef>{{"localhost", 0}, {"localhost", 2}, {"localhost", 3}});
-  CHECK(plan.slots[2].assignment.local_rank == 2);
-  CHECK(plan.slots[2].assignment.size == 3);
+  CHECK(plan.slots[2].assignment.placement.local_rank == 2);
+  CHECK(plan.slots[2].assignment.placement.size == 3);
   CHECK(plan.dropped.empty());
 }
 
@@ -138,7 +138,7 @@ TEST_CASE("a retired slot returns after its cooldown and backs off on repeated f
   CHECK(hosts.refresh().describe() == "added localhost:1");
   auto plan = hosts.plan_round({{"localhost", 0}, {"localhost", 2}, {"localhost", 3}});
   CHECK(plan.slots.back().slot == 1);  // refilled, after the survivors
-  CHECK(plan.slots.back().assignment.rank == 3);
+  CHECK(plan.slots.back().assignment.placement.rank == 3);
   CHECK_FALSE(plan.slots.back().survivor);
   for (auto expected : {20s, 40s, 60s, 60s}) {  // LO * 2^(n-1), clamped to HI
     TimePoint failed_at = clock.now;

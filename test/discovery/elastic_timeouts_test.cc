@@ -60,3 +60,24 @@ TEST_CASE("the workers' timeouts are read from the environment they inherit") {
   ::unsetenv("COHORT_PEER_TIMEOUT_SECONDS");
   ::unsetenv("COHORT_TIMEOUT_SECONDS");
 }
+
+TEST_CASE("the launcher refuses and holds the workers' timeouts as the workers do") {
+  // Held in whole milliseconds: shorter is refused (as core/config_test.cc shows for workers).
+  ::setenv("COHORT_TIMEOUT_SECONDS", "0.0005", 1);
+  CHECK_THROWS_WITH(with_worker_environment({}),
+                    "COHORT_TIMEOUT_SECONDS='0.0005' is invalid: shorter than 0.001 seconds, the "
+                    "shortest time it can hold");
+  ::setenv("COHORT_TIMEOUT_SECONDS", "1e8", 1);
+  CHECK_THROWS_WITH(with_worker_environment({}),
+                    "COHORT_TIMEOUT_SECONDS='1e8' is invalid: longer than 1e+07 seconds");
+  ::unsetenv("COHORT_TIMEOUT_SECONDS");
+  // The peer timeout is held in whole microseconds.
+  ::setenv("COHORT_PEER_TIMEOUT_SECONDS", "1e-6", 1);
+  CHECK(with_worker_environment({}).worker_peer_timeout == 1us);
+  ::unsetenv("COHORT_PEER_TIMEOUT_SECONDS");
+  ::setenv("COHORT_ELASTIC_TIMEOUT_SECONDS", "0", 1);
+  CHECK_THROWS_WITH(with_worker_environment({}),
+                    "COHORT_ELASTIC_TIMEOUT_SECONDS='0' is invalid: expected a positive number of "
+                    "seconds");
+  ::unsetenv("COHORT_ELASTIC_TIMEOUT_SECONDS");
+}

@@ -31,14 +31,14 @@ TEST_CASE("slots are filled host by host with local and cross ranks") {
   auto slots = assign_slots({{"a", 2}, {"b", 2}}, 3);
   REQUIRE(slots.size() == 3);
   CHECK(slots[0].host == "a");
-  CHECK(slots[1].local_rank == 1);
-  CHECK(slots[1].local_size == 2);
+  CHECK(slots[1].placement.local_rank == 1);
+  CHECK(slots[1].placement.local_size == 2);
   CHECK(slots[2].host == "b");
-  CHECK(slots[2].local_rank == 0);
-  CHECK(slots[2].local_size == 1);
-  CHECK(slots[2].cross_rank == 1);
-  CHECK(slots[0].cross_size == 2);
-  CHECK(slots[1].cross_size == 1);
+  CHECK(slots[2].placement.local_rank == 0);
+  CHECK(slots[2].placement.local_size == 1);
+  CHECK(slots[2].placement.cross_rank == 1);
+  CHECK(slots[0].placement.cross_size == 2);
+  CHECK(slots[1].placement.cross_size == 1);
   CHECK_THROWS_WITH(assign_slots({{"a", 2}}, 3), Contains("only 2"));
   CHECK_THROWS_WITH(assign_slots({{"a", 2}}, 0), Contains("at least 1"));
 }

@@ -130,12 +130,12 @@ class FakeLauncher {
     int size = static_cast<int>(ranks.size());
     for (int r = 0; r < size; ++r) {
       Assignment a{.round = round,
-                   .rank = r,
-                   .size = size,
-                   .local_rank = r,
-                   .local_size = size,
-                   .cross_rank = 0,
-                   .cross_size = 1,
+                   .placement = {.rank = r,
+                                 .size = size,
+                                 .local_rank = r,
+                                 .local_size = size,
+                                 .cross_rank = 0,
+                                 .cross_size = 1},
                    .generation = generation};
       publish(ranks[r], format_assignment(a));
     }

@@ -122,7 +122,8 @@ void elastic_texts() {
   write("elastic_protocol", "checkin_failed", 0,
         format_checkin({CheckIn::Kind::kFailed, "allreduce 'g' failed: peer left"}));
   write("elastic_protocol", "assignment", 1,
-        format_assignment({.round = 3, .rank = 1, .size = 4, .local_size = 2, .cross_size = 2}));
+        format_assignment(
+            {.round = 3, .placement = {.rank = 1, .size = 4, .local_size = 2, .cross_size = 2}}));
   write("elastic_protocol", "exit", 1, "exit");
 }
 

@@ -1,6 +1,6 @@
 // The backend of a world of one: every collective is the identity, with the same argument checks
 // as the real backends.
-#include "core/lone_backend.h"
+#include "ops/lone_backend.h"
 
 #include <catch2/catch.hpp>
 #include <vector>
@@ -9,6 +9,7 @@
 #include "collective_matrix.h"
 
 using namespace cohort;
+using cohort::ops::LoneBackend;
 using namespace cohort::ops::testing;
 
 TEST_CASE("lone backend alltoallv and reduce_scatter are copies") {

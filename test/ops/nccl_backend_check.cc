@@ -160,10 +160,11 @@ int main() {
   try {
     std::signal(SIGPIPE, SIG_IGN);  // as the runtime does before Gloo connects
     Config config = Config::from_environment();
+    const Placement& placed = config.placement;
     int local_rank =
-        config.local_rank >= 0 ? config.local_rank : env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+        config.hosts_placed ? placed.local_rank : env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
     int local_size =
-        config.local_size >= 0 ? config.local_size : env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+        config.hosts_placed ? placed.local_size : env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1);
     if (local_size > devices) {
       std::printf("%d ranks on this host but %d CUDA devices: skipped\n", local_size, devices);
       return kSkip;

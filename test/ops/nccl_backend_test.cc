@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cohort/errors.h"
-#include "core/lone_backend.h"
 #include "ops/gloo_backend.h"
+#include "ops/lone_backend.h"
 #include "ops/nccl_backend.h"
 
 using namespace cohort;

@@ -43,7 +43,7 @@ void splice(int a, int b) {
 // sent something; later ones are passed through to `server_port`.
 class FlakyProxy {
  public:
-  FlakyProxy(int server_port, int drops) : listener_(listen_tcp("127.0.0.1", port_)) {
+  FlakyProxy(int server_port, int drops) : listener_(net::listen_tcp("127.0.0.1", port_)) {
     thread_ = std::thread([this, server_port, drops] {
       for (int i = 0;; ++i) {
         Fd client(::accept(listener_.get(), nullptr, nullptr));
@@ -53,7 +53,7 @@ class FlakyProxy {
           ::poll(&in, 1, 10'000);
           continue;  // closed without an answer
         }
-        Fd server = connect_tcp("127.0.0.1", server_port, Clock::now() + 10s);
+        Fd server = net::connect_tcp("127.0.0.1", server_port, Clock::now() + 10s);
         splice(client.get(), server.get());
       }
     });

@@ -17,22 +17,22 @@ TEST_CASE("elastic protocol: keys name the worker and its entry", "[elastic_prot
 
 TEST_CASE("elastic protocol: an assignment survives formatting", "[elastic_protocol]") {
   Assignment a{.round = 3,
-               .rank = 2,
-               .size = 4,
-               .local_rank = 1,
-               .local_size = 2,
-               .cross_rank = 1,
-               .cross_size = 2,
+               .placement = {.rank = 2,
+                             .size = 4,
+                             .local_rank = 1,
+                             .local_size = 2,
+                             .cross_rank = 1,
+                             .cross_size = 2},
                .generation = 6};
   Assignment b = parse_assignment(format_assignment(a));
   CHECK_FALSE(b.exit);
   CHECK(b.round == 3);
-  CHECK(b.rank == 2);
-  CHECK(b.size == 4);
-  CHECK(b.local_rank == 1);
-  CHECK(b.local_size == 2);
-  CHECK(b.cross_rank == 1);
-  CHECK(b.cross_size == 2);
+  CHECK(b.placement.rank == 2);
+  CHECK(b.placement.size == 4);
+  CHECK(b.placement.local_rank == 1);
+  CHECK(b.placement.local_size == 2);
+  CHECK(b.placement.cross_rank == 1);
+  CHECK(b.placement.cross_size == 2);
   CHECK(b.generation == 6);
   CHECK(parse_assignment(format_assignment({.exit = true})).exit);
 }

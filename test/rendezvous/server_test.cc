@@ -29,12 +29,12 @@ const std::string kSecret(32, 's');
 
 // Sends raw bytes on a fresh connection; returns the reply frame, or "" once the server hangs up.
 std::string send_bytes(int port, const std::string& bytes) {
-  Fd fd = connect_tcp("127.0.0.1", port, Clock::now() + 2s);
+  Fd fd = net::connect_tcp("127.0.0.1", port, Clock::now() + 2s);
   REQUIRE(::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
           static_cast<ssize_t>(bytes.size()));
   try {
-    return read_frame(fd.get(), kMaxRendezvousFrame, Clock::now() + 5s);
-  } catch (const ConnectionClosed&) {
+    return net::read_frame(fd.get(), kMaxRendezvousFrame, Clock::now() + 5s);
+  } catch (const net::ConnectionClosed&) {
     return "";
   } catch (const Error& e) {
     // Closing with unread bytes (the payload after a rejected header) resets the connection.
@@ -241,7 +241,7 @@ TEST_CASE("a flood of idle connections does not lock out a worker and is logged 
   CapturedStderr captured;
   std::vector<Fd> flood;
   for (int i = 0; i < 1100; ++i)
-    flood.push_back(connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s));
+    flood.push_back(net::connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s));
   // Everything above the lobby's limit was dropped, oldest first, each rejection counted.
   REQUIRE(server.await_rejected(1100 - 64, 10s));
   CHECK(server.unauthenticated() <= 64);
@@ -289,7 +289,7 @@ TEST_CASE("connections announcing large frames make the server allocate nothing"
   const int n = 300;
   std::vector<Fd> held;
   for (int i = 0; i < n; ++i) {
-    Fd fd = connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s);
+    Fd fd = net::connect_tcp("127.0.0.1", server.port(), Clock::now() + 5s);
     std::string bytes = std::string("\x00\x10\x00\x00", 4) + std::string(kSignedHeaderSize, 'x');
     REQUIRE(::send(fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
             static_cast<ssize_t>(bytes.size()));
@@ -304,17 +304,17 @@ TEST_CASE("connections announcing large frames make the server allocate nothing"
 
 TEST_CASE("a client rejects a response that is forged or answers another request") {
   int port = 0;
-  Fd listener = listen_tcp("127.0.0.1", port);
+  Fd listener = net::listen_tcp("127.0.0.1", port);
   auto impostor = [&](std::string key, bool echo_nonce) {
     Fd conn(::accept(listener.get(), nullptr, nullptr));
     auto deadline = Clock::now() + 5s;
     SignedHeader header = open_signed_header(
-        kSecret, read_bytes(conn.get(), kSignedHeaderSize, deadline), kMaxRendezvousFrame);
+        kSecret, net::read_bytes(conn.get(), kSignedHeaderSize, deadline), kMaxRendezvousFrame);
     RendezvousRequest request =
-        open_request(kSecret, read_bytes(conn.get(), header.length, deadline));
+        open_request(kSecret, net::read_bytes(conn.get(), header.length, deadline));
     RendezvousResponse lie{.nonce = echo_nonce ? request.nonce : random_bytes(kNonceSize),
                            .value = "evil"};
-    write_frame(conn.get(), seal_response(key, lie), Clock::now() + 5s);
+    net::write_frame(conn.get(), seal_response(key, lie), Clock::now() + 5s);
   };
   RendezvousClient client("127.0.0.1", port, kSecret, 5s);
   std::thread wrong_key(impostor, std::string(32, 'x'), true);
@@ -360,7 +360,7 @@ TEST_CASE("stop wakes a waiting get and later requests fail clearly") {
 
 TEST_CASE("a client that cannot reach the server names it") {
   int port = 0;
-  { Fd closed = listen_tcp("127.0.0.1", port); }  // a port with nobody listening
+  { Fd closed = net::listen_tcp("127.0.0.1", port); }  // a port with nobody listening
   RendezvousClient client("127.0.0.1", port, kSecret, 100ms);
   CHECK_THROWS_WITH(client.set("k", "v"),
                     Contains("rendezvous server 127.0.0.1:" + std::to_string(port)) &&

@@ -14,6 +14,7 @@
 namespace fs = std::filesystem;
 using Catch::Contains;
 using namespace cohort::elastic::detail;
+namespace wire = cohort::wire;
 
 namespace {
 
@@ -22,7 +23,7 @@ std::vector<std::byte> good_file(const std::string& payload) {
   auto bytes = std::as_bytes(std::span(payload.data(), payload.size()));
   Sha256 hash;
   hash.update(bytes);
-  ByteWriter w;
+  wire::Writer w;
   w.raw(std::as_bytes(std::span("COHORTCK", 8)));
   w.u32(kCheckpointVersion);
   w.u32(kHeaderSize);

@@ -9,14 +9,15 @@
 #include "state/delta_codec.h"
 
 using namespace cohort::elastic::detail;
+namespace wire = cohort::wire;
 
 namespace {
 
 ProcessedSet::Delta round_trip(const ProcessedSet& set, uint64_t lo, uint64_t hi, size_t* bytes) {
-  ByteWriter out;
+  wire::Writer out;
   encode_delta(out, set.delta(), set, lo, hi);
   *bytes = out.bytes().size();
-  ByteReader in(out.bytes());
+  wire::Reader in(out.bytes());
   ProcessedSet::Delta back = decode_delta(in, set, lo, hi);
   REQUIRE(in.done());
   return back;
@@ -59,20 +60,20 @@ TEST_CASE("out-of-order records decode exactly") {
 
 TEST_CASE("malformed runs are refused") {
   ProcessedSet set(1000);
-  ByteWriter out;
+  wire::Writer out;
   out.u64(2);  // first word
   out.u64(3);  // words
   out.u64(1);  // runs
   out.u8(1);   // fill
   out.u64(4);  // longer than the words
-  ByteReader in(out.bytes());
-  CHECK_THROWS_AS(decode_delta(in, set, 0, 1000), MalformedBytes);
-  ByteWriter far;
+  wire::Reader in(out.bytes());
+  CHECK_THROWS_AS(decode_delta(in, set, 0, 1000), wire::MalformedBytes);
+  wire::Writer far;
   far.u64(100);  // past the 16 words of the set
   far.u64(1);
   far.u64(0);
-  ByteReader in2(far.bytes());
-  CHECK_THROWS_AS(decode_delta(in2, set, 0, 1000), MalformedBytes);
+  wire::Reader in2(far.bytes());
+  CHECK_THROWS_AS(decode_delta(in2, set, 0, 1000), wire::MalformedBytes);
 }
 
 TEST_CASE("a rank whose committed set silently differs fails the commit everywhere") {
@@ -102,7 +103,7 @@ TEST_CASE("a rank's whole commit message stays small however many samples it rec
   w.restore();
   w.resize_and_sync(3);  // ranges now hold committed holes
   w[1].record(*w[1].batches(300'000).begin());
-  ByteWriter out;
+  wire::Writer out;
   sim::core(w[1]).write_delta(out);
   CHECK(out.bytes().size() < 200);
 }

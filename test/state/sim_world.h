@@ -12,8 +12,7 @@
 namespace sim {
 
 using cohort::elastic::ElasticSampler;
-using cohort::elastic::detail::ByteReader;
-using cohort::elastic::detail::ByteWriter;
+namespace wire = cohort::wire;
 using cohort::elastic::detail::SamplerAccess;
 using cohort::elastic::detail::SamplerCore;
 
@@ -31,11 +30,11 @@ struct World {
 
   // Every rank's commit: the allgather, then each rank's own check and merge.
   void commit() {
-    std::vector<ByteWriter> deltas(ranks.size());
+    std::vector<wire::Writer> deltas(ranks.size());
     for (size_t r = 0; r < ranks.size(); ++r) core(*ranks[r]).write_delta(deltas[r]);
     std::vector<SamplerCore::Merge> merges;
     for (auto& s : ranks) {
-      std::vector<ByteReader> in;
+      std::vector<wire::Reader> in;
       for (auto& d : deltas) in.emplace_back(d.bytes());
       merges.push_back(core(*s).check_merge(in));
     }
@@ -49,14 +48,14 @@ struct World {
     for (auto& s : ranks) {
       if (!s) s = std::make_unique<ElasticSampler>(dataset_size, seed);
     }
-    ByteWriter header;
+    wire::Writer header;
     core(*ranks[0]).write_sync_header(header);
     std::vector<uint64_t> bitmap(core(*ranks[0]).bitmap_words().begin(),
                                  core(*ranks[0]).bitmap_words().end());
     for (int r = 0; r < new_size; ++r) {
       auto words = core((*this)[r]).bitmap_words();
       std::copy(bitmap.begin(), bitmap.end(), words.begin());
-      ByteReader in(header.bytes());
+      wire::Reader in(header.bytes());
       core((*this)[r]).adopt(in, r, new_size);
     }
   }

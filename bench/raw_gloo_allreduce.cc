@@ -73,7 +73,7 @@ Context connect() {
   gloo::transport::tcp::attr attr;
   attr.hostname = c.hostname;
   auto device = gloo::transport::tcp::CreateDevice(attr);
-  auto context = std::make_shared<gloo::rendezvous::Context>(c.rank, c.size);
+  auto context = std::make_shared<gloo::rendezvous::Context>(c.placement.rank, c.placement.size);
   context->setTimeout(c.timeout);
   context->connectFullMesh(prefixed, device);
   return context;

@@ -2,7 +2,7 @@
 # Scale-up time of elastic training (issue 5's target: at most the discovery interval + 2 s):
 # 2 workers train (elastic_recovery_bench without a kill); the discovery script starts reporting
 # a second host and notes when it first did; the new worker prints when its first step completed.
-#   examples/elastic_scaleup_bench.sh BUILD_DIR [--trials T] [--interval S] [bench args...]
+#   bench/elastic_scaleup_bench.sh BUILD_DIR [--trials T] [--interval S] [bench args...]
 set -euo pipefail
 build=${1:?usage: elastic_scaleup_bench.sh BUILD_DIR [--trials T] [--interval S] [args...]}
 shift

@@ -1,4 +1,4 @@
-#include "core/elastic_entry.h"
+#include "elastic/round_entry.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -6,11 +6,13 @@
 #include <optional>
 
 #include "base/log.h"
-#include "core/round_watch.h"
-#include "core/runtime.h"
+#include "core/elastic_join.h"
+#include "core/fault_injection.h"
+#include "elastic/round_watch.h"
+#include "elastic/session.h"
 #include "rendezvous/client.h"
 
-namespace cohort {
+namespace cohort::elastic::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -52,22 +54,19 @@ rendezvous::Assignment await_assignment(const Config& config, rendezvous::Store&
   std::exit(0);
 }
 
+// `config` with the rank, size, local and cross placement of `a`.
+Config placed(Config config, const rendezvous::Assignment& a) {
+  config.placement = a.placement;
+  config.hosts_placed = true;
+  return config;
+}
+
 }  // namespace
 
 std::shared_ptr<rendezvous::Store> connect_launcher(const Config& config) {
   return std::make_shared<rendezvous::RendezvousClient>(config.rendezvous_addr,
                                                         config.rendezvous_port, config.secret,
                                                         config.timeout, rendezvous::kElasticScope);
-}
-
-Config placed(Config config, const rendezvous::Assignment& a) {
-  config.rank = a.rank;
-  config.size = a.size;
-  config.local_rank = a.local_rank;
-  config.local_size = a.local_size;
-  config.cross_rank = a.cross_rank;
-  config.cross_size = a.cross_size;
-  return config;
 }
 
 std::shared_ptr<Runtime> enter_round(const Config& config,
@@ -84,10 +83,17 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
     try {
       // A round of one waits for nobody; a larger one may be abandoned while it forms.
       std::optional<RoundWatch> watch;
-      if (assignment.size > 1) watch.emplace(config, assignment.round);
-      auto runtime = std::make_shared<Runtime>(placed(config, assignment),
-                                               Membership{launcher, entry, assignment, {}},
-                                               watch ? &watch->abandoned() : nullptr);
+      if (assignment.placement.size > 1) watch.emplace(config, assignment.round);
+      auto runtime = std::make_shared<Runtime>(
+          placed(config, assignment),
+          Formation{.rendezvous_scope = rendezvous::round_scope(assignment.round),
+                    .entry = entry,
+                    .cancel = watch ? &watch->abandoned() : nullptr});
+      auto session = std::make_shared<Session>();
+      session->launcher = launcher;
+      session->entry = entry;
+      session->assignment = assignment;
+      runtime->attach(std::move(session));
       timings.connect += since(connecting);
       return runtime;
     } catch (const InternalError& e) {
@@ -99,4 +105,14 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
   }
 }
 
-}  // namespace cohort
+}  // namespace cohort::elastic::detail
+
+namespace cohort::detail {
+
+std::shared_ptr<Runtime> join_elastic_job(const Config& config) {
+  elastic::detail::EntryTimings timings;
+  return elastic::detail::enter_round(config, elastic::detail::connect_launcher(config), 0,
+                                      {rendezvous::CheckIn::Kind::kStart, ""}, timings);
+}
+
+}  // namespace cohort::detail

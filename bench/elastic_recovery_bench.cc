@@ -1,6 +1,6 @@
 // Recovery time of elastic training: one worker is SIGKILLed mid-training and the survivors
 // recover (detect the failure, tear down, get the new round from cohortrun, connect, sync the
-// state) and complete a training step. Run it through examples/elastic_recovery_bench.sh, which
+// state) and complete a training step. Run it through bench/elastic_recovery_bench.sh, which
 // starts cohortrun in elastic mode and prints the table.
 //
 // Each step allreduces a gradient of --grad-mib MiB (default: the model's size) and commits a
@@ -110,7 +110,7 @@ class Bench {
     if (recovering_) report();
   }
 
-  // For the scale-up measurement (examples/elastic_scaleup_bench.sh): when this process's first
+  // For the scale-up measurement (bench/elastic_scaleup_bench.sh): when this process's first
   // step completed.
   void first_step() {
     stepped_once_ = true;

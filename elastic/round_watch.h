@@ -9,7 +9,7 @@
 #include "base/cancellation.h"
 #include "core/config.h"
 
-namespace cohort {
+namespace cohort::elastic::detail {
 
 class RoundWatch {
  public:
@@ -31,4 +31,4 @@ class RoundWatch {
   std::thread thread_;
 };
 
-}  // namespace cohort
+}  // namespace cohort::elastic::detail

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs examples/torch/step_bench.py for each model, alternating cohort.torch (one group per step,
+# Runs bench/torch/step_bench.py for each model, alternating cohort.torch (one group per step,
 # and 4 groups overlapping the backward pass) and DDP trials so that all see the same machine
 # noise, and prints every RESULT line and the medians per variant.
-# Usage: examples/torch/step_bench.sh BUILD_DIR [NP] [TRIALS] [step_bench.py arguments...]
+# Usage: bench/torch/step_bench.sh BUILD_DIR [NP] [TRIALS] [step_bench.py arguments...]
 # BENCH_MODELS picks the models (default: "digits mlp25m").
 set -euo pipefail
 build=${1:?usage: step_bench.sh BUILD_DIR [NP] [TRIALS] [args...]}

@@ -1,4 +1,4 @@
-// RoundWatch (core/round_watch.h) against a real rendezvous server: it fires when the launcher
+// RoundWatch (elastic/round_watch.h) against a real rendezvous server: it fires when the launcher
 // abandons the round, and the request it leaves waiting ends when the launcher answers it.
 #include <poll.h>
 
@@ -6,11 +6,12 @@
 #include <chrono>
 
 #include "core/config.h"
-#include "core/round_watch.h"
+#include "elastic/round_watch.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/server.h"
 
 using namespace cohort;
+using cohort::elastic::detail::RoundWatch;
 using namespace std::chrono_literals;
 
 namespace {

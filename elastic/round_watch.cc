@@ -1,11 +1,11 @@
-#include "core/round_watch.h"
+#include "elastic/round_watch.h"
 
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "rendezvous/client.h"
 #include "rendezvous/elastic_protocol.h"
 
-namespace cohort {
+namespace cohort::elastic::detail {
 
 RoundWatch::RoundWatch(const Config& config, int round)
     : thread_([this, config, round] { watch(config, round); }) {}
@@ -29,4 +29,4 @@ void RoundWatch::watch(const Config& config, int round) {
   }
 }
 
-}  // namespace cohort
+}  // namespace cohort::elastic::detail

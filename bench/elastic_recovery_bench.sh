@@ -3,9 +3,9 @@
 # cohortrun's elastic mode (-H localhost:NP --min-np NP-1), rank 1 SIGKILLed at step 4, the
 # survivors recover and complete a step. Prints each trial's phases (maximum over the survivors,
 # ms) and the median total.
-#   examples/elastic_recovery_bench.sh BUILD_DIR NP [--trials T] [--second-failure PHASE]
-#                                      [elastic_recovery_bench args...]
-# e.g. examples/elastic_recovery_bench.sh build-rel 4 --trials 5            (16 MiB model)
+#   bench/elastic_recovery_bench.sh BUILD_DIR NP [--trials T] [--second-failure PHASE]
+#                                   [elastic_recovery_bench args...]
+# e.g. bench/elastic_recovery_bench.sh build-rel 4 --trials 5            (16 MiB model)
 # --second-failure PHASE: worker 0, rank 0 of the round that the survivors form after the kill,
 # kills itself at PHASE of joining it (checkin, assignment, gloo-store, gloo-pairs, control,
 # heartbeat, sync: COHORT_FAULT_KILL_AT, core/fault_injection.h); the figure is then the time from

@@ -9,7 +9,7 @@
 #include "ops/backend.h"
 #include "ops/backend_args.h"
 
-namespace cohort {
+namespace cohort::ops {
 
 class LoneBackend final : public ops::Backend {
  public:
@@ -42,4 +42,4 @@ class LoneBackend final : public ops::Backend {
   }
 };
 
-}  // namespace cohort
+}  // namespace cohort::ops

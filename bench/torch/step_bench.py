@@ -1,11 +1,11 @@
 """Time per training step: cohort.torch's DistributedOptimizer against PyTorch's
 DistributedDataParallel (Gloo backend), same model, same batch, same launcher.
 
-Run under cohortrun, one mode per launch (examples/torch/step_bench.sh runs them all and
+Run under cohortrun, one mode per launch (bench/torch/step_bench.sh runs them all and
 alternates them):
 
-    cohortrun -np 2 /usr/bin/python3 examples/torch/step_bench.py --mode cohort --model mlp25m
-    BENCH_PORT=29500 cohortrun -np 2 /usr/bin/python3 examples/torch/step_bench.py --mode ddp ...
+    cohortrun -np 2 /usr/bin/python3 bench/torch/step_bench.py --mode cohort --model mlp25m
+    BENCH_PORT=29500 cohortrun -np 2 /usr/bin/python3 bench/torch/step_bench.py --mode ddp ...
 
 Modes:
   cohort  hvd.DistributedOptimizer: forward, backward, then one grouped allreduce of every

@@ -1,0 +1,170 @@
+"""Joining the job, what this build has, and process sets: Horovod's basics, over Cohort's runtime.
+
+``cohort.torch.mpi_ops`` re-exports every name, as Horovod's ``horovod.torch.mpi_ops`` does its
+basics'.
+"""
+
+import atexit
+
+from cohort import _C
+from cohort._errors import InvalidArgument
+
+
+# --- Joining the job -----------------------------------------------------------------------------
+
+def init(comm=None, process_sets=None):
+    """Joins the job (cohortrun → Gloo, mpirun → MPI, alone → a world of one).
+
+    ``process_sets``: ProcessSet objects to register right away, as Horovod does.
+    """
+    if comm is not None:
+        raise NotImplementedError("cohort.torch: init(comm=...) with an MPI communicator is not "
+                                  "supported; start the job with cohortrun or mpirun")
+    _C.init()
+    if process_sets:
+        for process_set in process_sets:
+            add_process_set(process_set)
+
+
+def shutdown():
+    """Leaves the job once every rank has called it. Also done at exit if forgotten."""
+    if _C.is_initialized():
+        _C.shutdown()
+
+
+# Horovod scripts usually leave without shutdown(); Cohort's shutdown is what lets the peers see a
+# clean departure rather than a broken connection.
+atexit.register(shutdown)
+
+is_initialized = _C.is_initialized
+rank = _C.rank
+size = _C.size
+local_rank = _C.local_rank
+local_size = _C.local_size
+cross_rank = _C.cross_rank
+cross_size = _C.cross_size
+
+
+def gloo_built():
+    """Cohort always has its Gloo backend."""
+    return True
+
+
+def mpi_built():
+    """Cohort always has its MPI backend."""
+    return True
+
+
+def nccl_built():
+    """Whether this build of Cohort has its NCCL backend."""
+    return bool(_C.nccl_built)
+
+
+def gloo_enabled():
+    """Whether this job runs over Gloo (started by cohortrun)."""
+    return _C.backend_name() == "gloo"
+
+
+def mpi_enabled():
+    """Whether this job runs over MPI (started by mpirun)."""
+    return _C.backend_name() == "mpi"
+
+
+def cuda_built():
+    """Whether CUDA tensors can go through Cohort (NCCL builds)."""
+    return nccl_built()
+
+
+def rocm_built():
+    """Cohort has no ROCm support."""
+    return False
+
+
+def ddl_built():
+    """Cohort has no IBM DDL support."""
+    return False
+
+
+def ccl_built():
+    """Cohort has no oneCCL support."""
+    return False
+
+
+# --- Process sets --------------------------------------------------------------------------------
+
+class ProcessSet:
+    """A subset of the ranks that runs collectives among themselves, as Horovod's ProcessSet.
+
+    Create it with the global ranks, then register it on every rank with ``add_process_set`` (or
+    ``init(process_sets=[...])``).
+    """
+
+    def __init__(self, ranks):
+        self.ranks = sorted(int(r) for r in ranks) if ranks is not None else None
+        self.process_set_id = None
+
+    def _id(self):
+        if self.process_set_id is None:
+            raise InvalidArgument("cohort.torch: this process set has not been added; call "
+                                  "add_process_set() on every rank first")
+        return self.process_set_id
+
+    def size(self):
+        """The number of ranks in the set."""
+        return len(_C.process_set_ranks(self._id()))
+
+    def rank(self):
+        """This process's index in the set (ValueError-like InvalidArgument if not a member)."""
+        members = _C.process_set_ranks(self._id())
+        me = _C.rank()
+        if me not in members:
+            raise InvalidArgument(f"cohort.torch: rank {me} is not in process set "
+                                  f"{self.process_set_id}")
+        return members.index(me)
+
+    def included(self):
+        """Whether this process is a member."""
+        return _C.rank() in _C.process_set_ranks(self._id())
+
+    def __repr__(self):
+        return f"ProcessSet(process_set_id={self.process_set_id}, ranks={self.ranks})"
+
+
+class _GlobalProcessSet(ProcessSet):
+    """Every rank of the world: process set 0, whose ranks follow the current world."""
+
+    def __init__(self):  # pylint: disable=super-init-not-called
+        self.process_set_id = 0
+
+    @property
+    def ranks(self):
+        """The world's ranks (None before init)."""
+        return _C.process_set_ranks(0) if _C.is_initialized() else None
+
+
+global_process_set = _GlobalProcessSet()
+
+
+def add_process_set(process_set):
+    """Registers a ProcessSet (or a list of ranks) on every rank; returns the ProcessSet."""
+    if not isinstance(process_set, ProcessSet):
+        process_set = ProcessSet(process_set)
+    if process_set.process_set_id is not None:
+        raise ValueError("cohort.torch: this process set has already been added")
+    process_set.process_set_id = _C.add_process_set(process_set.ranks)
+    return process_set
+
+
+def remove_process_set(process_set):
+    """Not supported: Cohort's process sets live as long as the runtime."""
+    raise NotImplementedError("cohort.torch: remove_process_set is not supported; process sets "
+                              "live until shutdown()")
+
+
+def _set_id(process_set):
+    if process_set is None:
+        return 0
+    if not isinstance(process_set, ProcessSet):
+        raise InvalidArgument(f"cohort.torch: process_set must be a ProcessSet, not "
+                              f"{type(process_set).__name__}")
+    return process_set._id()

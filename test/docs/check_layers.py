@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Checks that the sources respect the layers (docs/architecture.md) and stay short.
+
+The build already refuses most includes against the layers: a folder's headers are on the include
+path only of the targets that link it. This check is the rule itself, written once, so that a
+link added in the wrong direction (or a header that only happens to compile) fails too:
+
+    base <- ops <- core <- state <- elastic
+    base <- rendezvous <- {core, elastic, discovery}
+
+A folder may include its own headers, the public ones (cohort/...) and those of the folders below
+it. core may not include the rendezvous server (the launcher's part), and the public headers
+include only public headers. Tests, benchmarks and examples may include what they link.
+
+Every source file of the project (C++, Python, shell, CMake) has at most 500 lines.
+
+Usage: check_layers.py SOURCE_DIR. Exits 1 naming every violation.
+"""
+import pathlib
+import re
+import subprocess
+import sys
+
+BELOW = {
+    "base": set(),
+    "ops": {"base"},
+    "rendezvous": {"base"},
+    "core": {"base", "ops", "rendezvous"},
+    "state": {"base", "ops", "core"},
+    "elastic": {"base", "ops", "core", "state", "rendezvous"},
+    "discovery": {"base", "rendezvous"},
+    "torch": set(),
+    "python": set(),
+}
+FORBIDDEN = {"core": {"rendezvous/server.h"}}
+PROJECT_FOLDERS = set(BELOW) | {"test", "bench", "examples", "include"}
+INCLUDE = re.compile(r'^\s*#\s*include\s+[<"]([^">]+)[">]', re.M)
+SOURCE_SUFFIXES = {".h", ".cc", ".py", ".sh", ".cmake"}
+MAX_LINES = 500
+
+
+def tracked_files(root):
+    out = subprocess.run(["git", "-C", str(root), "ls-files", "--cached", "--others",
+                          "--exclude-standard"], capture_output=True, text=True)
+    if out.returncode != 0:  # not a checkout (a source package): walk the tree instead
+        return [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
+    return [pathlib.Path(line) for line in out.stdout.splitlines()]
+
+
+def layer_violations(root, files):
+    problems = []
+    for rel in files:
+        if rel.suffix not in {".h", ".cc"}:
+            continue
+        folder = rel.parts[0]
+        public = rel.parts[:2] == ("include", "cohort")
+        if folder not in BELOW and not public:
+            continue
+        path = root / rel
+        if not path.is_file():
+            continue
+        for target in INCLUDE.findall(path.read_text(errors="replace")):
+            public_target = (root / "include" / target).is_file()
+            if public_target:
+                continue
+            if not (root / target).is_file():
+                continue  # not the project's (<vector>, <torch/...>, a file of the same folder)
+            top = target.split("/")[0]
+            if public:
+                if top in PROJECT_FOLDERS:
+                    problems.append(f"{rel}: a public header includes '{target}'")
+                continue
+            if top not in PROJECT_FOLDERS or top in {folder, "cohort"}:
+                continue
+            if top not in BELOW[folder] or target in FORBIDDEN.get(folder, set()):
+                problems.append(f"{rel}: {folder}/ may not include '{target}'")
+    return problems
+
+
+def length_violations(root, files):
+    problems = []
+    for rel in files:
+        if rel.suffix not in SOURCE_SUFFIXES and rel.name != "CMakeLists.txt":
+            continue
+        path = root / rel
+        if not path.is_file():
+            continue
+        lines = path.read_text(errors="replace").count("\n")
+        if lines > MAX_LINES:
+            problems.append(f"{rel}: {lines} lines, more than {MAX_LINES}")
+    return problems
+
+
+def main():
+    root = pathlib.Path(sys.argv[1]).resolve()
+    files = tracked_files(root)
+    problems = layer_violations(root, files) + length_violations(root, files)
+    for p in problems:
+        print(p)
+    checked = sum(1 for f in files if f.suffix in {".h", ".cc"})
+    print(f"check_layers: {checked} C++ files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
