@@ -63,7 +63,7 @@ std::string_view to_string(ReduceOp op) {
   return "unknown";
 }
 
-int64_t num_elements(const Shape& shape) {
+int64_t num_elements(std::span<const int64_t> shape) {
   // A zero dimension empties the tensor whatever the others are, so their product never matters.
   for (int64_t d : shape) {
     if (d == 0) return 0;
@@ -72,7 +72,7 @@ int64_t num_elements(const Shape& shape) {
   for (int64_t d : shape) {
     // Wrapping would describe a different tensor: {2^32, 2^32} would hold 0 elements.
     if (__builtin_mul_overflow(n, d, &n)) {
-      throw InvalidArgument("shape " + to_string(shape) +
+      throw InvalidArgument("shape " + to_string(Shape(shape.begin(), shape.end())) +
                             " holds more elements than an int64 can count");
     }
   }

@@ -140,6 +140,15 @@ Executor::ProcessSetState& Executor::member_set(int id) {
   return it->second;
 }
 
+bool Executor::execute(const ResponseList& list) {
+  for (const auto& response : list.responses) execute(response);
+  if (!list.shutdown) return false;
+  // A rank that closed its connections while a peer still sends the tail of the last collective
+  // would fail that peer: leave only once every rank is done.
+  world().barrier();
+  return true;
+}
+
 void Executor::execute(const Response& response) {
   // Every rank receives every response; a set's collectives concern its members only (an
   // outsider may have a tensor of the same name in flight elsewhere).

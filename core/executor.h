@@ -31,6 +31,9 @@ class Executor {
   Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
            std::chrono::milliseconds timeout, Diagnose diagnose = {});
 
+  // Runs a list's responses in order, as every rank does. Returns true when the list is the
+  // last (every rank has asked to shut down), once every rank has run it.
+  bool execute(const ResponseList& list);
   // Runs one response. Communication failures complete the handles concerned with
   // InternalError (its message diagnosed) and then throw it; any other error only completes the
   // handles.

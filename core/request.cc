@@ -21,26 +21,24 @@ Enum checked_enum(uint8_t raw, int count, const char* what) {
 }
 
 // A shape that another rank sent, after its API refused negative dimensions and sizes beyond
-// int64 there: either is corruption, refused before anything computes a size from it (a wrapped
-// product would describe another tensor: {2^32, 2^32} would hold 0 elements). `what()` names the
-// tensor; it is called only to fail, as this runs for every tensor of every request.
+// int64 there: either is corruption, refused before anything computes a size from it. The count
+// is num_elements' (which refuses a product beyond int64 rather than wrap); here that refusal
+// names the message as malformed. `what()` names the tensor; it is called only to fail, as this
+// runs for every tensor of every request.
 template <typename What>
 int64_t checked_elements(std::span<const int64_t> dims, DataType dtype, const What& what) {
   auto refuse = [&](const std::string& why) {
     throw InternalError("malformed control message: " + what() + " has shape " +
                         to_string(Shape(dims.begin(), dims.end())) + ", " + why);
   };
-  bool empty = false;
   for (int64_t d : dims) {
     if (d < 0) refuse("a negative dimension");
-    empty = empty || d == 0;
   }
-  if (empty) return 0;  // whatever the other dimensions are, as num_elements counts
-  int64_t elements = 1;
-  for (int64_t d : dims) {
-    if (__builtin_mul_overflow(elements, d, &elements)) {
-      refuse("more elements than an int64 can count");
-    }
+  int64_t elements = 0;
+  try {
+    elements = num_elements(dims);
+  } catch (const InvalidArgument&) {
+    refuse("more elements than an int64 can count");
   }
   int64_t bytes = 0;
   if (__builtin_mul_overflow(elements, static_cast<int64_t>(element_size(dtype)), &bytes)) {
@@ -218,7 +216,7 @@ std::vector<std::byte> encode(const ResponseList& list) {
     for (size_t i = 0; i < r.names.size(); ++i) {
       uint32_t id = i < r.cache_ids.size() ? r.cache_ids[i] : 0;
       w.u32(id);
-      if (id == 0 || introduces(id)) w.str(r.names[i]);
+      if (name_travels(id)) w.str(r.names[i]);
     }
     w.str(r.error);
     w.i32(r.process_set);
@@ -244,8 +242,7 @@ Response read_response(wire::Reader& rd) {
   for (uint32_t j = 0; j < names; ++j) {
     uint32_t id = rd.u32();
     r.cache_ids.push_back(id);
-    // A known id comes alone: CacheView::apply fills in its name.
-    r.names.push_back(id == 0 || introduces(id) ? rd.str() : std::string());
+    r.names.push_back(name_travels(id) ? rd.str() : std::string());
   }
   r.error = rd.str();
   r.process_set = rd.i32();

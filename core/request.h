@@ -94,7 +94,7 @@ inline int64_t tensor_elements(const Request& r, size_t i) {
 
 struct RequestList {
   std::vector<Request> requests;
-  // Cached submissions: (id << 1) | buffer_changed, for ids of the response cache.
+  // Submissions the response cache knows, as it encodes them (core/response_cache.h).
   std::vector<uint32_t> hits;
   bool shutdown = false;  // this rank has asked to shut down
   uint64_t applied = 0;   // how many response lists this rank has applied

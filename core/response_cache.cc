@@ -12,6 +12,17 @@ namespace {
 constexpr uint32_t kIntroduced = 0x8000'0000u;
 constexpr uint32_t kLastId = kIntroduced - 1;
 
+// A worker's hit is the id shifted left, its lowest bit saying whether the buffer changed.
+uint32_t encode_hit(uint32_t id, bool buffer_changed) {
+  return (id << 1) | (buffer_changed ? 1 : 0);
+}
+uint32_t hit_id(uint32_t hit) {
+  return hit >> 1;
+}
+bool hit_buffer_changed(uint32_t hit) {
+  return (hit & 1) != 0;
+}
+
 // Stored requests keep buffer_changed false, so the common case compares without a copy.
 bool same_parameters(const Request& a, const Request& b) {
   if (a.buffer_changed == b.buffer_changed) return a == b;
@@ -32,6 +43,9 @@ uint32_t cache_id(uint32_t wire) {
 }
 bool introduces(uint32_t wire) {
   return (wire & kIntroduced) != 0;
+}
+bool name_travels(uint32_t wire) {
+  return wire == 0 || introduces(wire);
 }
 
 ResponseCache::ResponseCache(size_t capacity, int size) : capacity_(capacity), applied_(size, 0) {}
@@ -77,8 +91,24 @@ const Request* ResponseCache::find(uint32_t id) const {
   return nullptr;
 }
 
+Request ResponseCache::request_for(uint32_t hit) const {
+  const Request* cached = find(hit_id(hit));
+  if (!cached) {
+    throw InternalError("a rank referred to cached tensor id " + std::to_string(hit_id(hit)) +
+                        ", which rank 0 does not know");
+  }
+  Request request = *cached;
+  request.buffer_changed = hit_buffer_changed(hit);
+  return request;
+}
+
 std::vector<uint32_t> ResponseCache::take_evicted() {
   return std::exchange(evicted_, {});
+}
+
+void ResponseCache::sending(ResponseList& list) {
+  list.evicted = take_evicted();
+  sent(sequence_ + 1);
 }
 
 void ResponseCache::acknowledge(int rank, uint64_t applied) {
@@ -87,6 +117,15 @@ void ResponseCache::acknowledge(int rank, uint64_t applied) {
   applied_[0] = sequence_;
   uint64_t everywhere = *std::min_element(applied_.begin(), applied_.end());
   retired_.erase(retired_.begin(), retired_.upper_bound(everywhere));
+}
+
+void CacheView::add(RequestList& list, Request&& request) {
+  if (auto id = hit(request)) {
+    list.hits.push_back(encode_hit(*id, request.buffer_changed));
+  } else {
+    sent_in_full(request);
+    list.requests.push_back(std::move(request));
+  }
 }
 
 std::optional<uint32_t> CacheView::hit(const Request& request) const {
@@ -137,6 +176,7 @@ void CacheView::apply(ResponseList& list) {
     }
     by_id_.erase(it);
   }
+  ++applied_;
 }
 
 }  // namespace cohort

@@ -9,6 +9,11 @@
 // id only for a submission whose parameters equal those the id was given for; anything else is
 // sent in full and renegotiated. An evicted id stays known to rank 0 until every rank has applied
 // the response list that evicted it, so an id already on its way is never misread.
+//
+// This file is the protocol's one home: the ids and how they travel (in a Response, with the bit
+// that says whether the name follows; in a RequestList's hits, with the bit that says whether the
+// submission's buffer changed), and both ends of it. The encoders (core/request.cc), the
+// negotiator and the roles only pass the numbers along.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +34,9 @@ bool cacheable(const Request& request);
 // it (then the name travels too). 0 means not cached.
 uint32_t cache_id(uint32_t wire);
 bool introduces(uint32_t wire);
+// Whether a response's name travels beside this Response::cache_ids value (the name of a known id
+// does not: CacheView::apply fills it in).
+bool name_travels(uint32_t wire);
 
 class ResponseCache {
  public:
@@ -43,8 +51,14 @@ class ResponseCache {
   const Request* find(uint32_t id) const;
   // Ids evicted since the last call, to announce in the next response list.
   std::vector<uint32_t> take_evicted();
+  // The request a worker's cache hit (RequestList::hits) stands for. Throws InternalError for an
+  // id rank 0 does not know (a broken peer).
+  Request request_for(uint32_t hit) const;
   // Rank 0 is about to send response list number `sequence` (counting from 1).
   void sent(uint64_t sequence) { sequence_ = sequence; }
+  // Rank 0 is about to send `list`, the next response list: it announces the ids evicted since
+  // the last one (sent(), counting for itself).
+  void sending(ResponseList& list);
   // `rank` has applied `applied` response lists: evictions it has seen can be forgotten.
   void acknowledge(int rank, uint64_t applied);
 
@@ -69,12 +83,18 @@ class ResponseCache {
 
 class CacheView {
  public:
+  // Adds this rank's `request` to `list`: as a hit if it is cached with the same parameters, else
+  // in full.
+  void add(RequestList& list, Request&& request);
+  // How many response lists this rank has applied (RequestList::applied).
+  uint64_t applied() const { return applied_; }
+
   // The id to send instead of `request`, if it is cached with the same parameters.
   std::optional<uint32_t> hit(const Request& request) const;
   // This rank sent `request` in full: if rank 0 caches it, these are the parameters of its id.
   void sent_in_full(const Request& request);
   // Resolves the names rank 0 sent as ids, learns the ids it introduced, then forgets the ids it
-  // evicted.
+  // evicted, and counts the list as applied.
   // Throws InternalError for an id this rank does not know (a broken peer).
   void apply(ResponseList& list);
 
@@ -86,6 +106,7 @@ class CacheView {
   std::unordered_map<uint32_t, Known> by_id_;
   std::unordered_map<std::string, uint32_t> id_of_;
   std::unordered_map<std::string, Request> in_full_;
+  uint64_t applied_ = 0;
 };
 
 }  // namespace cohort

@@ -9,7 +9,9 @@
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "core/backend_factory.h"
+#include "core/coordinator.h"
 #include "core/handle_state.h"
+#include "core/worker.h"
 
 namespace cohort {
 namespace {
@@ -71,12 +73,9 @@ Runtime::Runtime(const Config& config, Formation formation)
   connect_control_channel();
   fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
-  if (topology_.rank == 0) {
-    cache_.emplace(config_.cache_capacity, topology_.size);
-    negotiator_.emplace(topology_.size, &*cache_);
-  }
   executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout,
                     [this](const std::string& local) { return diagnose(local); });
+  role_ = make_role();
   if (topology_.size > 1) {
     heartbeat_.emplace(std::move(beats), topology_.rank, topology_.size, config_.peer_timeout,
                        [this](const std::string& verdict) { on_peer_failure(verdict); });
@@ -118,6 +117,13 @@ void Runtime::compute_topology() {
   std::vector<std::string> hosts;
   for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + r * kAddressBlock);
   topology_ = Placement::from_hosts(rank, hosts);
+}
+
+std::unique_ptr<Role> Runtime::make_role() {
+  if (topology_.rank == 0) {
+    return std::make_unique<Coordinator>(config_, topology_.size, control_, *executor_, timeline_);
+  }
+  return std::make_unique<Worker>(control_, *executor_);
 }
 
 void Runtime::connect_control_channel() {
@@ -235,12 +241,9 @@ void Runtime::background_loop() {
       }
       auto messages = control_.wait(wait_timeout());
       auto fresh = collect_if_due();
-      if (topology_.rank == 0) {
-        coordinator_step(std::move(messages), std::move(fresh));
-      } else {
-        worker_step(std::move(messages), std::move(fresh));
-      }
+      bool last = role_->step(std::move(messages), std::move(fresh), shutdown_requested_);
       std::lock_guard lock(finished_mutex_);
+      finished_ = finished_ || last;
       done = finished_;
     }
     finish(nullptr);
@@ -276,25 +279,9 @@ void Runtime::fail(const std::string& reason) {
   }
   // The heartbeat tells the peers why before the connections below close under them.
   if (heartbeat_) heartbeat_->fail(reason);
-  if (topology_.rank == 0) announce_abort(reason);
+  role_->on_fail(reason);
   tear_down_connections();
   finish(std::make_exception_ptr(InternalError(reason)));
-}
-
-void Runtime::announce_abort(const std::string& reason) {
-  // Best effort: a peer that is gone or slow learns from the closed connection instead.
-  ResponseList notice{.abort_reason = "rank 0 aborted the job: " + reason};
-  auto bytes = encode(notice);
-  for (int peer = 1; peer < topology_.size; ++peer) {
-    try {
-      control_.send(peer, bytes);
-    } catch (const InternalError&) {
-    }
-  }
-  try {
-    control_.flush(std::chrono::milliseconds(100));
-  } catch (const InternalError&) {
-  }
 }
 
 void Runtime::tear_down_connections() {
@@ -321,126 +308,13 @@ std::vector<Request> Runtime::collect_if_due() {
   return fresh;
 }
 
-void Runtime::coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
-  Negotiator& negotiator = *negotiator_;
-  for (auto& request : fresh) negotiate(0, std::move(request));
-  if (shutdown_requested_ && !shutdown_announced_) {
-    negotiator.mark_shut_down(0);
-    shutdown_announced_ = true;
-  }
-  for (auto& message : messages) {
-    RequestList list = decode_request_list(message.payload);
-    cache_->acknowledge(message.peer, list.applied);
-    for (uint32_t hit : list.hits) negotiate(message.peer, cached_request(hit));
-    for (auto& request : list.requests) negotiate(message.peer, std::move(request));
-    if (list.shutdown) negotiator.mark_shut_down(message.peer);
-  }
-  ResponseList out{negotiator.take_ready(config_.fusion_threshold), negotiator.all_shut_down()};
-  inspect_stalls(out.responses);
-  for (const auto& response : out.responses) {
-    for (const auto& name : response.names) timeline_.negotiation_ended(name);
-  }
-  if (out.responses.empty() && !out.shutdown) return;
-  out.evicted = cache_->take_evicted();
-  cache_->sent(++sent_lists_);
-  auto bytes = encode(out);
-  for (int peer = 1; peer < topology_.size; ++peer) control_.send(peer, bytes);
-  // Every rank needs the whole list before it can join the collectives in it.
-  control_.flush(config_.timeout);
-  execute(out);
-}
-
-Request Runtime::cached_request(uint32_t hit) const {
-  const Request* cached = cache_->find(hit >> 1);
-  if (!cached) {
-    throw InternalError("a rank referred to cached tensor id " + std::to_string(hit >> 1) +
-                        ", which rank 0 does not know");
-  }
-  Request request = *cached;
-  request.buffer_changed = (hit & 1) != 0;
-  return request;
-}
-
-void Runtime::negotiate(int rank, Request request) {
-  std::string name = request.name;
-  std::string_view op = to_string(request.type);
-  int submitted = negotiator_->add(rank, std::move(request));
-  if (submitted == 1) timeline_.negotiation_started(name, op);
-  timeline_.rank_ready(name, rank);
-}
-
 std::chrono::microseconds Runtime::wait_timeout() {
-  std::chrono::microseconds timeout = kIdleWake;
-  if (topology_.rank == 0) {
-    // Rank 0 must wake often enough to inspect stalls on time even when nothing arrives.
-    if (config_.stall_check)
-      timeout = std::min<std::chrono::microseconds>(timeout, config_.stall_check_time / 2);
-    if (config_.stall_shutdown_time.count() > 0) {
-      timeout = std::min<std::chrono::microseconds>(timeout, config_.stall_shutdown_time / 4);
-    }
-    timeout = std::max<std::chrono::microseconds>(timeout, milliseconds(1));
-  }
+  std::chrono::microseconds timeout = role_->wait_timeout(kIdleWake);
   if (auto due = collect_time()) {
     auto until = std::chrono::duration_cast<std::chrono::microseconds>(*due - Clock::now());
     timeout = std::clamp(until, std::chrono::microseconds(0), timeout);
   }
   return timeout;
-}
-
-void Runtime::inspect_stalls(std::vector<Response>& responses) {
-  auto now = std::chrono::steady_clock::now();
-  if (config_.stall_shutdown_time.count() > 0) {
-    for (auto& r : negotiator_->expire_stalled(now, config_.stall_shutdown_time)) {
-      log::error(r.error);
-      responses.push_back(std::move(r));
-    }
-  }
-  if (!config_.stall_check) return;
-  if (next_stall_check_ == std::chrono::steady_clock::time_point{}) {
-    next_stall_check_ = now + config_.stall_check_time;
-  }
-  if (now < next_stall_check_) return;
-  next_stall_check_ = now + config_.stall_check_time;
-  std::string report = negotiator_->stall_report(now, config_.stall_check_time);
-  if (!report.empty()) log::warning("stall inspector: ", report);
-}
-
-void Runtime::worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh) {
-  RequestList list;
-  list.applied = applied_lists_;
-  for (auto& request : fresh) {
-    if (auto id = cache_view_.hit(request)) {
-      list.hits.push_back((*id << 1) | (request.buffer_changed ? 1 : 0));
-    } else {
-      cache_view_.sent_in_full(request);
-      list.requests.push_back(std::move(request));
-    }
-  }
-  if (shutdown_requested_ && !shutdown_announced_) {
-    list.shutdown = true;
-    shutdown_announced_ = true;
-  }
-  if (!list.requests.empty() || !list.hits.empty() || list.shutdown) {
-    control_.send(0, encode(list));
-  }
-  for (auto& message : messages) {
-    ResponseList responses = decode_response_list(message.payload);
-    if (!responses.abort_reason.empty()) throw InternalError(responses.abort_reason);
-    cache_view_.apply(responses);
-    execute(responses);
-    ++applied_lists_;
-    if (responses.shutdown) break;
-  }
-}
-
-void Runtime::execute(const ResponseList& list) {
-  for (const auto& response : list.responses) executor_->execute(response);
-  if (!list.shutdown) return;
-  // A rank that closed its connections while a peer still sends the tail of the last collective
-  // would fail that peer: leave only once every rank is done.
-  executor_->world().barrier();
-  std::lock_guard lock(finished_mutex_);
-  finished_ = true;
 }
 
 }  // namespace cohort

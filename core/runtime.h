@@ -1,6 +1,19 @@
 // The one object that holds all of a process's Cohort state: the data-plane backend, the control
 // channel, the queue of submitted tensors and the background thread that negotiates and runs
 // them. Destroying it and building a new one is how the process leaves and rejoins a job.
+//
+// One collective, top down, in the files that handle it:
+//   core/api.cc                 cohort::allreduce() and the others check their arguments and
+//                               call Runtime::submit (core/runtime.cc).
+//   core/tensor_queue.cc        the entry waits under its name; the background thread
+//                               (Runtime::background_loop) collects its request.
+//   core/coordinator.cc         rank 0 negotiates every rank's requests (core/negotiator.cc),
+//                               which the other ranks send from core/worker.cc, as ids where the
+//                               response cache (core/response_cache.cc) knows them.
+//   core/fusion.cc              ready allreduces are fused into fewer responses.
+//   core/executor.cc            every rank runs the response list in the order rank 0 sent
+//                               (core/executor_allreduce.cc for allreduce) ...
+//   core/handle.cc              ... and completes the entry's handle.
 #pragma once
 
 #include <atomic>
@@ -19,8 +32,7 @@
 #include "core/default_names.h"
 #include "core/executor.h"
 #include "core/heartbeat.h"
-#include "core/negotiator.h"
-#include "core/response_cache.h"
+#include "core/role.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
 #include "ops/backend.h"
@@ -93,6 +105,8 @@ class Runtime {
   std::string diagnose(const std::string& local);
   void check_process_set(const Request& request) const;
   void compute_topology();
+  // Rank 0 coordinates, the others follow; once executor_ exists.
+  std::unique_ptr<Role> make_role();
 
   using Clock = std::chrono::steady_clock;
 
@@ -101,18 +115,10 @@ class Runtime {
   std::optional<Clock::time_point> collect_time();
   // The queue's new requests if their collection time has come, else none.
   std::vector<Request> collect_if_due();
-  void coordinator_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
-  void inspect_stalls(std::vector<Response>& responses);
-  void negotiate(int rank, Request request);
-  // The request a worker's cache hit stands for.
-  Request cached_request(uint32_t hit) const;
   std::chrono::microseconds wait_timeout();
-  void worker_step(std::vector<ControlMessage> messages, std::vector<Request> fresh);
-  void execute(const ResponseList& list);
-  void finish(std::exception_ptr error);
   // Fails everything pending and later with InternalError(reason) and closes all connections.
   void fail(const std::string& reason);
-  void announce_abort(const std::string& reason);
+  void finish(std::exception_ptr error);
   void tear_down_connections();
 
   const Config config_;
@@ -126,23 +132,21 @@ class Runtime {
   DefaultNames default_names_;
   ControlChannel control_;
   TensorQueue queue_;
-  std::optional<ResponseCache> cache_;    // rank 0 only
-  std::optional<Negotiator> negotiator_;  // rank 0 only
-  uint64_t sent_lists_ = 0;               // rank 0: response lists sent
-  CacheView cache_view_;                  // other ranks
-  uint64_t applied_lists_ = 0;            // other ranks: response lists applied
-  Timeline timeline_;                     // rank 0 only, when COHORT_TIMELINE is set
+  // Rank 0's, when COHORT_TIMELINE is set: the coordinator records the negotiation in it, the
+  // executor the execution. Opened while joining, so that a bad path stops the job on every rank.
+  Timeline timeline_;
   // Rank 0, while it joins: why the job cannot start (an unwritable COHORT_TIMELINE), published to
   // every rank in place of the control address (connect_star), so that each fails with the cause.
   std::string refusal_;
-  std::optional<Executor> executor_;    // background thread only, but for members(), abort()
+  std::optional<Executor> executor_;  // background thread only, but for members(), abort()
+  // Rank 0's coordinator or another rank's worker (core/role.h); background thread only, after
+  // the constructor.
+  std::unique_ptr<Role> role_;
   std::optional<Heartbeat> heartbeat_;  // worlds of more than one rank; stopped before executor_
 
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
   std::atomic<bool> abandoned_{false};  // a failure seen while abandoning is expected, not news
-  bool shutdown_announced_ = false;     // background thread only
-  std::chrono::steady_clock::time_point next_stall_check_;  // rank 0's background thread only
   std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
   bool finished_ = false;

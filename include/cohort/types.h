@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -90,8 +91,13 @@ constexpr DataType data_type_of<bool>() {
 // A tensor's dimensions, outermost first; {} is a scalar.
 using Shape = std::vector<int64_t>;
 // The product of the dimensions (1 for a scalar, 0 when a dimension is 0). Throws InvalidArgument
-// when the product does not fit in an int64.
-int64_t num_elements(const Shape& shape);
+// when the product does not fit in an int64. A Shape converts to the span; the dimensions of a
+// shape stored elsewhere (a packed list of several shapes) need not be copied into one.
+int64_t num_elements(std::span<const int64_t> shape);
+// The same for dimensions written out in braces: num_elements({2, 3}).
+inline int64_t num_elements(std::initializer_list<int64_t> shape) {
+  return num_elements(std::span<const int64_t>(shape.begin(), shape.size()));
+}
 // "[2, 3]", as in error messages.
 std::string to_string(const Shape& shape);
 

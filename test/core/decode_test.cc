@@ -197,6 +197,19 @@ TEST_CASE("num_elements refuses a product beyond int64 instead of wrapping") {
   CHECK_THROWS_AS(group.add(DataType::kFloat32, {k2to32, k2to32}), InvalidArgument);
 }
 
+TEST_CASE("num_elements counts dimensions wherever they are stored") {
+  // A group keeps its tensors' dimensions one after the other: each is counted in place.
+  const Shape packed = {2, 3, 4, k2to32, k2to32};
+  std::span<const int64_t> dims(packed);
+  CHECK(num_elements(dims.first(2)) == 6);
+  CHECK(num_elements(dims.subspan(2, 1)) == 4);
+  CHECK(num_elements(dims.first(0)) == 1);
+  CHECK_THROWS_MATCHES(num_elements(dims.last(2)), InvalidArgument,
+                       Catch::Matchers::Message("shape [4294967296, 4294967296] holds more "
+                                                "elements than an int64 can count"));
+  CHECK(num_elements(Shape{2, 3}) == num_elements(dims.first(2)));
+}
+
 namespace {
 
 // A request list holding one grouped request whose only tensor has `shape`.

@@ -140,3 +140,55 @@ TEST_CASE("the cache evicts the least recently used entry and can be turned off"
   CHECK(ResponseCache(0, 2).put(Request{.name = "a"}) == 0);
   CHECK(ResponseCache(4, 2).put(Request{.name = "g", .type = OpType::kAllgather}) == 0);
 }
+
+TEST_CASE("a worker's cache hit stands on rank 0 for the request it replaced") {
+  ResponseCache cache(4, 2);
+  CacheView view;
+  Request a{.name = "a", .shape = {4}};
+  RequestList first{.applied = view.applied()};
+  view.add(first, Request(a));
+  REQUIRE(first.requests.size() == 1);
+  CHECK(first.hits.empty());
+  CHECK(first.applied == 0);
+  ResponseList introduced{.responses = {{.names = {"a"}, .cache_ids = {cache.put(a)}}}};
+  cache.sending(introduced);
+  ResponseList back = decode_response_list(encode(introduced));
+  view.apply(back);
+  CHECK(view.applied() == 1);
+
+  // Only the id and whether the buffer changed travel; rank 0 restores the rest.
+  for (bool changed : {false, true}) {
+    Request again = a;
+    again.buffer_changed = changed;
+    RequestList list;
+    view.add(list, Request(again));
+    CHECK(list.requests.empty());
+    RequestList arrived = decode_request_list(encode(list));
+    REQUIRE(arrived.hits.size() == 1);
+    // The wire format: the id (1) shifted left, the lowest bit the buffer's change.
+    CHECK(arrived.hits[0] == (changed ? 3u : 2u));
+    CHECK(cache.request_for(arrived.hits[0]) == again);
+  }
+  CHECK_THROWS_MATCHES(ResponseCache(4, 2).request_for(2), InternalError,
+                       Catch::Matchers::Message("a rank referred to cached tensor id 1, which rank "
+                                                "0 does not know"));
+}
+
+TEST_CASE("each response list rank 0 sends announces the evictions since the last") {
+  ResponseCache cache(1, 2);
+  uint32_t a = cache_id(cache.put(Request{.name = "a"}));
+  ResponseList first;
+  cache.sending(first);  // list 1
+  CHECK(first.evicted.empty());
+  cache.put(Request{.name = "b"});  // evicts a
+  ResponseList second;
+  cache.sending(second);  // list 2
+  CHECK(second.evicted == std::vector<uint32_t>{a});
+  cache.acknowledge(1, 1);
+  CHECK(cache.find(a) != nullptr);  // rank 1 may still send a's id
+  cache.acknowledge(1, 2);
+  CHECK(cache.find(a) == nullptr);
+  ResponseList third;
+  cache.sending(third);
+  CHECK(third.evicted.empty());
+}

@@ -1,0 +1,37 @@
+#include "core/worker.h"
+
+#include <utility>
+
+#include "cohort/errors.h"
+
+namespace cohort {
+
+bool Worker::step(std::vector<ControlMessage> messages, std::vector<Request> fresh, bool shutdown) {
+  send(std::move(fresh), shutdown);
+  for (const auto& message : messages) {
+    if (apply(message)) return true;
+  }
+  return false;
+}
+
+void Worker::send(std::vector<Request> fresh, bool shutdown) {
+  RequestList list;
+  list.applied = cache_view_.applied();
+  for (auto& request : fresh) cache_view_.add(list, std::move(request));
+  if (shutdown && !shutdown_announced_) {
+    list.shutdown = true;
+    shutdown_announced_ = true;
+  }
+  if (!list.requests.empty() || !list.hits.empty() || list.shutdown) {
+    control_.send(0, encode(list));
+  }
+}
+
+bool Worker::apply(const ControlMessage& message) {
+  ResponseList list = decode_response_list(message.payload);
+  if (!list.abort_reason.empty()) throw InternalError(list.abort_reason);
+  cache_view_.apply(list);
+  return executor_.execute(list);
+}
+
+}  // namespace cohort
