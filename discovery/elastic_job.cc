@@ -377,7 +377,7 @@ void ElasticJob::plan_round_when_ready() {
 
 void ElasticJob::publish_round(const RoundPlan& plan) {
   // Every member that joined the last round left a watcher's request for its abandon key waiting
-  // on the server (core/round_watch.h): answering it now ends those requests, so their number
+  // on the server (elastic/round_watch.h): answering it now ends those requests, so their number
   // never grows past one round's members however many rounds the job goes through.
   if (round_ >= 0 && abandoned_round_ != round_) {
     board_->abandon(round_, "superseded by round " + std::to_string(round_ + 1));

@@ -17,7 +17,7 @@
 //
 // A round given up while it forms: when a member of the current round dies or checks in again
 // (it left the round), the launcher sets elastic/abandon/<round> = the reason. Workers still
-// building that round's connections watch the key (core/round_watch.h) and stop at once instead
+// building that round's connections watch the key (elastic/round_watch.h) and stop at once instead
 // of waiting out their timeouts for a peer that is not coming; they then check in with n + 1 like
 // any worker whose round broke. Members already past joining learn it from their heartbeat. The
 // launcher also sets the key of a round when it plans the next one ("superseded"), which ends the
