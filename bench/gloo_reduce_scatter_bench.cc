@@ -77,9 +77,12 @@ void run_rank(int rank, int size, int trials, const std::string& dir) {
                          {"rs." + std::to_string(bytes), false});
       std::memcpy(output.data(), scratch.data() + offset, counts[rank] * sizeof(float));
     };
+    ops::GlooWaitBreaker breaker;  // never aborted here
     auto by_ring = [&] {
+      ops::GlooWaitBreaker::InFlight in_flight(breaker);
       ops::run_gloo_ring_reduce_scatter(context, input.data(), output.data(), counts,
-                                        DataType::kFloat32, ReduceOp::kSum, tag++, ring_scratch);
+                                        DataType::kFloat32, ReduceOp::kSum, tag++, ring_scratch,
+                                        in_flight);
     };
     std::vector<double> allreduce_times, ring_times;
     for (int t = 0; t < trials; ++t) {

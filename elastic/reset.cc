@@ -48,10 +48,14 @@ void reset(const rendezvous::CheckIn& why) {
   Config config = old->config();
   Session previous = *session_of(*old);
   Placement before = old->topology();
+  log::debug("elastic reset: leaving round ", previous.assignment.round, " (",
+             rendezvous::format_checkin(why), ")");
   leave(*old, why);
   old.reset();  // joins Gloo's connections down unless another thread still holds it
   ResetTimings timings{.old_rank = before.rank, .old_size = before.size};
   timings.teardown = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  log::debug("elastic reset: left round ", previous.assignment.round, " in ", ms(timings.teardown),
+             " ms");
 
   EntryTimings entry_timings;
   std::shared_ptr<Runtime> next =

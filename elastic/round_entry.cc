@@ -25,8 +25,10 @@ rendezvous::Assignment await_assignment(const Config& config, rendezvous::Store&
                                         int entry, const rendezvous::CheckIn& checkin) {
   std::string key = rendezvous::assign_key(config.worker_id, entry);
   try {
+    log::debug("elastic worker '", config.worker_id, "': checking in as entry ", entry);
     launcher.set(rendezvous::checkin_key(config.worker_id, entry),
                  rendezvous::format_checkin(checkin));
+    log::debug("elastic worker '", config.worker_id, "': checked in as entry ", entry);
     return rendezvous::parse_assignment(launcher.get(key, config.elastic_timeout));
   } catch (const rendezvous::RendezvousTimeout& e) {
     throw InternalError("elastic worker '" + config.worker_id + "': no assignment '" + key +

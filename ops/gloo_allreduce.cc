@@ -143,12 +143,14 @@ std::unique_ptr<gloo::Algorithm> make_gloo_allreduce(GlooAllreduceAlgorithm algo
 }
 
 void run_gloo_ring_allreduce(const std::shared_ptr<gloo::Context>& context, void* buffer,
-                             size_t count, DataType dtype, ReduceOp op, uint32_t tag) {
+                             size_t count, DataType dtype, ReduceOp op, uint32_t tag,
+                             GlooWaitBreaker::InFlight& in_flight) {
   check_op(op);
   size_t element = element_size(dtype);
   gloo::AllreduceOptions opts(context);
-  with_storage_type(
-      dtype, [&]<typename T, DataType>() { opts.setOutput(static_cast<T*>(buffer), count); });
+  auto data = context->createUnboundBuffer(buffer, count * element);
+  GlooWaitBreaker::Watch watch(in_flight, {data.get()});
+  with_storage_type(dtype, [&]<typename T, DataType>() { opts.setOutput<T>(std::move(data)); });
   // Gloo asks for c = a op b; every op here is commutative, so an aliased operand is reduced into.
   opts.setReduceFunction([dtype, op, element](void* c, const void* a, const void* b, size_t n) {
     if (c == b) std::swap(a, b);

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "cohort/types.h"
+#include "ops/gloo_wait_breaker.h"
 
 namespace cohort::ops {
 
@@ -29,8 +30,10 @@ std::unique_ptr<gloo::Algorithm> make_gloo_allreduce(GlooAllreduceAlgorithm algo
                                                      void* buffer, size_t count, DataType dtype,
                                                      ReduceOp op);
 
-// Runs the new-API ring allreduce in place; `tag` must differ from the previous operation's.
+// Runs the new-API ring allreduce in place; `tag` must differ from the previous operation's. Its
+// buffer is watched through `in_flight` (gloo_wait_breaker.h).
 void run_gloo_ring_allreduce(const std::shared_ptr<gloo::Context>& context, void* buffer,
-                             size_t count, DataType dtype, ReduceOp op, uint32_t tag);
+                             size_t count, DataType dtype, ReduceOp op, uint32_t tag,
+                             GlooWaitBreaker::InFlight& in_flight);
 
 }  // namespace cohort::ops

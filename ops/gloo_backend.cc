@@ -22,9 +22,22 @@
 #include "ops/gloo_interrupt.h"
 #include "ops/gloo_reduce_scatter.h"
 #include "ops/gloo_split.h"
+#include "ops/gloo_wait_breaker.h"
 
 namespace cohort::ops {
 namespace {
+
+// Gloo's barrier makes its own unbound buffer; a subclass can reach it to watch it, and lets go of
+// it before the base class frees it.
+class WatchedBarrierOptions : public gloo::BarrierOptions {
+ public:
+  WatchedBarrierOptions(const std::shared_ptr<gloo::Context>& of,
+                        GlooWaitBreaker::InFlight& in_flight)
+      : gloo::BarrierOptions(of), watch_(in_flight, {buffer.get()}) {}
+
+ private:
+  GlooWaitBreaker::Watch watch_;
+};
 
 class GlooBackend final : public Backend {
  public:
@@ -46,9 +59,9 @@ class GlooBackend final : public Backend {
     if (count == 0 || size_ == 1) return;
     size_t bytes = count * element_size(dtype);
     auto algorithm = choose_gloo_allreduce(count, bytes, size_);
-    guard("allreduce", [&] {
+    guard("allreduce", [&](GlooWaitBreaker::InFlight& in_flight) {
       if (algorithm == GlooAllreduceAlgorithm::kRing) {
-        run_gloo_ring_allreduce(context_, buffer, count, dtype, op, next_tag());
+        run_gloo_ring_allreduce(context_, buffer, count, dtype, op, next_tag(), in_flight);
         return;
       }
       int kind =
@@ -66,9 +79,11 @@ class GlooBackend final : public Backend {
       throw InvalidArgument("Gloo broadcast: root " + std::to_string(root) + " is not a rank");
     }
     if (bytes == 0 || size_ == 1) return;
-    guard("broadcast", [&] {
+    guard("broadcast", [&](GlooWaitBreaker::InFlight& in_flight) {
       gloo::BroadcastOptions opts(context_);
-      opts.setOutput(static_cast<uint8_t*>(buffer), bytes);
+      auto data = context_->createUnboundBuffer(buffer, bytes);
+      GlooWaitBreaker::Watch watch(in_flight, {data.get()});
+      opts.setOutput<uint8_t>(std::move(data));
       opts.setRoot(root);
       opts.setTag(next_tag());
       gloo::broadcast(opts);
@@ -83,12 +98,14 @@ class GlooBackend final : public Backend {
       std::memcpy(output, input, total);
       return;
     }
-    guard("allgatherv", [&] {
+    guard("allgatherv", [&](GlooWaitBreaker::InFlight& in_flight) {
       gloo::AllgathervOptions opts(context_);
-      // Gloo only reads the input, but its setter takes a mutable pointer.
-      opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)), counts[rank_]);
-      opts.setOutput(static_cast<uint8_t*>(output),
-                     std::vector<size_t>(counts.begin(), counts.end()));
+      // Gloo only reads the input, but its buffers take mutable pointers.
+      auto in = context_->createUnboundBuffer(const_cast<void*>(input), counts[rank_]);
+      auto out = context_->createUnboundBuffer(output, total);
+      GlooWaitBreaker::Watch watch(in_flight, {in.get(), out.get()});
+      opts.setInput<uint8_t>(std::move(in));
+      opts.setOutput<uint8_t>(std::move(out), std::vector<size_t>(counts.begin(), counts.end()));
       opts.setTag(next_tag());
       gloo::allgatherv(opts);
     });
@@ -96,8 +113,8 @@ class GlooBackend final : public Backend {
 
   void barrier() override {
     if (size_ == 1) return;
-    guard("barrier", [&] {
-      gloo::BarrierOptions opts(context_);
+    guard("barrier", [&](GlooWaitBreaker::InFlight& in_flight) {
+      WatchedBarrierOptions opts(context_, in_flight);
       opts.setTag(next_tag());
       gloo::barrier(opts);
     });
@@ -114,13 +131,16 @@ class GlooBackend final : public Backend {
       return;
     }
     // Even a rank with nothing to move takes part: its peers post (empty) transfers to it.
-    guard("alltoallv", [&] {
+    guard("alltoallv", [&](GlooWaitBreaker::InFlight& in_flight) {
       gloo::AlltoallvOptions opts(context_);
-      // Gloo only reads the input, but its setter takes a mutable pointer.
-      opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(input)),
-                    std::vector<int64_t>(send_counts.begin(), send_counts.end()));
-      opts.setOutput(static_cast<uint8_t*>(output),
-                     std::vector<int64_t>(recv_counts.begin(), recv_counts.end()));
+      // Gloo only reads the input, but its buffers take mutable pointers.
+      auto in = context_->createUnboundBuffer(const_cast<void*>(input), sent);
+      auto out = context_->createUnboundBuffer(output, received);
+      GlooWaitBreaker::Watch watch(in_flight, {in.get(), out.get()});
+      opts.setInput<uint8_t>(std::move(in),
+                             std::vector<int64_t>(send_counts.begin(), send_counts.end()));
+      opts.setOutput<uint8_t>(std::move(out),
+                              std::vector<int64_t>(recv_counts.begin(), recv_counts.end()));
       opts.setTag(next_tag());
       gloo::alltoallv(opts);
     });
@@ -141,16 +161,18 @@ class GlooBackend final : public Backend {
       reduce_scatter_by_allreduce(input, output, total, offset, counts[rank_], dtype, op);
       return;
     }
-    guard("reduce_scatter", [&] {
+    guard("reduce_scatter", [&](GlooWaitBreaker::InFlight& in_flight) {
       run_gloo_ring_reduce_scatter(context_, input, output, counts, dtype, op, next_tag(),
-                                   ring_scratch_);
+                                   ring_scratch_, in_flight);
     });
   }
 
   std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
     check_split("Gloo split", ranks, rank_, size_);
     std::shared_ptr<gloo::Context> subgroup;
-    guard("split", [&] { subgroup = connect_gloo_subgroup(context_, ranks, key); });
+    guard("split", [&](GlooWaitBreaker::InFlight&) {
+      subgroup = connect_gloo_subgroup(context_, ranks, key);
+    });
     return std::make_unique<GlooBackend>(std::move(subgroup));
   }
 
@@ -162,19 +184,24 @@ class GlooBackend final : public Backend {
       aborted_ = true;
     }
     interrupter_.interrupt();
+    breaker_.break_waits();
   }
 
  private:
+  // Runs `body(in_flight)`, a collective whose unbound buffers it registers with `in_flight`.
   template <typename F>
   void guard(const char* what, F&& body) {
+    GlooWaitBreaker::InFlight in_flight(breaker_);
     throw_if_aborted(what);
     try {
-      gloo_guard(what, rank_, size_, std::forward<F>(body));
+      gloo_guard(what, rank_, size_, [&] { body(in_flight); });
     } catch (const InternalError&) {
       // After abort() the sockets it shut down are what failed: report why they were shut down.
       throw_if_aborted(what);
       throw;
     }
+    // A collective whose waits the breaker ended returns as if it had finished.
+    throw_if_aborted(what);
   }
 
   void throw_if_aborted(const char* what) {
@@ -215,7 +242,8 @@ class GlooBackend final : public Backend {
   std::vector<std::byte> allreduce_scratch_;  // small reduce-scatters (see above)
   uint64_t allreduce_scratch_generation_ = 0;
   GlooInterrupter interrupter_;  // after context_: made from it
-  std::mutex abort_mutex_;       // guards abort_reason_
+  GlooWaitBreaker breaker_;
+  std::mutex abort_mutex_;  // guards abort_reason_
   std::string abort_reason_;
   std::atomic<bool> aborted_{false};
 };

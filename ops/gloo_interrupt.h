@@ -13,9 +13,10 @@
 // closes and the process reuses can never be shut down by mistake. The duplicates keep the sockets
 // open until this object is destroyed: destroy it with the context.
 //
-// Known gap (Gloo 0.0~git20220518): when a pair fails while a message is half received into an
-// unbound buffer (Gloo's newer collectives: gloo::allreduce's ring, broadcast, allgatherv,
-// alltoallv, barrier), Gloo does not wake that buffer's waiter; it returns at Gloo's timeout.
+// Not every wait on an unbound buffer (Gloo's newer collectives) is woken by a failed pair: a send
+// queued as the socket broke, or a receive half read, waits until Gloo's timeout. The backend's
+// wait breaker (gloo_wait_breaker.h) ends those after an abort, for every buffer the backend makes;
+// the one it cannot reach is the scratch buffer gloo::allreduce's ring makes for itself.
 #pragma once
 
 #include <gloo/context.h>

@@ -21,7 +21,7 @@ using gloo::transport::UnboundBuffer;
 constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
 
 // Gloo throws IoException when a wait times out and returns false only when the wait was
-// aborted, which nothing here does: false is a failure all the same.
+// aborted (the backend's wait breaker, after an abort).
 void wait_recv(UnboundBuffer& buffer, std::chrono::milliseconds timeout) {
   if (!buffer.waitRecv(timeout)) throw InternalError("Gloo reduce_scatter: a receive was aborted");
 }
@@ -62,7 +62,8 @@ bool gloo_reduce_scatter_uses_ring(size_t total_bytes, int ranks) {
 
 void run_gloo_ring_reduce_scatter(const std::shared_ptr<gloo::Context>& context, const void* input,
                                   void* output, std::span<const size_t> counts, DataType dtype,
-                                  ReduceOp op, uint32_t tag, std::vector<std::byte>& scratch) {
+                                  ReduceOp op, uint32_t tag, std::vector<std::byte>& scratch,
+                                  GlooWaitBreaker::InFlight& in_flight) {
   const int size = context->size;
   const int rank = context->rank;
   const size_t element = element_size(dtype);
@@ -79,6 +80,7 @@ void run_gloo_ring_reduce_scatter(const std::shared_ptr<gloo::Context>& context,
   std::unique_ptr<UnboundBuffer> halves[2] = {
       context->createUnboundBuffer(scratch.data(), half),
       context->createUnboundBuffer(scratch.data() + half, half)};
+  GlooWaitBreaker::Watch watch(in_flight, {in.get(), out.get(), halves[0].get(), halves[1].get()});
   const auto slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
   const auto timeout = context->getTimeout();
   const int right = (rank + 1) % size;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cohort/types.h"
+#include "ops/gloo_wait_breaker.h"
 
 namespace cohort::ops {
 
@@ -25,10 +26,12 @@ bool gloo_reduce_scatter_uses_ring(size_t total_bytes, int ranks);
 // around the ring, one block per step: rank r sends every block but its own (sum(counts) -
 // counts[r] elements) and receives every block but its left neighbour's. `scratch` holds the blocks
 // in flight (two of the largest block); the caller keeps it to avoid allocating per call. `tag`
-// must differ from the previous operation's on this context. `op` is kSum, kMin, kMax or kProduct;
+// must differ from the previous operation's on this context; its buffers are registered with
+// `in_flight`. `op` is kSum, kMin, kMax or kProduct;
 // `output` must not overlap `input`.
 void run_gloo_ring_reduce_scatter(const std::shared_ptr<gloo::Context>& context, const void* input,
                                   void* output, std::span<const size_t> counts, DataType dtype,
-                                  ReduceOp op, uint32_t tag, std::vector<std::byte>& scratch);
+                                  ReduceOp op, uint32_t tag, std::vector<std::byte>& scratch,
+                                  GlooWaitBreaker::InFlight& in_flight);
 
 }  // namespace cohort::ops

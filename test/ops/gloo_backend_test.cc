@@ -21,6 +21,7 @@
 #include "ops/gloo_allreduce.h"
 #include "ops/gloo_backend.h"
 #include "ops/gloo_reduce_scatter.h"
+#include "ops/gloo_wait_breaker.h"
 
 using namespace cohort;
 using namespace cohort::ops;
@@ -148,7 +149,9 @@ TEST_CASE("gloo every allreduce algorithm on 3 ranks") {
           for (size_t count : {size_t{1}, size_t{7}, size_t{1000}, size_t{100003}}) {
             auto error = check_allreduce(rank, 3, d, op, count, buffer, [&](void* data) {
               if (algorithm == GlooAllreduceAlgorithm::kRing) {
-                run_gloo_ring_allreduce(context, data, count, d, op, tag++);
+                GlooWaitBreaker breaker;
+                GlooWaitBreaker::InFlight in_flight(breaker);
+                run_gloo_ring_allreduce(context, data, count, d, op, tag++, in_flight);
               } else {
                 make_gloo_allreduce(algorithm, context, data, count, d, op)->run();
               }
@@ -338,7 +341,10 @@ TEST_CASE("gloo reduce_scatter ring with small uneven counts on 2-4 ranks") {
           for (ReduceOp op : kAllOps) {
             auto error =
                 check_reduce_scatter(rank, size, d, op, counts, [&](const void* in, void* out) {
-                  run_gloo_ring_reduce_scatter(context, in, out, counts, d, op, tag++, scratch);
+                  GlooWaitBreaker breaker;
+                  GlooWaitBreaker::InFlight in_flight(breaker);
+                  run_gloo_ring_reduce_scatter(context, in, out, counts, d, op, tag++, scratch,
+                                               in_flight);
                 });
             ensure(error.empty(), error);
           }
@@ -497,4 +503,33 @@ TEST_CASE("gloo abort from another thread ends a blocked collective at once, nam
   for (int rank = 0; rank < 2; ++rank) CHECK(took[rank] < std::chrono::seconds(5));
   // Later operations are refused at once.
   CHECK_THROWS_WITH(backends[0]->barrier(), Catch::Matchers::Contains("rank 2 is frozen"));
+}
+
+TEST_CASE("gloo wait breaker ends waits that no connection will end, until the collective ends") {
+  // No peer will ever send or receive: only the breaker can end these waits before their 60 s.
+  gloo::rendezvous::HashStore store;
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto context = std::make_shared<gloo::rendezvous::Context>(0, 1);
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  context->connectFullMesh(store, device);
+  GlooWaitBreaker breaker;
+  std::latch registered(1);
+  auto waits = std::async(std::launch::async, [&] {
+    GlooWaitBreaker::InFlight in_flight(breaker);
+    char byte = 0;
+    auto buffer = context->createUnboundBuffer(&byte, 1);
+    GlooWaitBreaker::Watch watch(in_flight, {buffer.get()});
+    registered.count_down();
+    // Each wait spends the flag the one before it left: all three end only if it is set again.
+    std::vector<bool> completed;
+    completed.push_back(buffer->waitRecv(std::chrono::seconds(60)));
+    completed.push_back(buffer->waitSend(std::chrono::seconds(60)));
+    completed.push_back(buffer->waitRecv(std::chrono::seconds(60)));
+    return completed;
+  });
+  registered.wait();
+  breaker.break_waits();
+  REQUIRE(waits.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  CHECK(waits.get() == std::vector<bool>{false, false, false});
 }
