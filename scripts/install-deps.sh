@@ -6,6 +6,8 @@ packages=(
   g++ cmake ninja-build pkg-config
   libgloo-dev libopenmpi-dev openmpi-bin
   libcereal-dev catch2 libcli11-dev libssl-dev
+  libcurl4-openssl-dev nlohmann-json3-dev  # the etcd store (rendezvous/etcd_*)
+  etcd-server etcd-client  # the etcd tests start a real etcd
   python3  # the timeline test parses the JSON it writes; the docs checks are Python
   doxygen  # the API reference (docs.doxygen)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (test/fuzz): bookworm's clang is clang 14

@@ -1,12 +1,14 @@
-// The Store interface's contract, checked on both of its implementations here: a client of a real
-// server over loopback (what workers use) and the server's in-process store (what the launcher
-// uses). Both see the same keys.
+// The Store interface's contract, checked on each of its implementations: a client of a real
+// server over loopback (what workers use), the server's in-process store (what the launcher
+// uses), and a real etcd (test/rendezvous/etcd_server.h) through EtcdStore.
 #include <catch2/catch.hpp>
 #include <memory>
 #include <thread>
 
 #include "rendezvous/client.h"
+#include "rendezvous/etcd_store.h"
 #include "rendezvous/server.h"
+#include "test/rendezvous/etcd_server.h"
 
 using namespace cohort;
 using namespace cohort::rendezvous;
@@ -17,16 +19,36 @@ namespace {
 
 const std::string kSecret(32, 's');
 
+enum class Kind { kClient, kServer, kEtcd };
+
+// Keeps the sections' keys apart in the one etcd of the test binary.
+std::string fresh_prefix() {
+  static int n = 0;
+  return "/cohort-test/" + std::to_string(::getpid()) + "/" + std::to_string(++n) + "/";
+}
+
 // A server, a store over it of the kind under test, and a second view of the same scope.
 struct Stores {
   RendezvousServer server{"127.0.0.1", kSecret};
   std::unique_ptr<Store> store;
   std::unique_ptr<Store> other;
 
-  explicit Stores(bool remote) {
+  explicit Stores(Kind kind) {
+    std::string prefix = fresh_prefix();
     auto make = [&]() -> std::unique_ptr<Store> {
-      if (!remote) return server.store("scope");
-      return std::make_unique<RendezvousClient>("127.0.0.1", server.port(), kSecret, 5s, "scope");
+      switch (kind) {
+        case Kind::kServer:
+          return server.store("scope");
+        case Kind::kClient:
+          return std::make_unique<RendezvousClient>("127.0.0.1", server.port(), kSecret, 5s,
+                                                    "scope");
+        case Kind::kEtcd:
+          return std::make_unique<EtcdStore>(EtcdStoreOptions{
+              .etcd = {.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s},
+              .prefix = prefix,
+              .secret = kSecret});
+      }
+      return nullptr;
     };
     store = make();
     other = make();
@@ -35,10 +57,11 @@ struct Stores {
 
 }  // namespace
 
-TEST_CASE("the Store contract on the client and on the server's own store") {
-  bool remote = GENERATE(true, false);
-  CAPTURE(remote);
-  Stores s(remote);
+TEST_CASE("the Store contract on the client, the server's own store and etcd") {
+  Kind kind = GENERATE(Kind::kClient, Kind::kServer, Kind::kEtcd);
+  bool remote = kind == Kind::kClient;  // the server counts the waiting gets of clients only
+  CAPTURE(static_cast<int>(kind));
+  Stores s(kind);
   Store& store = *s.store;
 
   SECTION("set, lookup, get") {
@@ -46,8 +69,10 @@ TEST_CASE("the Store contract on the client and on the server's own store") {
     store.set("k", "v1");
     CHECK(s.other->lookup("k") == "v1");
     CHECK(store.get("k", 0ms) == "v1");
-    CHECK(s.server.lookup("k", "scope") == "v1");
-    CHECK_FALSE(s.server.lookup("k").has_value());  // another scope
+    if (kind != Kind::kEtcd) {
+      CHECK(s.server.lookup("k", "scope") == "v1");
+      CHECK_FALSE(s.server.lookup("k").has_value());  // another scope
+    }
   }
 
   SECTION("get waits for a set from elsewhere, and times out naming the key") {
@@ -98,6 +123,10 @@ TEST_CASE("the Store contract on the client and on the server's own store") {
   }
 
   SECTION("describe names the store") {
-    CHECK_THAT(store.describe(), Contains(std::to_string(s.server.port())));
+    if (kind == Kind::kEtcd) {
+      CHECK_THAT(store.describe(), Contains(testing::etcd_server().endpoint()));
+    } else {
+      CHECK_THAT(store.describe(), Contains(std::to_string(s.server.port())));
+    }
   }
 }

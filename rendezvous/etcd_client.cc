@@ -1,0 +1,227 @@
+#include "rendezvous/etcd_client.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include <memory>
+#include <mutex>
+
+#include "base/deadline.h"
+#include "cohort/errors.h"
+
+namespace cohort::rendezvous {
+namespace {
+
+void init_curl_once() {
+  static std::once_flag once;  // libcurl's own global state, set up once per process
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+struct EasyDeleter {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct MultiDeleter {
+  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+struct ListDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+// One POST: what goes out, what came back, and for a stream what its messages said.
+struct Transfer {
+  std::string request;
+  std::string response;
+  size_t parsed = 0;  // a stream's bytes already handed to on_message
+  const EtcdClient::OnMessage* on_message = nullptr;
+  bool satisfied = false;
+  std::exception_ptr error;
+};
+
+// Hands the complete lines of a stream to its callback; returns false to stop the transfer.
+bool feed_stream(Transfer& t) {
+  for (size_t end; (end = t.response.find('\n', t.parsed)) != std::string::npos;) {
+    std::string_view line(t.response.data() + t.parsed, end - t.parsed);
+    t.parsed = end + 1;
+    if (line.find_first_not_of(" \r\t") == std::string_view::npos) continue;
+    try {
+      if ((*t.on_message)(nlohmann::json::parse(line))) {
+        t.satisfied = true;
+        return false;
+      }
+    } catch (...) {
+      t.error = std::current_exception();
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t on_data(char* data, size_t size, size_t count, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  t.response.append(data, size * count);
+  if (t.on_message && !feed_stream(t)) return 0;  // ends the transfer (CURLE_WRITE_ERROR)
+  return size * count;
+}
+
+std::unique_ptr<CURL, EasyDeleter> make_request(const EtcdOptions& o, const std::string& url,
+                                                Transfer& t, curl_slist* headers) {
+  std::unique_ptr<CURL, EasyDeleter> easy(curl_easy_init());
+  if (!easy) throw Error("etcd: curl_easy_init failed");
+  CURL* e = easy.get();
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.request.c_str());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, static_cast<long>(t.request.size()));
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.timeout.count()));
+  if (!o.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, o.ca_file.c_str());
+  if (!o.cert_file.empty()) curl_easy_setopt(e, CURLOPT_SSLCERT, o.cert_file.c_str());
+  if (!o.key_file.empty()) curl_easy_setopt(e, CURLOPT_SSLKEY, o.key_file.c_str());
+  return easy;
+}
+
+enum class Ended { kFinished, kSatisfied, kDeadline };
+
+// Runs `easy` until it finishes, the stream is satisfied or `deadline`; waits in curl_multi_poll
+// beside the cancellation's descriptor.
+Ended run(CURL* easy, Transfer& t, EtcdClient::Clock::time_point deadline,
+          const Cancellation* cancel, CURLcode& result) {
+  std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
+  curl_multi_add_handle(multi.get(), easy);
+  for (;;) {
+    int running = 0;
+    curl_multi_perform(multi.get(), &running);
+    if (t.satisfied) break;
+    if (running == 0) break;
+    int left = poll_millis(deadline);
+    if (left == 0) {
+      curl_multi_remove_handle(multi.get(), easy);
+      return Ended::kDeadline;
+    }
+    curl_waitfd extra{cancel_fd(cancel), CURL_WAIT_POLLIN, 0};
+    curl_multi_poll(multi.get(), cancel ? &extra : nullptr, cancel ? 1 : 0,
+                    left < 0 ? 1 << 30 : left, nullptr);
+    throw_if_cancelled(cancel);
+  }
+  result = CURLE_OK;
+  int queued = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi.get(), &queued)) {
+    if (m->msg == CURLMSG_DONE) result = m->data.result;
+  }
+  curl_multi_remove_handle(multi.get(), easy);
+  return t.satisfied ? Ended::kSatisfied : Ended::kFinished;
+}
+
+// etcd's own words for a failed request: {"error": ..., "message": ..., "code": ...}.
+std::string etcd_error(const std::string& response) {
+  auto j = nlohmann::json::parse(response, nullptr, false);
+  if (j.is_object() && j.contains("message")) return j["message"].get<std::string>();
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) {
+    return j["error"].get<std::string>();
+  }
+  return response.substr(0, 200);
+}
+
+}  // namespace
+
+EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
+  if (options_.endpoints.empty()) throw InvalidArgument("etcd: no endpoint given");
+  for (const auto& e : options_.endpoints) {
+    if (!e.starts_with("http://") && !e.starts_with("https://")) {
+      throw InvalidArgument("etcd endpoint '" + e + "' is not an http:// or https:// URL");
+    }
+  }
+  init_curl_once();
+}
+
+std::string EtcdClient::describe() const {
+  std::string out = "etcd at ";
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    out += (i ? ", " : "") + options_.endpoints[i];
+  }
+  return out;
+}
+
+nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body,
+                                const Cancellation* cancel) const {
+  bool satisfied = false;
+  std::string text = post(path, body, Clock::now() + options_.timeout, cancel, nullptr, satisfied);
+  auto answer = nlohmann::json::parse(text, nullptr, false);
+  if (answer.is_discarded()) {
+    throw Error(describe() + ": " + path + " answered with something that is not JSON");
+  }
+  return answer;
+}
+
+bool EtcdClient::stream(const std::string& path, const nlohmann::json& body,
+                        Clock::time_point deadline, const Cancellation* cancel,
+                        const OnMessage& on_message) const {
+  bool satisfied = false;
+  post(path, body, deadline, cancel, &on_message, satisfied);
+  return satisfied;
+}
+
+std::string EtcdClient::post(const std::string& path, const nlohmann::json& body,
+                             Clock::time_point deadline, const Cancellation* cancel,
+                             const OnMessage* on_message, bool& satisfied) const {
+  std::unique_ptr<curl_slist, ListDeleter> headers(
+      curl_slist_append(nullptr, "Content-Type: application/json"));
+  std::string failures;
+  for (const auto& endpoint : options_.endpoints) {
+    Transfer t;
+    t.request = body.dump();
+    t.on_message = on_message;
+    auto easy = make_request(options_, endpoint + path, t, headers.get());
+    CURLcode result = CURLE_OK;
+    Ended ended = run(easy.get(), t, deadline, cancel, result);
+    if (t.error) std::rethrow_exception(t.error);
+    if (ended == Ended::kSatisfied) {
+      satisfied = true;
+      return {};
+    }
+    if (ended == Ended::kDeadline) {
+      if (on_message) return {};  // a watch that saw nothing in time: the caller's timeout
+      failures += endpoint + ": no answer in time";
+      break;
+    }
+    if (result != CURLE_OK) {
+      failures += endpoint + ": " + curl_easy_strerror(result) + "; ";
+      continue;  // unreachable: the next endpoint may answer
+    }
+    long status = 0;
+    curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+      throw Error(describe() + ": " + path + " failed at " + endpoint + ": " +
+                  etcd_error(t.response) + " (HTTP " + std::to_string(status) + ")");
+    }
+    if (on_message) throw Error(describe() + ": " + path + " at " + endpoint + " ended early");
+    return std::move(t.response);
+  }
+  throw Error(describe() + ": " + path + ": no endpoint answered (" + failures + ")");
+}
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string unbase64(std::string_view text) {
+  if (text.size() % 4 != 0) throw InvalidArgument("not base64: its length is not a multiple of 4");
+  std::string out(3 * (text.size() / 4), '\0');
+  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
+  if (n < 0) throw InvalidArgument("not base64");
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  size_t padding = text.ends_with("==") ? 2 : text.ends_with("=") ? 1 : 0;
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
+}
+
+}  // namespace cohort::rendezvous

@@ -1,0 +1,71 @@
+// A client of etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/put, /v3/kv/txn,
+// /v3/kv/deleterange, /v3/lease/..., /v3/watch), over HTTP or HTTPS with libcurl.
+//
+// Why the JSON gateway and not gRPC: every etcd since 3.4 serves it on the client port, libcurl
+// and nlohmann-json are small Debian packages, and the requests Cohort needs are a handful; gRPC
+// would need etcd's .proto files (not packaged) and a code generator in the build.
+//
+// Every request is bounded: by the client's timeout, or for a watch by the caller's deadline, and
+// a Cancellation ends it at once (curl_multi_poll waits on its descriptor beside the sockets:
+// nothing polls). Keys and values travel base64-encoded, as the gateway wants them.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/cancellation.h"
+
+namespace cohort::rendezvous {
+
+struct EtcdOptions {
+  // "http://host:port" or "https://host:port"; tried in order until one answers.
+  std::vector<std::string> endpoints;
+  // For https: the CA that signed the servers' certificates (empty: the system's), and this
+  // client's certificate and key where etcd asks for one.
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  // Bounds each request (connecting included).
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+};
+
+class EtcdClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Called with each message of a streamed answer; returns true when it has what it waited for.
+  using OnMessage = std::function<bool(const nlohmann::json& message)>;
+
+  explicit EtcdClient(EtcdOptions options);
+
+  // POSTs `body` to `path` and returns etcd's answer. Throws cohort::Error naming the path and
+  // every endpoint tried when none answers in time or etcd answers with an error, and
+  // InternalError with the reason once `cancel` fires.
+  nlohmann::json call(const std::string& path, const nlohmann::json& body,
+                      const Cancellation* cancel = nullptr) const;
+
+  // POSTs `body` to a streaming `path` (/v3/watch) and hands each message to `on_message` until
+  // it returns true (then true), or until `deadline` (then false). Errors as call().
+  bool stream(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
+              const Cancellation* cancel, const OnMessage& on_message) const;
+
+  // "etcd at http://127.0.0.1:2379, http://127.0.0.1:2381", for messages.
+  std::string describe() const;
+
+ private:
+  // Tries the endpoints in order until one answers; returns its answer (a stream's: nothing).
+  std::string post(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
+                   const Cancellation* cancel, const OnMessage* on_message, bool& satisfied) const;
+
+  EtcdOptions options_;
+};
+
+std::string base64(std::string_view bytes);
+// Throws InvalidArgument on text that is not base64.
+std::string unbase64(std::string_view text);
+
+}  // namespace cohort::rendezvous

@@ -1,0 +1,117 @@
+#include "rendezvous/etcd_store.h"
+
+#include "base/log.h"
+#include "cohort/errors.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/signed_value.h"
+
+namespace cohort::rendezvous {
+namespace {
+
+// etcd's JSON gateway writes int64 fields as strings and leaves out fields that are zero.
+int64_t integer(const nlohmann::json& object, const char* field) {
+  if (!object.contains(field)) return 0;
+  const auto& v = object[field];
+  return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
+}
+
+}  // namespace
+
+EtcdStore::EtcdStore(EtcdStoreOptions options)
+    : client_(std::move(options.etcd)),
+      prefix_(std::move(options.prefix)),
+      secret_(std::move(options.secret)) {}
+
+std::string EtcdStore::describe() const {
+  return client_.describe() + " (keys under '" + prefix_ + "')";
+}
+
+std::string EtcdStore::sealed(const std::string& key, const std::string& value) const {
+  return seal_value(secret_, prefix_ + key, value);
+}
+
+std::optional<std::string> EtcdStore::open(const nlohmann::json& kv, const std::string& key) const {
+  try {
+    return open_value(secret_, prefix_ + key, unbase64(kv.value("value", "")));
+  } catch (const Error& e) {
+    // Anyone with write access to etcd can put this; it cannot make the job act on it.
+    log::limited(log::Level::kWarning, "etcd-unsealed", "rendezvous: refused ", describe(), ": ",
+                 e.what());
+    return std::nullopt;
+  }
+}
+
+EtcdStore::Read EtcdStore::read(const std::string& key, const Cancellation* cancel) {
+  auto answer = client_.call("/v3/kv/range", {{"key", base64(prefix_ + key)}}, cancel);
+  Read r;
+  r.revision = integer(answer.value("header", nlohmann::json::object()), "revision");
+  if (answer.contains("kvs") && !answer["kvs"].empty()) r.value = open(answer["kvs"][0], key);
+  return r;
+}
+
+void EtcdStore::set(const std::string& key, const std::string& value, const Cancellation* cancel) {
+  client_.call("/v3/kv/put",
+               {{"key", base64(prefix_ + key)}, {"value", base64(sealed(key, value))}}, cancel);
+}
+
+std::optional<std::string> EtcdStore::lookup(const std::string& key, const Cancellation* cancel) {
+  return read(key, cancel).value;
+}
+
+std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wait,
+                           const Cancellation* cancel) {
+  auto deadline = EtcdClient::Clock::now() + wait;
+  Read now = read(key, cancel);
+  if (now.value) return *now.value;
+  // Every change after the read, so that a set between the read and the watch is not missed.
+  nlohmann::json request = {
+      {"create_request",
+       {{"key", base64(prefix_ + key)}, {"start_revision", std::to_string(now.revision + 1)}}}};
+  std::optional<std::string> found;
+  bool got = client_.stream("/v3/watch", request, deadline, cancel, [&](const nlohmann::json& m) {
+    if (m.contains("error")) throw Error(describe() + ": watch failed: " + m["error"].dump());
+    for (const auto& event :
+         m.value("result", nlohmann::json::object()).value("events", nlohmann::json::array())) {
+      if (event.value("type", "PUT") == "PUT" && (found = open(event["kv"], key))) return true;
+    }
+    return false;
+  });
+  if (got) return *found;
+  throw RendezvousTimeout(describe() + ": key '" + key + "' was not set within " +
+                          std::to_string(wait.count()) + " ms");
+}
+
+bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std::string>& expected,
+                                const std::string& desired, const Cancellation* cancel) {
+  std::string k = base64(prefix_ + key);
+  std::string mine = sealed(key, desired);
+  nlohmann::json compare =
+      expected
+          ? nlohmann::json{{"key", k},
+                           {"target", "VALUE"},
+                           {"result", "EQUAL"},
+                           {"value", base64(sealed(key, *expected))}}
+          : nlohmann::json{
+                {"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+  nlohmann::json txn = {{"compare", {compare}},
+                        {"success", {{{"request_put", {{"key", k}, {"value", base64(mine)}}}}}},
+                        {"failure", {{{"request_range", {{"key", k}}}}}}};
+  auto answer = client_.call("/v3/kv/txn", txn, cancel);
+  if (answer.value("succeeded", false)) return true;
+  // Idempotent: the key already holds `desired` (this caller's earlier attempt, whose answer was
+  // lost, or the same choice made by another).
+  for (const auto& response : answer.value("responses", nlohmann::json::array())) {
+    for (const auto& kv : response.value("response_range", nlohmann::json::object())
+                              .value("kvs", nlohmann::json::array())) {
+      if (kv.value("value", "") == base64(mine)) return true;
+    }
+  }
+  return false;
+}
+
+bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
+  auto answer = client_.call("/v3/kv/deleterange", {{"key", base64(prefix_ + key)}}, cancel);
+  return integer(answer, "deleted") > 0;
+}
+
+}  // namespace cohort::rendezvous

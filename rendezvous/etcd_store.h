@@ -1,0 +1,57 @@
+// The Store (rendezvous/store.h) on an etcd v3 cluster, for jobs that no single launcher process
+// holds. Every key lives under a per-job, per-scope prefix, and every value is sealed with the job
+// secret for its key (rendezvous/signed_value.h): etcd may be shared with other jobs and users,
+// and a value this job did not write for that key is refused and logged, as if it were not there.
+// A get that must wait watches the key (no polling); compare-and-set is one etcd transaction.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "rendezvous/etcd_client.h"
+#include "rendezvous/store.h"
+
+namespace cohort::rendezvous {
+
+struct EtcdStoreOptions {
+  EtcdOptions etcd;
+  // Every key of this store is `prefix` + key, e.g. "/cohort/<job id>/elastic/".
+  std::string prefix;
+  // The job's secret (kSecretSize bytes), which seals every value.
+  std::string secret;
+};
+
+class EtcdStore final : public Store {
+ public:
+  explicit EtcdStore(EtcdStoreOptions options);
+
+  void set(const std::string& key, const std::string& value,
+           const Cancellation* cancel = nullptr) override;
+  std::string get(const std::string& key, std::chrono::milliseconds wait,
+                  const Cancellation* cancel = nullptr) override;
+  std::optional<std::string> lookup(const std::string& key,
+                                    const Cancellation* cancel = nullptr) override;
+  bool compare_and_set(const std::string& key, const std::optional<std::string>& expected,
+                       const std::string& desired, const Cancellation* cancel = nullptr) override;
+  bool remove(const std::string& key, const Cancellation* cancel = nullptr) override;
+  std::string describe() const override;
+
+ private:
+  // A key's value now (nullopt: unset, or not sealed by this job), and the revision of the store
+  // it was read at.
+  struct Read {
+    std::optional<std::string> value;
+    int64_t revision = 0;
+  };
+  Read read(const std::string& key, const Cancellation* cancel);
+  // The value in an etcd key-value record, if this job sealed it for `key`; logs one it did not.
+  std::optional<std::string> open(const nlohmann::json& kv, const std::string& key) const;
+  std::string sealed(const std::string& key, const std::string& value) const;
+
+  EtcdClient client_;
+  const std::string prefix_;
+  const std::string secret_;
+};
+
+}  // namespace cohort::rendezvous

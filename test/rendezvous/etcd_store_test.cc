@@ -1,0 +1,138 @@
+// What only the etcd store must do, against a real etcd (test/rendezvous/etcd_server.h): refuse
+// values that this job did not write for their key, from clients that do not hold the secret, and
+// fail clearly when etcd cannot be reached.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "rendezvous/etcd_store.h"
+#include "rendezvous/protocol.h"
+#include "rendezvous/signed_value.h"
+#include "test/rendezvous/etcd_server.h"
+
+using namespace cohort;
+using namespace cohort::rendezvous;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kSecret(32, 'j');
+
+std::string prefix_for(const std::string& test) {
+  return "/cohort-test/" + std::to_string(::getpid()) + "/" + test + "/";
+}
+
+EtcdStore store_at(const std::string& prefix, const std::string& secret = kSecret) {
+  return EtcdStore({.etcd = {.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s},
+                    .prefix = prefix,
+                    .secret = secret});
+}
+
+// What a client of etcd without the job secret can do: put any bytes under any key.
+void put_raw(const std::string& key, const std::string& value) {
+  EtcdClient raw({.endpoints = {testing::etcd_server().endpoint()}});
+  raw.call("/v3/kv/put", {{"key", base64(key)}, {"value", base64(value)}});
+}
+
+// Sends this process's stderr to a file while it lives; text() reads what was written.
+class CapturedStderr {
+ public:
+  CapturedStderr() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
+    ::dup2(fileno(file_), STDERR_FILENO);
+  }
+  ~CapturedStderr() {
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+    std::fclose(file_);
+  }
+  std::string text() {
+    std::fflush(stderr);
+    std::rewind(file_);
+    std::string out;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, file_)) out += buf;
+    return out;
+  }
+
+ private:
+  FILE* file_;
+  int saved_;
+};
+
+}  // namespace
+
+TEST_CASE("etcd: a value written without the job secret is refused and logged") {
+  log::set_repeat_window(0ms);
+  std::string prefix = prefix_for("forged");
+  EtcdStore store = store_at(prefix);
+  CapturedStderr captured;
+
+  SECTION("a forged value") {
+    put_raw(prefix + "assign/1/0", "round=9 rank=0 size=1");
+  }
+  SECTION("a value sealed with another secret") {
+    put_raw(prefix + "assign/1/0",
+            seal_value(std::string(32, 'x'), prefix + "assign/1/0", "round=9 rank=0 size=1"));
+  }
+  SECTION("a genuine value replayed under another key") {
+    store.set("assign/2/0", "round=9 rank=0 size=1");
+    EtcdClient raw({.endpoints = {testing::etcd_server().endpoint()}});
+    auto kvs = raw.call("/v3/kv/range", {{"key", base64(prefix + "assign/2/0")}})["kvs"];
+    put_raw(prefix + "assign/1/0", unbase64(kvs[0]["value"].get<std::string>()));
+  }
+  CHECK_FALSE(store.lookup("assign/1/0").has_value());
+  CHECK_THROWS_AS(store.get("assign/1/0", 100ms), RendezvousTimeout);
+  // The genuine value, written after, is what a waiting get returns.
+  store.set("assign/1/0", "round=3 rank=0 size=1");
+  CHECK(store.get("assign/1/0", 1s) == "round=3 rank=0 size=1");
+  CHECK_THAT(captured.text(), Contains("refused etcd at") && Contains("assign/1/0"));
+}
+
+TEST_CASE("etcd: a forged value does not win a compare-and-set for its writer") {
+  std::string prefix = prefix_for("forged-cas");
+  EtcdStore store = store_at(prefix);
+  put_raw(prefix + "planner/1", "agent-x");
+  // Set, but not by this job: the key exists, so "unset" does not match, and nothing is read
+  // from it.
+  CHECK_FALSE(store.compare_and_set("planner/1", std::nullopt, "agent-a"));
+  CHECK_FALSE(store.lookup("planner/1").has_value());
+}
+
+TEST_CASE("etcd: an unreachable etcd fails within the timeout naming every endpoint") {
+  int port = testing::free_port();
+  std::string endpoint = "http://127.0.0.1:" + std::to_string(port);
+  EtcdStore store({.etcd = {.endpoints = {endpoint}, .timeout = 2s},
+                   .prefix = "/cohort-test/unreachable/",
+                   .secret = kSecret});
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(store.set("k", "v"), Contains(endpoint) && Contains("no endpoint answered"));
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+}
+
+TEST_CASE("etcd: a second endpoint answers when the first is down") {
+  std::string down = "http://127.0.0.1:" + std::to_string(testing::free_port());
+  EtcdStore store({.etcd = {.endpoints = {down, testing::etcd_server().endpoint()}, .timeout = 5s},
+                   .prefix = prefix_for("failover"),
+                   .secret = kSecret});
+  store.set("k", "v");
+  CHECK(store.lookup("k") == "v");
+}
+
+TEST_CASE("etcd: bad endpoints are refused before anything is sent") {
+  CHECK_THROWS_AS(EtcdClient({.endpoints = {}}), InvalidArgument);
+  CHECK_THROWS_WITH(EtcdClient({.endpoints = {"127.0.0.1:2379"}}),
+                    Contains("'127.0.0.1:2379' is not an http:// or https:// URL"));
+}
+
+TEST_CASE("etcd: base64 round trip") {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+    CHECK(unbase64(base64(s)) == s);
+  }
+  CHECK_THROWS_AS(unbase64("abc"), InvalidArgument);
+}
