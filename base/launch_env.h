@@ -22,6 +22,14 @@ inline constexpr const char* kHostname = "COHORT_HOSTNAME";
 inline constexpr const char* kNetworkInterface = "COHORT_NETWORK_INTERFACE";
 inline constexpr const char* kRendezvousAddr = "COHORT_RENDEZVOUS_ADDR";
 inline constexpr const char* kRendezvousPort = "COHORT_RENDEZVOUS_PORT";
+// Instead of the rendezvous server's address: the job's store is on etcd (cohortrun's agent mode,
+// docs/agents.md). Comma-separated http:// or https:// URLs; the key prefix of the job
+// ("/cohort/<job id>/"); for https, the CA, and this client's certificate and key where etcd asks.
+inline constexpr const char* kEtcdEndpoints = "COHORT_ETCD_ENDPOINTS";
+inline constexpr const char* kEtcdPrefix = "COHORT_ETCD_PREFIX";
+inline constexpr const char* kEtcdCaFile = "COHORT_ETCD_CA_FILE";
+inline constexpr const char* kEtcdCertFile = "COHORT_ETCD_CERT_FILE";
+inline constexpr const char* kEtcdKeyFile = "COHORT_ETCD_KEY_FILE";
 // 64 hex characters (32 bytes): the per-job HMAC key. Never passed on a command line.
 inline constexpr const char* kSecret = "COHORT_SECRET";
 // Elastic mode: the worker's id for the whole job, given instead of the rank and size, which the

@@ -1,10 +1,10 @@
 #include "core/backend_factory.h"
 
 #include "cohort/errors.h"
+#include "core/job_store.h"
 #include "ops/gloo_backend.h"
 #include "ops/lone_backend.h"
 #include "ops/mpi_backend.h"
-#include "rendezvous/client.h"
 #include "rendezvous/gloo_store.h"
 
 namespace cohort {
@@ -21,14 +21,13 @@ ops::GlooBackendOptions gloo_options(const Config& c, const Cancellation* cancel
           .on_published = std::move(on_published)};
 }
 
-// Gloo through a rendezvous server at `addr`:`port`, in `scope`.
-std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& addr, int port,
-                                           const std::string& secret, const std::string& scope,
+// Gloo through the job's store, in `scope`.
+std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& scope,
                                            const Cancellation* cancel = nullptr,
                                            std::function<void()> on_published = {}) {
   try {
-    rendezvous::RendezvousClient client(addr, port, secret, c.timeout, scope);
-    rendezvous::GlooStore store(client, c.timeout, cancel);
+    auto job_store = open_job_store(c, scope);
+    rendezvous::GlooStore store(*job_store, c.timeout, cancel);
     return ops::make_gloo_backend(gloo_options(c, cancel, std::move(on_published)), store);
   } catch (const InternalError&) {
     throw;
@@ -58,8 +57,7 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
       return ops::make_mpi_backend();
     case Config::Launcher::kCohortrun:
       if (c.placement.size == 1) return std::make_unique<ops::LoneBackend>();
-      return connect_gloo(c, c.rendezvous_addr, c.rendezvous_port, c.secret, rendezvous_scope,
-                          cancel, std::move(on_published));
+      return connect_gloo(c, rendezvous_scope, cancel, std::move(on_published));
   }
   throw InvalidArgument("unknown launcher");
 }

@@ -40,12 +40,40 @@ std::string required(const Config::Getenv& getenv, const char* name, const char*
   return *v;
 }
 
+// The job's store on etcd: every endpoint an http:// or https:// URL, and a prefix that is a path
+// of its own ("/cohort/<job>/"), so that no other job's keys fall under it.
+void read_etcd(const Config::Getenv& getenv, Config& c, const std::string& endpoints) {
+  if (getenv(env::kRendezvousAddr)) {
+    throw InvalidArgument(std::string(env::kRendezvousAddr) + " and " + env::kEtcdEndpoints +
+                          " are both set: a job's store is either the launcher's or etcd");
+  }
+  size_t start = 0;
+  for (;;) {
+    size_t comma = endpoints.find(',', start);
+    std::string url = endpoints.substr(start, comma - start);
+    if (!url.starts_with("http://") && !url.starts_with("https://")) {
+      invalid(env::kEtcdEndpoints, endpoints, "'" + url + "' is not an http:// or https:// URL");
+    }
+    c.etcd_endpoints.push_back(url);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  c.etcd_prefix = required(getenv, env::kEtcdPrefix, env::kEtcdEndpoints);
+  if (!c.etcd_prefix.starts_with('/') || !c.etcd_prefix.ends_with('/') || c.etcd_prefix == "/") {
+    invalid(env::kEtcdPrefix, c.etcd_prefix, "expected a key path like /cohort/<job>/");
+  }
+  c.etcd_ca_file = getenv(env::kEtcdCaFile).value_or("");
+  c.etcd_cert_file = getenv(env::kEtcdCertFile).value_or("");
+  c.etcd_key_file = getenv(env::kEtcdKeyFile).value_or("");
+}
+
 void read_rendezvous(const Config::Getenv& getenv, Config& c, const char* because) {
+  c.secret = decode_hex(env::kSecret, required(getenv, env::kSecret, because));
+  if (auto endpoints = getenv(env::kEtcdEndpoints)) return read_etcd(getenv, c, *endpoints);
   c.rendezvous_addr = required(getenv, env::kRendezvousAddr, because);
   c.rendezvous_port = static_cast<int>(
       parse_integer(env::kRendezvousPort, required(getenv, env::kRendezvousPort, because), 1,
                     std::numeric_limits<uint16_t>::max()));
-  c.secret = decode_hex(env::kSecret, required(getenv, env::kSecret, because));
 }
 
 // Ids name rendezvous keys and log lines: a short word without separators of their own.

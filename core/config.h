@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/launch_env.h"
 #include "base/log.h"
@@ -26,8 +27,15 @@ struct Config {
   Placement placement;
   bool hosts_placed = false;
   std::string hostname = "127.0.0.1";
+  // The job's store: the launcher's rendezvous server, or etcd where `etcd_endpoints` is set
+  // (core/job_store.h).
   std::string rendezvous_addr;
   int rendezvous_port = 0;
+  std::vector<std::string> etcd_endpoints;
+  std::string etcd_prefix;
+  std::string etcd_ca_file;
+  std::string etcd_cert_file;
+  std::string etcd_key_file;
   std::string secret;  // raw bytes, decoded from COHORT_SECRET's hex
   // COHORT_WORKER_ID: set by cohortrun's elastic mode instead of the rank and size, which come
   // from the launcher's assignment for each round. Empty outside elastic mode.

@@ -8,9 +8,10 @@
 #include "base/log.h"
 #include "core/elastic_join.h"
 #include "core/fault_injection.h"
+#include "core/job_store.h"
 #include "elastic/round_watch.h"
 #include "elastic/session.h"
-#include "rendezvous/client.h"
+#include "rendezvous/protocol.h"
 
 namespace cohort::elastic::detail {
 namespace {
@@ -66,9 +67,7 @@ Config placed(Config config, const rendezvous::Assignment& a) {
 }  // namespace
 
 std::shared_ptr<rendezvous::Store> connect_launcher(const Config& config) {
-  return std::make_shared<rendezvous::RendezvousClient>(config.rendezvous_addr,
-                                                        config.rendezvous_port, config.secret,
-                                                        config.timeout, rendezvous::kElasticScope);
+  return open_job_store(config, rendezvous::kElasticScope);
 }
 
 std::shared_ptr<Runtime> enter_round(const Config& config,

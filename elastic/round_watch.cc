@@ -2,7 +2,7 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
-#include "rendezvous/client.h"
+#include "core/job_store.h"
 #include "rendezvous/elastic_protocol.h"
 
 namespace cohort::elastic::detail {
@@ -18,9 +18,8 @@ RoundWatch::~RoundWatch() {
 void RoundWatch::watch(const Config& config, int round) {
   std::string key = rendezvous::abandon_key(round);
   try {
-    rendezvous::RendezvousClient launcher(config.rendezvous_addr, config.rendezvous_port,
-                                          config.secret, config.timeout, rendezvous::kElasticScope);
-    std::string why = launcher.get(key, config.elastic_timeout, &done_);
+    auto launcher = open_job_store(config, rendezvous::kElasticScope);
+    std::string why = launcher->get(key, config.elastic_timeout, &done_);
     abandoned_.cancel("round " + std::to_string(round) +
                       " was abandoned by the launcher while it formed: " + why);
   } catch (const Error& e) {

@@ -202,6 +202,17 @@ std::string EtcdClient::post(const std::string& path, const nlohmann::json& body
   throw Error(describe() + ": " + path + ": no endpoint answered (" + failures + ")");
 }
 
+int64_t json_integer(const nlohmann::json& object, const char* field) {
+  if (!object.is_object() || !object.contains(field)) return 0;
+  const auto& v = object[field];
+  try {
+    return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
+  } catch (const std::exception&) {
+    throw Error(std::string("etcd answered a field '") + field +
+                "' that is not an integer: " + v.dump());
+  }
+}
+
 std::string base64(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3), '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),

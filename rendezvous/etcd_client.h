@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,10 @@ class EtcdClient {
 
   EtcdOptions options_;
 };
+
+// An integer field of an etcd answer: the JSON gateway writes int64 fields as strings and leaves
+// out fields that are zero.
+int64_t json_integer(const nlohmann::json& object, const char* field);
 
 std::string base64(std::string_view bytes);
 // Throws InvalidArgument on text that is not base64.

@@ -8,15 +8,16 @@
 namespace cohort::rendezvous {
 namespace {
 
-// etcd's JSON gateway writes int64 fields as strings and leaves out fields that are zero.
-int64_t integer(const nlohmann::json& object, const char* field) {
-  if (!object.contains(field)) return 0;
-  const auto& v = object[field];
-  return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
+// The end of the key range that holds every key starting with `prefix` (etcd's convention: the
+// prefix with its last byte increased, dropping trailing 0xff bytes).
+std::string range_end(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  if (prefix.empty()) return std::string(1, '\0');  // every key
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
 }
 
 }  // namespace
-
 EtcdStore::EtcdStore(EtcdStoreOptions options)
     : client_(std::move(options.etcd)),
       prefix_(std::move(options.prefix)),
@@ -44,7 +45,7 @@ std::optional<std::string> EtcdStore::open(const nlohmann::json& kv, const std::
 EtcdStore::Read EtcdStore::read(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/range", {{"key", base64(prefix_ + key)}}, cancel);
   Read r;
-  r.revision = integer(answer.value("header", nlohmann::json::object()), "revision");
+  r.revision = json_integer(answer.value("header", nlohmann::json::object()), "revision");
   if (answer.contains("kvs") && !answer["kvs"].empty()) r.value = open(answer["kvs"][0], key);
   return r;
 }
@@ -111,7 +112,68 @@ bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std:
 
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/deleterange", {{"key", base64(prefix_ + key)}}, cancel);
-  return integer(answer, "deleted") > 0;
+  return json_integer(answer, "deleted") > 0;
+}
+
+void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
+                           const Cancellation* cancel) {
+  client_.call("/v3/kv/put",
+               {{"key", base64(prefix_ + key)},
+                {"value", base64(sealed(key, value))},
+                {"lease", std::to_string(lease)}},
+               cancel);
+}
+
+bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
+                       const Cancellation* cancel) {
+  std::string k = base64(prefix_ + key);
+  std::string mine = base64(sealed(key, value));
+  nlohmann::json txn = {
+      {"compare",
+       {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}}},
+      {"success",
+       {{{"request_put", {{"key", k}, {"value", mine}, {"lease", std::to_string(lease)}}}}}},
+      {"failure", {{{"request_range", {{"key", k}}}}}}};
+  auto answer = client_.call("/v3/kv/txn", txn, cancel);
+  if (answer.value("succeeded", false)) return true;
+  for (const auto& response : answer.value("responses", nlohmann::json::array())) {
+    for (const auto& kv : response.value("response_range", nlohmann::json::object())
+                              .value("kvs", nlohmann::json::array())) {
+      if (kv.value("value", "") == mine) return true;
+    }
+  }
+  return false;
+}
+
+EtcdStore::Listing EtcdStore::list(const std::string& key_prefix, const Cancellation* cancel) {
+  std::string from = prefix_ + key_prefix;
+  auto answer = client_.call(
+      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(range_end(from))}}, cancel);
+  Listing listing;
+  listing.revision = json_integer(answer.value("header", nlohmann::json::object()), "revision");
+  for (const auto& kv : answer.value("kvs", nlohmann::json::array())) {
+    std::string key = unbase64(kv.value("key", "")).substr(prefix_.size());
+    if (auto value = open(kv, key)) listing.values.emplace(key, std::move(*value));
+  }
+  return listing;
+}
+
+bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
+                                std::chrono::milliseconds wait, const Cancellation* cancel) {
+  std::string from = prefix_ + key_prefix;
+  nlohmann::json request = {{"create_request",
+                             {{"key", base64(from)},
+                              {"range_end", base64(range_end(from))},
+                              {"start_revision", std::to_string(revision + 1)}}}};
+  return client_.stream("/v3/watch", request, EtcdClient::Clock::now() + wait, cancel,
+                        [&](const nlohmann::json& m) {
+                          if (m.contains("error"))
+                            throw Error(describe() + ": watch failed: " + m["error"].dump());
+                          const auto& result = m.value("result", nlohmann::json::object());
+                          if (result.value("compact_revision", "0") != "0")
+                            return true;  // history gone: look again
+                          return !result.value("events", nlohmann::json::array()).empty();
+                        });
 }
 
 }  // namespace cohort::rendezvous

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,6 +37,29 @@ class EtcdStore final : public Store {
                        const std::string& desired, const Cancellation* cancel = nullptr) override;
   bool remove(const std::string& key, const Cancellation* cancel = nullptr) override;
   std::string describe() const override;
+
+  // What agents need beyond the Store (discovery/agent_*.h): keys that vanish with a lease,
+  // listings of a key prefix, and waiting for any change under one.
+
+  // Sets `key` under `lease` (an EtcdLease's id; 0: none).
+  void set_leased(const std::string& key, const std::string& value, int64_t lease,
+                  const Cancellation* cancel = nullptr);
+  // Sets `key` under `lease` if it is not set; true if it holds `value` afterwards (idempotent
+  // like compare_and_set).
+  bool create(const std::string& key, const std::string& value, int64_t lease,
+              const Cancellation* cancel = nullptr);
+
+  // The keys under `key_prefix` (relative to the store's prefix, in key order) with their values,
+  // leaving out values this job did not seal, and the revision they were read at.
+  struct Listing {
+    std::map<std::string, std::string> values;
+    int64_t revision = 0;
+  };
+  Listing list(const std::string& key_prefix, const Cancellation* cancel = nullptr);
+  // Waits until anything under `key_prefix` changes (set, removed, or vanished with its lease)
+  // after `revision`; false when nothing did within `wait`.
+  bool wait_for_change(const std::string& key_prefix, int64_t revision,
+                       std::chrono::milliseconds wait, const Cancellation* cancel = nullptr);
 
  private:
   // A key's value now (nullopt: unset, or not sealed by this job), and the revision of the store

@@ -334,3 +334,35 @@ TEST_CASE("mpirun is known by either of its variables and cohortrun's come first
     return std::nullopt;
   }));
 }
+
+TEST_CASE("an elastic worker's store may be etcd instead of the launcher's server") {
+  auto vars = elastic_env();
+  vars.erase("COHORT_RENDEZVOUS_ADDR");
+  vars.erase("COHORT_RENDEZVOUS_PORT");
+  vars["COHORT_ETCD_ENDPOINTS"] = "http://10.0.0.1:2379,https://10.0.0.2:2379";
+  vars["COHORT_ETCD_PREFIX"] = "/cohort/job-7/";
+  vars["COHORT_ETCD_CA_FILE"] = "/etc/ca.pem";
+  Config c = parse(vars);
+  CHECK(c.etcd_endpoints ==
+        std::vector<std::string>{"http://10.0.0.1:2379", "https://10.0.0.2:2379"});
+  CHECK(c.etcd_prefix == "/cohort/job-7/");
+  CHECK(c.etcd_ca_file == "/etc/ca.pem");
+  CHECK(c.etcd_cert_file.empty());
+  CHECK(c.rendezvous_addr.empty());
+  CHECK(c.secret == std::string(32, '\xbb'));
+
+  expect_rejected(with(vars, "COHORT_ETCD_ENDPOINTS", "http://a:1,10.0.0.2:2379"),
+                  "'10.0.0.2:2379' is not an http:// or https:// URL");
+  expect_rejected(with(vars, "COHORT_ETCD_ENDPOINTS", "http://a:1,"), "'' is not an http://");
+  for (std::string bad : {"cohort/job/", "/cohort/job", "/"}) {
+    expect_rejected(with(vars, "COHORT_ETCD_PREFIX", bad), "expected a key path");
+  }
+  auto no_prefix = vars;
+  no_prefix.erase("COHORT_ETCD_PREFIX");
+  expect_rejected(no_prefix, "COHORT_ETCD_PREFIX is not set, but COHORT_ETCD_ENDPOINTS is");
+  expect_rejected(with(vars, "COHORT_RENDEZVOUS_ADDR", "127.0.0.1"),
+                  "COHORT_RENDEZVOUS_ADDR and COHORT_ETCD_ENDPOINTS are both set");
+  auto no_secret = vars;
+  no_secret.erase("COHORT_SECRET");
+  expect_rejected(no_secret, "COHORT_SECRET is not set, but COHORT_WORKER_ID is");
+}

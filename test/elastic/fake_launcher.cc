@@ -12,6 +12,11 @@
 //   fake_launcher timeout TRAINER DIR  1 worker that is never assigned fails after its elastic
 //                                     timeout (1 s), naming the key it waited for
 //
+// With "etcd" before DIR the job's store is a real etcd that the launcher starts
+// (test/rendezvous/etcd_server.h) instead of the rendezvous server: the workers then check in,
+// wait for assignments, watch their rounds and build their Gloo connections through etcd, as
+// they do under cohortrun's agents.
+//
 // In the first two the finished workers must agree on the model, and the commits rank 0 logged
 // must hold every sample of every epoch exactly once. Exits 0 on success, else 1 naming the
 // first failure (and printing the workers' output).
@@ -38,9 +43,11 @@
 #include "discovery/spawn.h"
 #include "rendezvous/client.h"
 #include "rendezvous/elastic_protocol.h"
+#include "rendezvous/etcd_store.h"
 #include "rendezvous/hmac.h"
 #include "rendezvous/server.h"
 #include "test/elastic/trainer_shape.h"
+#include "test/rendezvous/etcd_server.h"
 
 extern char** environ;
 
@@ -69,12 +76,13 @@ struct Worker {
 
 class FakeLauncher {
  public:
-  FakeLauncher(std::string trainer, std::string dir)
+  // On `etcd` if given, else on a rendezvous server of its own.
+  FakeLauncher(std::string trainer, std::string dir, cohort::testing::EtcdServer* etcd)
       : trainer_(std::move(trainer)),
         dir_(std::move(dir)),
         secret_(random_bytes(kSecretSize)),
-        server_("127.0.0.1", secret_),
-        client_("127.0.0.1", server_.port(), secret_, kWait, kElasticScope) {}
+        etcd_(etcd),
+        store_(open_store()) {}
 
   ~FakeLauncher() {
     for (auto& [id, w] : workers_) {
@@ -89,8 +97,13 @@ class FakeLauncher {
     for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
     env.push_back("COHORT_WORKER_ID=" + id);
     env.push_back("COHORT_HOSTNAME=127.0.0.1");
-    env.push_back("COHORT_RENDEZVOUS_ADDR=127.0.0.1");
-    env.push_back("COHORT_RENDEZVOUS_PORT=" + std::to_string(server_.port()));
+    if (etcd_) {
+      env.push_back("COHORT_ETCD_ENDPOINTS=" + etcd_->endpoint());
+      env.push_back("COHORT_ETCD_PREFIX=" + etcd_prefix_);
+    } else {
+      env.push_back("COHORT_RENDEZVOUS_ADDR=127.0.0.1");
+      env.push_back("COHORT_RENDEZVOUS_PORT=" + std::to_string(server_->port()));
+    }
     env.push_back("COHORT_SECRET=" + to_hex(secret_));
     env.push_back("COHORT_LOG_LEVEL=info");
     env.push_back("COHORT_ELASTIC_TIMEOUT_SECONDS=" + elastic_timeout);
@@ -113,7 +126,7 @@ class FakeLauncher {
     std::string key = checkin_key(id, w.entry);
     CheckIn c;
     try {
-      c = parse_checkin(client_.get(key, kWait));
+      c = parse_checkin(store_->get(key, kWait));
     } catch (const cohort::Error& e) {
       throw Failure("no check-in '" + key + "': " + e.what());
     }
@@ -143,7 +156,7 @@ class FakeLauncher {
 
   void assign_exit(const std::string& id) { publish(id, format_assignment({.exit = true})); }
 
-  void notice(int generation) { client_.set(notice_key(generation), "hosts changed"); }
+  void notice(int generation) { store_->set(notice_key(generation), "hosts changed"); }
 
   // Waits for worker `id` to exit; returns its waitpid status.
   int await_exit(const std::string& id) {
@@ -188,17 +201,33 @@ class FakeLauncher {
   }
 
  private:
+  // Every run its own prefix: etcd outlives nothing, but keeps runs apart all the same.
+  const std::string etcd_prefix_ = "/cohort-test/fake-launcher/" + std::to_string(::getpid()) + "/";
+
+  std::unique_ptr<Store> open_store() {
+    if (etcd_) {
+      return std::make_unique<EtcdStore>(
+          EtcdStoreOptions{.etcd = {.endpoints = {etcd_->endpoint()}, .timeout = kWait},
+                           .prefix = etcd_prefix_ + kElasticScope + "/",
+                           .secret = secret_});
+    }
+    server_.emplace("127.0.0.1", secret_);
+    return std::make_unique<RendezvousClient>("127.0.0.1", server_->port(), secret_, kWait,
+                                              kElasticScope);
+  }
+
   void publish(const std::string& id, const std::string& assignment) {
     Worker& w = workers_.at(id);
-    client_.set(assign_key(id, w.entry), assignment);
+    store_->set(assign_key(id, w.entry), assignment);
     ++w.entry;
   }
 
   std::string trainer_;
   std::string dir_;
   std::string secret_;
-  RendezvousServer server_;
-  RendezvousClient client_;
+  cohort::testing::EtcdServer* etcd_;
+  std::optional<RendezvousServer> server_;
+  std::unique_ptr<Store> store_;
   std::map<std::string, Worker> workers_;
 };
 
@@ -338,12 +367,16 @@ void timeout_scenario(FakeLauncher& l) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: fake_launcher kill|kill-rank0|hosts|timeout TRAINER DIR" << std::endl;
+  bool on_etcd = argc == 5 && std::string(argv[3]) == "etcd";
+  if (argc != 4 && !on_etcd) {
+    std::cerr << "usage: fake_launcher kill|kill-rank0|hosts|timeout TRAINER [etcd] DIR"
+              << std::endl;
     return 2;
   }
   std::string scenario = argv[1];
-  FakeLauncher launcher(argv[2], argv[3]);
+  std::optional<cohort::testing::EtcdServer> etcd;
+  if (on_etcd) etcd.emplace();
+  FakeLauncher launcher(argv[2], argv[argc - 1], etcd ? &*etcd : nullptr);
   try {
     if (scenario == "kill") {
       kill_scenario(launcher, "w1");

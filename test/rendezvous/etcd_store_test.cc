@@ -5,10 +5,13 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <future>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/log.h"
+#include "rendezvous/etcd_lease.h"
 #include "rendezvous/etcd_store.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/signed_value.h"
@@ -135,4 +138,57 @@ TEST_CASE("etcd: base64 round trip") {
     CHECK(unbase64(base64(s)) == s);
   }
   CHECK_THROWS_AS(unbase64("abc"), InvalidArgument);
+}
+
+TEST_CASE("etcd: a listing holds this job's values under the prefix, in key order") {
+  std::string prefix = prefix_for("list");
+  EtcdStore store = store_at(prefix);
+  store.set("agents/b", "2");
+  store.set("agents/a", "1");
+  store.set("agentsx", "not under agents/");
+  put_raw(prefix + "agents/c", "forged");
+  auto listing = store.list("agents/");
+  CHECK(listing.values == std::map<std::string, std::string>{{"agents/a", "1"}, {"agents/b", "2"}});
+  CHECK(listing.revision > 0);
+}
+
+TEST_CASE("etcd: a wait for change ends at a change after the revision, and only then") {
+  std::string prefix = prefix_for("watch");
+  EtcdStore store = store_at(prefix);
+  store.set("agents/a", "1");
+  auto listing = store.list("agents/");
+  CHECK_FALSE(store.wait_for_change("agents/", listing.revision, 200ms));
+  store.set("other", "x");  // not under the prefix
+  CHECK_FALSE(store.wait_for_change("agents/", listing.revision, 200ms));
+  store.remove("agents/a");
+  CHECK(store.wait_for_change("agents/", listing.revision, 5s));
+}
+
+TEST_CASE("etcd: keys under a lease go with it, and a claim is won once") {
+  std::string prefix = prefix_for("lease");
+  EtcdStore store = store_at(prefix);
+  EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};
+  auto revision = store.list("").revision;
+  {
+    EtcdLease lease(etcd, 2s, {});
+    store.set_leased("agents/a", "slots=2", lease.id());
+    CHECK(store.create("planner/1", "a", lease.id()));
+    CHECK(store.create("planner/1", "a", lease.id()));  // the same claim again: still won
+    CHECK_FALSE(store.create("planner/1", "b", lease.id()));
+    CHECK(store.lookup("agents/a") == "slots=2");
+  }  // revoked
+  CHECK(store.list("").values.empty());
+  CHECK(store.wait_for_change("", revision, 1s));
+}
+
+TEST_CASE("etcd: a lease revoked by someone else is reported lost") {
+  EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};
+  std::promise<std::string> lost;
+  EtcdLease lease(etcd, 3s, [&](const std::string& why) { lost.set_value(why); });
+  EtcdClient(etcd).call("/v3/lease/revoke", {{"ID", std::to_string(lease.id())}});
+  auto reason = lost.get_future();
+  // Renewals come every second: the first after the revocation reports it.
+  REQUIRE(reason.wait_for(10s) == std::future_status::ready);
+  CHECK_THAT(reason.get(), Contains("expired"));
+  CHECK(lease.lost());
 }

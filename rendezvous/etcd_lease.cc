@@ -1,0 +1,79 @@
+#include "rendezvous/etcd_lease.h"
+
+#include "base/log.h"
+#include "cohort/errors.h"
+
+namespace cohort::rendezvous {
+
+EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
+    : client_(std::move(etcd)), ttl_(ttl), on_lost_(std::move(on_lost)) {
+  if (ttl_.count() < 1) throw InvalidArgument("etcd lease: the TTL must be at least 1 s");
+  auto answer = client_.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_.count())}});
+  id_ = json_integer(answer, "ID");
+  if (id_ == 0 || json_integer(answer, "TTL") < 1) {
+    throw Error(client_.describe() + ": /v3/lease/grant gave no lease: " + answer.dump());
+  }
+  thread_ = std::thread([this] { keep_alive(); });
+}
+
+EtcdLease::~EtcdLease() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  stop_.cancel("the lease is being revoked");
+  thread_.join();
+  try {
+    client_.call("/v3/lease/revoke", {{"ID", std::to_string(id_)}});
+  } catch (const Error& e) {
+    log::debug("etcd lease ", id_, " not revoked (it expires within ", ttl_.count(),
+               " s): ", e.what());
+  }
+}
+
+bool EtcdLease::lost() const {
+  std::lock_guard lock(mutex_);
+  return lost_;
+}
+
+int64_t EtcdLease::renew() {
+  auto answer = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}}, &stop_);
+  return json_integer(answer.value("result", nlohmann::json::object()), "TTL");
+}
+
+void EtcdLease::lose(const std::string& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    lost_ = true;
+  }
+  log::warning("etcd lease ", id_, " lost: ", reason);
+  if (on_lost_) on_lost_(reason);
+}
+
+// Renews every third of the TTL, so that two renewals in a row may fail (a slow or restarting
+// etcd member) before the lease can expire; past a whole TTL without one it has expired anyway.
+void EtcdLease::keep_alive() {
+  using Clock = std::chrono::steady_clock;
+  auto renewed = Clock::now();
+  std::unique_lock lock(mutex_);
+  while (!stop_cv_.wait_for(lock, ttl_ / 3, [&] { return stopping_; })) {
+    lock.unlock();
+    std::string failure;
+    try {
+      if (renew() > 0) {
+        renewed = Clock::now();
+      } else {
+        failure = "etcd says it has expired";
+      }
+    } catch (const Error& e) {
+      if (stop_.cancelled()) return;
+      if (Clock::now() - renewed >= ttl_)
+        failure = "not renewed for a whole TTL: " + std::string(e.what());
+    }
+    if (!failure.empty()) return lose(failure);
+    lock.lock();
+  }
+}
+
+}  // namespace cohort::rendezvous

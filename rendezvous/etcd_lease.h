@@ -1,0 +1,55 @@
+// A lease on etcd that a thread of its own keeps alive: the keys put under it (an agent's
+// registration, a planner's claim on a round) vanish when this process dies, or when it cannot
+// reach etcd for a whole TTL, which is how the other agents learn that it is gone.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/cancellation.h"
+#include "rendezvous/etcd_client.h"
+
+namespace cohort::rendezvous {
+
+class EtcdLease {
+ public:
+  // Called once, on the lease's thread, when the lease is lost (expired, revoked by someone else,
+  // or etcd unreachable for a whole TTL), with the reason. Must be quick.
+  using OnLost = std::function<void(const std::string& reason)>;
+
+  // Grants a lease of `ttl` (whole seconds, at least 1) and starts renewing it every third of
+  // it. Throws cohort::Error naming etcd when the grant fails.
+  EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost);
+  // Stops renewing and revokes the lease (best effort: unrevoked, it expires within the TTL).
+  ~EtcdLease();
+  EtcdLease(const EtcdLease&) = delete;
+  EtcdLease& operator=(const EtcdLease&) = delete;
+
+  int64_t id() const { return id_; }
+  std::chrono::seconds ttl() const { return ttl_; }
+  bool lost() const;
+
+ private:
+  void keep_alive();
+  // One renewal; the TTL etcd still gives the lease (0: it has expired).
+  int64_t renew();
+  void lose(const std::string& reason);
+
+  EtcdClient client_;
+  const std::chrono::seconds ttl_;
+  OnLost on_lost_;
+  int64_t id_ = 0;
+  mutable std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  Cancellation stop_;  // ends a renewal in flight when the lease is revoked
+  bool lost_ = false;
+  std::thread thread_;
+};
+
+}  // namespace cohort::rendezvous
