@@ -85,29 +85,12 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wai
 bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std::string>& expected,
                                 const std::string& desired, const Cancellation* cancel) {
   std::string k = base64(prefix_ + key);
-  std::string mine = sealed(key, desired);
-  nlohmann::json compare =
-      expected
-          ? nlohmann::json{{"key", k},
-                           {"target", "VALUE"},
-                           {"result", "EQUAL"},
-                           {"value", base64(sealed(key, *expected))}}
-          : nlohmann::json{
-                {"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
-  nlohmann::json txn = {{"compare", {compare}},
-                        {"success", {{{"request_put", {{"key", k}, {"value", base64(mine)}}}}}},
-                        {"failure", {{{"request_range", {{"key", k}}}}}}};
-  auto answer = client_.call("/v3/kv/txn", txn, cancel);
-  if (answer.value("succeeded", false)) return true;
-  // Idempotent: the key already holds `desired` (this caller's earlier attempt, whose answer was
-  // lost, or the same choice made by another).
-  for (const auto& response : answer.value("responses", nlohmann::json::array())) {
-    for (const auto& kv : response.value("response_range", nlohmann::json::object())
-                              .value("kvs", nlohmann::json::array())) {
-      if (kv.value("value", "") == base64(mine)) return true;
-    }
-  }
-  return false;
+  nlohmann::json holds = expected ? nlohmann::json{{"key", k},
+                                                   {"target", "VALUE"},
+                                                   {"result", "EQUAL"},
+                                                   {"value", base64(sealed(key, *expected))}}
+                                  : unset(k);
+  return put_if(key, holds, desired, 0, cancel);
 }
 
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
@@ -126,16 +109,27 @@ void EtcdStore::set_leased(const std::string& key, const std::string& value, int
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
                        const Cancellation* cancel) {
+  return put_if(key, unset(base64(prefix_ + key)), value, lease, cancel);
+}
+
+nlohmann::json EtcdStore::unset(const std::string& encoded_key) {
+  return {
+      {"key", encoded_key}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
+}
+
+bool EtcdStore::put_if(const std::string& key, const nlohmann::json& compare,
+                       const std::string& value, int64_t lease, const Cancellation* cancel) {
   std::string k = base64(prefix_ + key);
   std::string mine = base64(sealed(key, value));
-  nlohmann::json txn = {
-      {"compare",
-       {{{"key", k}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}}},
-      {"success",
-       {{{"request_put", {{"key", k}, {"value", mine}, {"lease", std::to_string(lease)}}}}}},
-      {"failure", {{{"request_range", {{"key", k}}}}}}};
+  nlohmann::json put = {{"key", k}, {"value", mine}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  nlohmann::json txn = {{"compare", {compare}},
+                        {"success", {{{"request_put", put}}}},
+                        {"failure", {{{"request_range", {{"key", k}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
   if (answer.value("succeeded", false)) return true;
+  // Idempotent: the key already holds `value` (this caller's earlier attempt, whose answer was
+  // lost, or the same choice made by another).
   for (const auto& response : answer.value("responses", nlohmann::json::array())) {
     for (const auto& kv : response.value("response_range", nlohmann::json::object())
                               .value("kvs", nlohmann::json::array())) {

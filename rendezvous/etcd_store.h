@@ -72,6 +72,12 @@ class EtcdStore final : public Store {
   // The value in an etcd key-value record, if this job sealed it for `key`; logs one it did not.
   std::optional<std::string> open(const nlohmann::json& kv, const std::string& key) const;
   std::string sealed(const std::string& key, const std::string& value) const;
+  // The transaction condition "`encoded_key` is not set".
+  static nlohmann::json unset(const std::string& encoded_key);
+  // Puts `value` (sealed for `key`, under `lease` if not 0) if `compare` holds, in one
+  // transaction; true if the key holds that value afterwards (see compare_and_set).
+  bool put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
+              int64_t lease, const Cancellation* cancel);
 
   EtcdClient client_;
   const std::string prefix_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "test/common/captured_stderr.h"
 
 using namespace cohort;
 using namespace std::chrono_literals;
@@ -17,18 +18,9 @@ namespace {
 // Runs `body` with stderr sent to a file; returns the lines it wrote.
 template <typename F>
 std::vector<std::string> stderr_lines(F&& body) {
-  FILE* file = std::tmpfile();
-  int saved = ::dup(STDERR_FILENO);
-  ::dup2(fileno(file), STDERR_FILENO);
+  cohort::testing::CapturedStderr captured;
   body();
-  ::dup2(saved, STDERR_FILENO);
-  ::close(saved);
-  std::vector<std::string> lines;
-  std::rewind(file);
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, file)) lines.emplace_back(buf);
-  std::fclose(file);
-  return lines;
+  return captured.lines();
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "rendezvous/etcd_store.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/signed_value.h"
+#include "test/common/captured_stderr.h"
 #include "test/rendezvous/etcd_server.h"
 
 using namespace cohort;
@@ -23,6 +24,8 @@ using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
 namespace {
+
+using cohort::testing::CapturedStderr;
 
 const std::string kSecret(32, 'j');
 
@@ -42,35 +45,15 @@ void put_raw(const std::string& key, const std::string& value) {
   raw.call("/v3/kv/put", {{"key", base64(key)}, {"value", base64(value)}});
 }
 
-// Sends this process's stderr to a file while it lives; text() reads what was written.
-class CapturedStderr {
- public:
-  CapturedStderr() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
-    ::dup2(fileno(file_), STDERR_FILENO);
-  }
-  ~CapturedStderr() {
-    ::dup2(saved_, STDERR_FILENO);
-    ::close(saved_);
-    std::fclose(file_);
-  }
-  std::string text() {
-    std::fflush(stderr);
-    std::rewind(file_);
-    std::string out;
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, file_)) out += buf;
-    return out;
-  }
-
- private:
-  FILE* file_;
-  int saved_;
-};
-
 }  // namespace
 
 TEST_CASE("etcd: a value written without the job secret is refused and logged") {
+  // Every refusal logged, whatever this process logged before; the default again afterwards, for
+  // the tests that count lines when the whole binary runs in one process.
   log::set_repeat_window(0ms);
+  struct RestoreWindow {
+    ~RestoreWindow() { log::set_repeat_window(10s); }
+  } restore;
   std::string prefix = prefix_for("forged");
   EtcdStore store = store_at(prefix);
   CapturedStderr captured;

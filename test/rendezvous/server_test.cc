@@ -17,6 +17,7 @@
 #include "rendezvous/frame_io.h"
 #include "rendezvous/hmac.h"
 #include "rendezvous/server.h"
+#include "test/common/captured_stderr.h"
 
 using namespace cohort;
 using namespace cohort::rendezvous;
@@ -24,6 +25,8 @@ using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 
 namespace {
+
+using cohort::testing::CapturedStderr;
 
 const std::string kSecret(32, 's');
 
@@ -87,30 +90,6 @@ long status_kb(const std::string& field) {
   FAIL("no " << field << " in /proc/self/status");
   return 0;
 }
-
-// Sends this process's stderr to a file while it lives; lines() reads what was written.
-class CapturedStderr {
- public:
-  CapturedStderr() : file_(std::tmpfile()), saved_(::dup(STDERR_FILENO)) {
-    ::dup2(fileno(file_), STDERR_FILENO);
-  }
-  ~CapturedStderr() {
-    ::dup2(saved_, STDERR_FILENO);
-    ::close(saved_);
-    std::fclose(file_);
-  }
-  std::vector<std::string> lines() {
-    std::vector<std::string> out;
-    std::rewind(file_);
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, file_)) out.emplace_back(buf);
-    return out;
-  }
-
- private:
-  FILE* file_;
-  int saved_;
-};
 
 RendezvousRequest set_request(const std::string& key) {
   return {.op = RendezvousOp::kSet,
