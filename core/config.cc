@@ -9,6 +9,7 @@
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "core/config_table.h"
+#include "rendezvous/etcd_client.h"
 
 namespace cohort {
 namespace {
@@ -47,16 +48,10 @@ void read_etcd(const Config::Getenv& getenv, Config& c, const std::string& endpo
     throw InvalidArgument(std::string(env::kRendezvousAddr) + " and " + env::kEtcdEndpoints +
                           " are both set: a job's store is either the launcher's or etcd");
   }
-  size_t start = 0;
-  for (;;) {
-    size_t comma = endpoints.find(',', start);
-    std::string url = endpoints.substr(start, comma - start);
-    if (!url.starts_with("http://") && !url.starts_with("https://")) {
-      invalid(env::kEtcdEndpoints, endpoints, "'" + url + "' is not an http:// or https:// URL");
-    }
-    c.etcd_endpoints.push_back(url);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+  try {
+    c.etcd_endpoints = rendezvous::parse_etcd_endpoints(endpoints);
+  } catch (const InvalidArgument& e) {
+    invalid(env::kEtcdEndpoints, endpoints, e.what());
   }
   c.etcd_prefix = required(getenv, env::kEtcdPrefix, env::kEtcdEndpoints);
   if (!c.etcd_prefix.starts_with('/') || !c.etcd_prefix.ends_with('/') || c.etcd_prefix == "/") {

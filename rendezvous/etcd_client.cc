@@ -128,11 +128,7 @@ std::string etcd_error(const std::string& response) {
 
 EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw InvalidArgument("etcd: no endpoint given");
-  for (const auto& e : options_.endpoints) {
-    if (!e.starts_with("http://") && !e.starts_with("https://")) {
-      throw InvalidArgument("etcd endpoint '" + e + "' is not an http:// or https:// URL");
-    }
-  }
+  for (const auto& e : options_.endpoints) check_etcd_endpoint(e);
   init_curl_once();
 }
 
@@ -200,6 +196,24 @@ std::string EtcdClient::post(const std::string& path, const nlohmann::json& body
     return std::move(t.response);
   }
   throw Error(describe() + ": " + path + ": no endpoint answered (" + failures + ")");
+}
+
+void check_etcd_endpoint(std::string_view endpoint) {
+  if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://")) {
+    throw InvalidArgument("etcd endpoint '" + std::string(endpoint) +
+                          "' is not an http:// or https:// URL");
+  }
+}
+
+std::vector<std::string> parse_etcd_endpoints(std::string_view list) {
+  std::vector<std::string> endpoints;
+  for (;;) {
+    size_t comma = list.find(',');
+    check_etcd_endpoint(list.substr(0, comma));
+    endpoints.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) return endpoints;
+    list.remove_prefix(comma + 1);
+  }
 }
 
 int64_t json_integer(const nlohmann::json& object, const char* field) {

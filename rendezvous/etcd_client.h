@@ -65,6 +65,11 @@ class EtcdClient {
   EtcdOptions options_;
 };
 
+// Throws InvalidArgument unless `endpoint` is an http:// or https:// URL.
+void check_etcd_endpoint(std::string_view endpoint);
+// The endpoints of a comma-separated list ("http://a:2379,http://b:2379"), each checked.
+std::vector<std::string> parse_etcd_endpoints(std::string_view list);
+
 // An integer field of an etcd answer: the JSON gateway writes int64 fields as strings and leaves
 // out fields that are zero.
 int64_t json_integer(const nlohmann::json& object, const char* field);

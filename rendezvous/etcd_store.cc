@@ -17,7 +17,13 @@ std::string range_end(std::string prefix) {
   return prefix;
 }
 
+// The store revision an answer was read at.
+int64_t revision_of(const nlohmann::json& answer) {
+  return json_integer(answer.value("header", nlohmann::json::object()), "revision");
+}
+
 }  // namespace
+
 EtcdStore::EtcdStore(EtcdStoreOptions options)
     : client_(std::move(options.etcd)),
       prefix_(std::move(options.prefix)),
@@ -45,14 +51,20 @@ std::optional<std::string> EtcdStore::open(const nlohmann::json& kv, const std::
 EtcdStore::Read EtcdStore::read(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/range", {{"key", base64(prefix_ + key)}}, cancel);
   Read r;
-  r.revision = json_integer(answer.value("header", nlohmann::json::object()), "revision");
+  r.revision = revision_of(answer);
   if (answer.contains("kvs") && !answer["kvs"].empty()) r.value = open(answer["kvs"][0], key);
   return r;
 }
 
+nlohmann::json EtcdStore::put_request(const std::string& key, const std::string& value,
+                                      int64_t lease) const {
+  nlohmann::json put = {{"key", base64(prefix_ + key)}, {"value", base64(sealed(key, value))}};
+  if (lease != 0) put["lease"] = std::to_string(lease);
+  return put;
+}
+
 void EtcdStore::set(const std::string& key, const std::string& value, const Cancellation* cancel) {
-  client_.call("/v3/kv/put",
-               {{"key", base64(prefix_ + key)}, {"value", base64(sealed(key, value))}}, cancel);
+  set_leased(key, value, 0, cancel);
 }
 
 std::optional<std::string> EtcdStore::lookup(const std::string& key, const Cancellation* cancel) {
@@ -69,10 +81,8 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wai
       {"create_request",
        {{"key", base64(prefix_ + key)}, {"start_revision", std::to_string(now.revision + 1)}}}};
   std::optional<std::string> found;
-  bool got = client_.stream("/v3/watch", request, deadline, cancel, [&](const nlohmann::json& m) {
-    if (m.contains("error")) throw Error(describe() + ": watch failed: " + m["error"].dump());
-    for (const auto& event :
-         m.value("result", nlohmann::json::object()).value("events", nlohmann::json::array())) {
+  bool got = watch(request, deadline, cancel, [&](const nlohmann::json& result) {
+    for (const auto& event : result.value("events", nlohmann::json::array())) {
       if (event.value("type", "PUT") == "PUT" && (found = open(event["kv"], key))) return true;
     }
     return false;
@@ -100,11 +110,7 @@ bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
 
 void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
                            const Cancellation* cancel) {
-  client_.call("/v3/kv/put",
-               {{"key", base64(prefix_ + key)},
-                {"value", base64(sealed(key, value))},
-                {"lease", std::to_string(lease)}},
-               cancel);
+  client_.call("/v3/kv/put", put_request(key, value, lease), cancel);
 }
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
@@ -119,13 +125,11 @@ nlohmann::json EtcdStore::unset(const std::string& encoded_key) {
 
 bool EtcdStore::put_if(const std::string& key, const nlohmann::json& compare,
                        const std::string& value, int64_t lease, const Cancellation* cancel) {
-  std::string k = base64(prefix_ + key);
-  std::string mine = base64(sealed(key, value));
-  nlohmann::json put = {{"key", k}, {"value", mine}};
-  if (lease != 0) put["lease"] = std::to_string(lease);
+  nlohmann::json put = put_request(key, value, lease);
+  const std::string& mine = put["value"].get_ref<const std::string&>();
   nlohmann::json txn = {{"compare", {compare}},
                         {"success", {{{"request_put", put}}}},
-                        {"failure", {{{"request_range", {{"key", k}}}}}}};
+                        {"failure", {{{"request_range", {{"key", put["key"]}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
   if (answer.value("succeeded", false)) return true;
   // Idempotent: the key already holds `value` (this caller's earlier attempt, whose answer was
@@ -144,7 +148,7 @@ EtcdStore::Listing EtcdStore::list(const std::string& key_prefix, const Cancella
   auto answer = client_.call(
       "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(range_end(from))}}, cancel);
   Listing listing;
-  listing.revision = json_integer(answer.value("header", nlohmann::json::object()), "revision");
+  listing.revision = revision_of(answer);
   for (const auto& kv : answer.value("kvs", nlohmann::json::array())) {
     std::string key = unbase64(kv.value("key", "")).substr(prefix_.size());
     if (auto value = open(kv, key)) listing.values.emplace(key, std::move(*value));
@@ -159,15 +163,19 @@ bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
                              {{"key", base64(from)},
                               {"range_end", base64(range_end(from))},
                               {"start_revision", std::to_string(revision + 1)}}}};
-  return client_.stream("/v3/watch", request, EtcdClient::Clock::now() + wait, cancel,
-                        [&](const nlohmann::json& m) {
-                          if (m.contains("error"))
-                            throw Error(describe() + ": watch failed: " + m["error"].dump());
-                          const auto& result = m.value("result", nlohmann::json::object());
-                          if (result.value("compact_revision", "0") != "0")
-                            return true;  // history gone: look again
-                          return !result.value("events", nlohmann::json::array()).empty();
-                        });
+  return watch(request, EtcdClient::Clock::now() + wait, cancel, [](const nlohmann::json& result) {
+    if (result.value("compact_revision", "0") != "0") return true;  // history gone: look again
+    return !result.value("events", nlohmann::json::array()).empty();
+  });
+}
+
+bool EtcdStore::watch(const nlohmann::json& request, EtcdClient::Clock::time_point deadline,
+                      const Cancellation* cancel,
+                      const std::function<bool(const nlohmann::json& result)>& on_result) {
+  return client_.stream("/v3/watch", request, deadline, cancel, [&](const nlohmann::json& m) {
+    if (m.contains("error")) throw Error(describe() + ": watch failed: " + m["error"].dump());
+    return on_result(m.value("result", nlohmann::json::object()));
+  });
 }
 
 }  // namespace cohort::rendezvous

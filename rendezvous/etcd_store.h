@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -72,6 +73,13 @@ class EtcdStore final : public Store {
   // The value in an etcd key-value record, if this job sealed it for `key`; logs one it did not.
   std::optional<std::string> open(const nlohmann::json& kv, const std::string& key) const;
   std::string sealed(const std::string& key, const std::string& value) const;
+  // A put of `value` sealed for `key`, under `lease` if not 0.
+  nlohmann::json put_request(const std::string& key, const std::string& value, int64_t lease) const;
+  // Watches from `request` (a /v3/watch create request) until `on_result` returns true for a
+  // message's result (then true) or `deadline` (then false); an error from etcd throws.
+  bool watch(const nlohmann::json& request, EtcdClient::Clock::time_point deadline,
+             const Cancellation* cancel,
+             const std::function<bool(const nlohmann::json& result)>& on_result);
   // The transaction condition "`encoded_key` is not set".
   static nlohmann::json unset(const std::string& encoded_key);
   // Puts `value` (sealed for `key`, under `lease` if not 0) if `compare` holds, in one
