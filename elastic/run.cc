@@ -8,7 +8,6 @@
 #include "core/runtime_slot.h"
 #include "elastic/reset.h"
 #include "elastic/session.h"
-#include "rendezvous/protocol.h"
 
 namespace cohort::elastic {
 namespace {
@@ -20,11 +19,9 @@ enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable 
 
 HostsAnswer ask_launcher(const detail::Session& m, std::string& error) {
   try {
-    m.launcher->get(rendezvous::notice_key(m.assignment.generation + 1),
-                    std::chrono::milliseconds(0));
-    return kUpdated;
-  } catch (const rendezvous::RendezvousTimeout&) {
-    return kUnchanged;
+    // One read, not a wait: on etcd a get would also open a watch at every commit.
+    return m.launcher->lookup(rendezvous::notice_key(m.assignment.generation + 1)) ? kUpdated
+                                                                                   : kUnchanged;
   } catch (const Error& e) {
     error = e.what();
     return kLauncherUnreachable;
