@@ -2,7 +2,9 @@
 
 #include <curl/curl.h>
 #include <openssl/evp.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -162,40 +164,64 @@ bool EtcdClient::stream(const std::string& path, const nlohmann::json& body,
 std::string EtcdClient::post(const std::string& path, const nlohmann::json& body,
                              Clock::time_point deadline, const Cancellation* cancel,
                              const OnMessage* on_message, bool& satisfied) const {
-  std::unique_ptr<curl_slist, ListDeleter> headers(
-      curl_slist_append(nullptr, "Content-Type: application/json"));
   std::string failures;
-  for (const auto& endpoint : options_.endpoints) {
-    Transfer t;
-    t.request = body.dump();
-    t.on_message = on_message;
-    auto easy = make_request(options_, endpoint + path, t, headers.get());
-    CURLcode result = CURLE_OK;
-    Ended ended = run(easy.get(), t, deadline, cancel, result);
-    if (t.error) std::rethrow_exception(t.error);
-    if (ended == Ended::kSatisfied) {
-      satisfied = true;
-      return {};
+  // Rounds over the endpoints until one answers or the deadline: a member that is down, or one
+  // without a leader while the cluster elects a new one, is a moment to wait out, not an error.
+  for (;;) {
+    failures.clear();
+    for (const auto& endpoint : options_.endpoints) {
+      if (auto answer =
+              post_once(endpoint, path, body, deadline, cancel, on_message, satisfied, failures)) {
+        return std::move(*answer);
+      }
     }
-    if (ended == Ended::kDeadline) {
-      if (on_message) return {};  // a watch that saw nothing in time: the caller's timeout
-      failures += endpoint + ": no answer in time";
-      break;
-    }
-    if (result != CURLE_OK) {
-      failures += endpoint + ": " + curl_easy_strerror(result) + "; ";
-      continue;  // unreachable: the next endpoint may answer
-    }
-    long status = 0;
-    curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
-    if (status != 200) {
-      throw Error(describe() + ": " + path + " failed at " + endpoint + ": " +
-                  etcd_error(t.response) + " (HTTP " + std::to_string(status) + ")");
-    }
-    if (on_message) throw Error(describe() + ": " + path + " at " + endpoint + " ended early");
-    return std::move(t.response);
+    auto now = Clock::now();
+    if (now >= deadline) break;
+    pollfd fd{cancel_fd(cancel), POLLIN, 0};
+    ::poll(&fd, 1, poll_millis(now, std::min(deadline, now + kRetryPause)));
+    throw_if_cancelled(cancel);
   }
   throw Error(describe() + ": " + path + ": no endpoint answered (" + failures + ")");
+}
+
+std::optional<std::string> EtcdClient::post_once(
+    const std::string& endpoint, const std::string& path, const nlohmann::json& body,
+    Clock::time_point deadline, const Cancellation* cancel, const OnMessage* on_message,
+    bool& satisfied, std::string& failures) const {
+  std::unique_ptr<curl_slist, ListDeleter> headers(
+      curl_slist_append(nullptr, "Content-Type: application/json"));
+  Transfer t;
+  t.request = body.dump();
+  t.on_message = on_message;
+  auto easy = make_request(options_, endpoint + path, t, headers.get());
+  CURLcode result = CURLE_OK;
+  Ended ended = run(easy.get(), t, deadline, cancel, result);
+  if (t.error) std::rethrow_exception(t.error);
+  if (ended == Ended::kSatisfied) {
+    satisfied = true;
+    return std::string();
+  }
+  if (ended == Ended::kDeadline) {
+    if (on_message) return std::string();  // a watch that saw nothing in time: the caller's timeout
+    failures += endpoint + ": no answer in time; ";
+    return std::nullopt;
+  }
+  if (result != CURLE_OK) {
+    failures += endpoint + ": " + curl_easy_strerror(result) + "; ";
+    return std::nullopt;  // unreachable: another endpoint may answer
+  }
+  long status = 0;
+  curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
+  if (status == 503) {  // "leader changed", "no leader": the cluster is electing
+    failures += endpoint + ": " + etcd_error(t.response) + " (HTTP 503); ";
+    return std::nullopt;
+  }
+  if (status != 200) {
+    throw Error(describe() + ": " + path + " failed at " + endpoint + ": " +
+                etcd_error(t.response) + " (HTTP " + std::to_string(status) + ")");
+  }
+  if (on_message) throw Error(describe() + ": " + path + " at " + endpoint + " ended early");
+  return std::move(t.response);
 }
 
 void check_etcd_endpoint(std::string_view endpoint) {

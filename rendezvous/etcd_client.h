@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,9 +59,19 @@ class EtcdClient {
   std::string describe() const;
 
  private:
-  // Tries the endpoints in order until one answers; returns its answer (a stream's: nothing).
+  // Tries the endpoints in order, round after round, until one answers or `deadline`; returns its
+  // answer (a stream's: nothing).
   std::string post(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
                    const Cancellation* cancel, const OnMessage* on_message, bool& satisfied) const;
+  // One try at `endpoint`: its answer, or nothing (why appended to `failures`) when it cannot
+  // answer now (unreachable, no leader). Throws on an answer that is an error.
+  std::optional<std::string> post_once(const std::string& endpoint, const std::string& path,
+                                       const nlohmann::json& body, Clock::time_point deadline,
+                                       const Cancellation* cancel, const OnMessage* on_message,
+                                       bool& satisfied, std::string& failures) const;
+
+  // Between two rounds over the endpoints.
+  static constexpr std::chrono::milliseconds kRetryPause{100};
 
   EtcdOptions options_;
 };

@@ -42,8 +42,9 @@ std::optional<std::string> EtcdStore::open(const nlohmann::json& kv, const std::
     return open_value(secret_, prefix_ + key, unbase64(kv.value("value", "")));
   } catch (const Error& e) {
     // Anyone with write access to etcd can put this; it cannot make the job act on it.
-    log::limited(log::Level::kWarning, "etcd-unsealed", "rendezvous: refused ", describe(), ": ",
-                 e.what());
+    // Rate-limited per key: an agent reads every key of its job at each change.
+    log::limited(log::Level::kWarning, "etcd-unsealed:" + key, "rendezvous: refused ", describe(),
+                 ": ", e.what());
     return std::nullopt;
   }
 }
