@@ -1,7 +1,6 @@
 #include "discovery/elastic_job.h"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "discovery/job_signals.h"
 #include "discovery/round_board.h"
 #include "discovery/seconds_text.h"
+#include "discovery/wakeup.h"
 #include "discovery/worker_env.h"
 #include "discovery/worker_group.h"
 #include "rendezvous/hmac.h"
@@ -30,18 +30,6 @@ namespace cohort::discovery {
 namespace {
 
 using std::chrono::milliseconds;
-
-Fd make_eventfd() {
-  Fd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!fd.valid()) throw Error(std::string("eventfd: ") + std::strerror(errno));
-  return fd;
-}
-
-void drain_eventfd(int fd) {
-  uint64_t count;
-  while (::read(fd, &count, sizeof count) == sizeof count) {
-  }
-}
 
 bool exited_zero(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -78,7 +66,7 @@ class ElasticJob {
 
   const ElasticJobOptions& options_;
   Fd signals_;
-  Fd checkins_;  // written by the rendezvous server when a worker checks in
+  Wakeup checkins_;  // signalled by the rendezvous server when a worker checks in
   RendezvousEndpoint endpoint_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   std::unique_ptr<rendezvous::Store> store_;  // the server's elastic scope
@@ -125,18 +113,16 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   if (auto why = check_elastic_timeouts(timeouts)) throw InvalidArgument(*why);
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   signals_ = block_job_signals();
-  checkins_ = make_eventfd();
   bool any_remote = options_.discovery_script.has_value();  // discovered hosts may be anywhere
   for (const auto& h : options_.fixed_hosts) any_remote = any_remote || !is_local_host(h.host);
   endpoint_ = {rendezvous_bind_address(any_remote), 0,
                rendezvous::random_bytes(rendezvous::kSecretSize)};
-  int wake = checkins_.get();
+  const Wakeup* wake = &checkins_;
   rendezvous::RendezvousServerOptions server_options{
       .max_get_wait = std::max(options_.start_timeout, options_.hosts.elastic_timeout),
       .on_set = [wake](const std::string& scope, const std::string& key) {
         if (scope != rendezvous::kElasticScope || !key.starts_with("checkin/")) return;
-        uint64_t one = 1;
-        [[maybe_unused]] ssize_t n = ::write(wake, &one, sizeof one);
+        wake->signal();
       }};
   server_ = std::make_unique<rendezvous::RendezvousServer>(endpoint_.addr, endpoint_.secret,
                                                            server_options);
@@ -149,7 +135,7 @@ int ElasticJob::run() {
   log::info("rendezvous server on ", endpoint_.addr, ":", endpoint_.port);
   step();
   while (!(stopping_ && workers_.finished())) {
-    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.get(), POLLIN, 0}};
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.fd(), POLLIN, 0}};
     if (discovery_ && !stopping_) {
       for (const auto& fd : discovery_->poll_fds()) fds.push_back(fd);
     }
@@ -233,7 +219,7 @@ void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
 }
 
 void ElasticJob::collect_checkins() {
-  drain_eventfd(checkins_.get());
+  checkins_.drain();
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin) continue;
     w.checkin = board_->checkin(id, w.entry, w.name());

@@ -16,11 +16,14 @@ struct SpawnIo {
   // /dev/null as the child's stdin; when false it inherits this process's stdin.
   bool stdin_from_dev_null = false;
   int in_fd = -1;  // when set, becomes the child's stdin
+  // The child is SIGKILLed when this process dies, however it dies: an agent's workers must not
+  // outlive it (discovery/agent_job.h). Costs a fork() instead of posix_spawn's vfork.
+  bool die_with_parent = false;
 };
 
 struct Spawned {
   pid_t pid = -1;
-  int error = 0;  // posix_spawn's error number; 0 when it started. Callers word their own message.
+  int error = 0;  // the errno of a failed start; 0 when it started. Callers word their own message.
 };
 
 // `environment` entries are "NAME=value"; nullptr means the child inherits this process's

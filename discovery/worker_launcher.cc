@@ -49,9 +49,10 @@ LaunchedWorker LocalLauncher::launch(const std::string& host, const std::string&
   if (!network_interface_.empty()) {
     environment.push_back(std::string(env::kNetworkInterface) + "=" + network_interface_);
   }
-  Spawned spawned =
-      spawn_in_own_group(argv, &environment, {.out_fd = out_write.get(), .err_fd = err_write.get()},
-                         /*search_path=*/true);
+  Spawned spawned = spawn_in_own_group(
+      argv, &environment,
+      {.out_fd = out_write.get(), .err_fd = err_write.get(), .die_with_parent = die_with_parent_},
+      /*search_path=*/true);
   if (spawned.error != 0) {
     throw Error("cannot start '" + argv[0] + "' for " + who + ": " + std::strerror(spawned.error));
   }

@@ -41,17 +41,19 @@ class WorkerLauncher {
                                 const std::vector<std::string>& env) = 0;
 };
 
-// Spawns the worker on this machine in its own process group, signals unblocked.
+// Spawns the worker on this machine in its own process group, signals unblocked; with
+// `die_with_parent`, the worker is SIGKILLed when this process dies (an agent's workers).
 class LocalLauncher final : public WorkerLauncher {
  public:
-  explicit LocalLauncher(std::string network_interface = "")
-      : network_interface_(std::move(network_interface)) {}
+  explicit LocalLauncher(std::string network_interface = "", bool die_with_parent = false)
+      : network_interface_(std::move(network_interface)), die_with_parent_(die_with_parent) {}
   LaunchedWorker launch(const std::string& host, const std::string& who,
                         const std::vector<std::string>& argv,
                         const std::vector<std::string>& env) override;
 
  private:
   std::string network_interface_;
+  bool die_with_parent_;
 };
 
 // The launcher for `host`: LocalLauncher for this machine's names, SshLauncher for any other.
