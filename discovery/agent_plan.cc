@@ -46,6 +46,12 @@ int next_entry(const AgentJobView& view, const std::string& worker) {
   return 0;
 }
 
+bool job_finished(const AgentJobView& view) {
+  if (!view.last_round || view.last_round->stop) return false;
+  return std::all_of(view.last_round->members.begin(), view.last_round->members.end(),
+                     [&](const AgentMember& m) { return view.finished.contains(m.worker); });
+}
+
 std::optional<std::string> round_needed(const AgentJobView& view, int min_nodes) {
   if (view.last_round && view.last_round->stop) return std::nullopt;
   if (!view.last_round) {
@@ -59,6 +65,7 @@ std::optional<std::string> round_needed(const AgentJobView& view, int min_nodes)
   }
   std::string round = "round " + std::to_string(view.last_round_number);
   for (const auto& m : view.last_round->members) {
+    if (view.finished.contains(m.worker)) continue;
     if (!still_there(view, m)) return "worker " + m.worker + " of " + round + " is gone";
     if (checked_in(view, m.worker, m.entry + 1)) return "worker " + m.worker + " left " + round;
   }

@@ -18,15 +18,20 @@ struct AgentJobView {
   int last_round_number = -1;              // -1: no round yet
   std::optional<AgentRound> last_round;
   std::map<std::string, std::set<int>> checkins;  // worker -> the entries it checked in with
+  std::set<std::string> finished;                 // workers that exited 0
 };
 
 // The entry `worker` checks in with next: one past its entry in the last round, or 0 if it was not
 // in it (a new worker; a worker dropped from a round is told to exit).
 int next_entry(const AgentJobView& view, const std::string& worker);
 
+// The last round's members have all finished: the job is done.
+bool job_finished(const AgentJobView& view);
+
 // Why a round after the last one is needed now, or nothing. The first round is needed once
 // `min_nodes` agents are live and every one of their workers has checked in; a later one once a
 // member of the last round left it (checked in again) or is gone (its agent no longer lists it).
+// A member that finished (exited 0) is neither: the others leave the round when they notice.
 std::optional<std::string> round_needed(const AgentJobView& view, int min_nodes);
 
 struct AgentPlanOptions {

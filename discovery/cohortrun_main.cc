@@ -4,17 +4,24 @@
 //   cohortrun --hostfile hosts.txt -np 8 -- ./train
 //   cohortrun --host-discovery-script ./hosts.sh --min-np 2 --max-np 8 ./train   (elastic)
 //   cohortrun -H host1:4,host2:4 --min-np 4 ./train      (fault tolerance on fixed hosts)
+//   cohortrun --rdzv-backend etcd --rdzv-endpoints http://etcd:2379 --rdzv-id job7
+//             --nnodes 2:4 --nproc-per-node 8 ./train         (one agent per node)
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
+#include "base/launch_env.h"
 #include "base/log.h"
+#include "base/net.h"
 #include "cohort/errors.h"
+#include "discovery/agent_cli.h"
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/static_job.h"
@@ -45,6 +52,16 @@ struct Options {
   double checkin_timeout_seconds = 10;
   // Remote hosts.
   LaunchOptions launch;
+  // Agent mode.
+  std::string rdzv_backend = "builtin";
+  std::string rdzv_endpoints;
+  std::string rdzv_id;
+  std::string rdzv_ca_file, rdzv_cert_file, rdzv_key_file;
+  int rdzv_lease_ttl_seconds = 10;
+  std::string nnodes = "1";
+  int nproc_per_node = 1;
+  std::string node_name;
+  std::string node_address;
 };
 
 // Flags that only mean something with a discovery script, and with any elastic job.
@@ -52,6 +69,24 @@ const std::vector<std::string> kDiscoveryFlags = {"--discovery-interval", "--dis
                                                   "--slots-per-host"};
 const std::vector<std::string> kElasticFlags = {"--max-np", "--elastic-timeout", "--reset-limit",
                                                 "--blacklist-cooldown-range", "--checkin-timeout"};
+// Flags of agent mode only, and the flags it refuses (the agents find each other through etcd).
+const std::vector<std::string> kAgentFlags = {
+    "--rdzv-endpoints", "--rdzv-id",       "--rdzv-ca-file",   "--rdzv-cert-file",
+    "--rdzv-key-file",  "--nnodes",        "--nproc-per-node", "--node-name",
+    "--node-address",   "--rdzv-lease-ttl"};
+const std::vector<std::string> kNotAgentFlags = {"--np",
+                                                 "--hosts",
+                                                 "--hostfile",
+                                                 "--host-discovery-script",
+                                                 "--min-np",
+                                                 "--max-np",
+                                                 "--ssh-port",
+                                                 "--ssh-identity-file",
+                                                 "--ssh-config-file",
+                                                 "--network-interface",
+                                                 "--discovery-interval",
+                                                 "--discovery-timeout",
+                                                 "--slots-per-host"};
 
 // 0 when not given: every slot.
 int parse_np(const std::string& text) {
@@ -175,7 +210,45 @@ ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
   return e;
 }
 
+AgentOptions agent_options(const Options& o, const CLI::App& app) {
+  for (const auto& flag : kNotAgentFlags) {
+    if (app.count(flag) > 0)
+      throw InvalidArgument(flag + " cannot be combined with --rdzv-backend etcd");
+  }
+  if (o.rdzv_endpoints.empty() || o.rdzv_id.empty()) {
+    throw InvalidArgument("--rdzv-backend etcd needs --rdzv-endpoints and --rdzv-id");
+  }
+  AgentOptions a{.etcd = {.endpoints = rendezvous::parse_etcd_endpoints(o.rdzv_endpoints),
+                          .ca_file = o.rdzv_ca_file,
+                          .cert_file = o.rdzv_cert_file,
+                          .key_file = o.rdzv_key_file},
+                 .job_id = o.rdzv_id,
+                 .node = o.node_name.empty() ? net::local_host_name() : o.node_name,
+                 .nproc_per_node = o.nproc_per_node,
+                 .command = o.command,
+                 .secret = agent_secret(std::getenv(env::kSecret)),
+                 .lease_ttl = std::chrono::seconds(o.rdzv_lease_ttl_seconds),
+                 .checkin_timeout = millis(o.checkin_timeout_seconds),
+                 .elastic_timeout = millis(o.elastic_timeout_seconds),
+                 .start_timeout = millis(o.start_timeout_seconds),
+                 .term_grace = millis(o.term_grace_seconds)};
+  std::tie(a.min_nodes, a.max_nodes) = parse_nnodes(o.nnodes);
+  a.address = o.node_address.empty() ? default_node_address(a.etcd.endpoints[0]) : o.node_address;
+  if (app.count("--reset-limit") > 0) a.reset_limit = o.reset_limit;
+  if (const char* fault = std::getenv(env::kFaultAgentKillAt)) {
+    a.kill_when_planning = parse_agent_fault(fault);
+  }
+  if (app.count("--blacklist-cooldown-range") > 0) {
+    a.cooldown = CooldownRange{millis(o.cooldown_range.first), millis(o.cooldown_range.second)};
+  }
+  return a;
+}
+
 int run(const Options& o, const CLI::App& app) {
+  if (o.rdzv_backend == "etcd") return run_agent(agent_options(o, app));
+  for (const auto& flag : kAgentFlags) {
+    if (app.count(flag) > 0) throw InvalidArgument(flag + " needs --rdzv-backend etcd");
+  }
   check_mode(o, app);
   if (app.count("--host-discovery-script") == 0 && app.count("--min-np") == 0) {
     return run_static(o);
@@ -212,6 +285,17 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
                                               {"--ssh-identity-file", 1},
                                               {"--ssh-config-file", 1},
                                               {"--network-interface", 1},
+                                              {"--rdzv-backend", 1},
+                                              {"--rdzv-endpoints", 1},
+                                              {"--rdzv-id", 1},
+                                              {"--rdzv-ca-file", 1},
+                                              {"--rdzv-cert-file", 1},
+                                              {"--rdzv-key-file", 1},
+                                              {"--rdzv-lease-ttl", 1},
+                                              {"--nnodes", 1},
+                                              {"--nproc-per-node", 1},
+                                              {"--node-name", 1},
+                                              {"--node-address", 1},
                                               {"-v", 0},
                                               {"--verbose", 0},
                                               {"-h", 0},
@@ -282,6 +366,43 @@ void add_remote_options(CLI::App& app, Options& o) {
                  "workers listen on this interface's IPv4 address on their own host");
 }
 
+void add_agent_options(CLI::App& app, Options& o) {
+  app.add_option("--rdzv-backend", o.rdzv_backend,
+                 "builtin: this cohortrun holds the job; etcd: one agent per node, through etcd")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"builtin", "etcd"}));
+  app.add_option("--rdzv-endpoints", o.rdzv_endpoints, "agent mode: etcd's URLs, comma-separated");
+  app.add_option("--rdzv-id", o.rdzv_id, "agent mode: the job's id, the same on every node")
+      ->check(CLI::Validator(
+          [](std::string& id) -> std::string {
+            bool ok = !id.empty() && id.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+                                         "KLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
+            return ok ? "" : "'" + id + "' is not a job id (letters, digits, . _ -)";
+          },
+          "ID"));
+  app.add_option("--rdzv-ca-file", o.rdzv_ca_file, "agent mode: CA of etcd's certificate (https)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--rdzv-cert-file", o.rdzv_cert_file, "agent mode: client certificate for etcd")
+      ->check(CLI::ExistingFile);
+  app.add_option("--rdzv-key-file", o.rdzv_key_file, "agent mode: client key for etcd")
+      ->check(CLI::ExistingFile);
+  app.add_option("--rdzv-lease-ttl", o.rdzv_lease_ttl_seconds,
+                 "agent mode: seconds after an agent's death at which the others count it gone")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--nnodes", o.nnodes, "agent mode: N or MIN:MAX nodes in the job")
+      ->capture_default_str();
+  app.add_option("--nproc-per-node", o.nproc_per_node, "agent mode: workers on this node")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--node-name", o.node_name,
+                 "agent mode: this node's name in the job (default: the host name)");
+  app.add_option(
+      "--node-address", o.node_address,
+      "agent mode: where this node's workers listen (default: the address towards etcd)");
+}
+
 void add_options(CLI::App& app, Options& o, std::string& program) {
   app.add_option("-n,--np,--num-proc", o.np, "number of workers (default: every slot)");
   auto* hosts = app.add_option("-H,--hosts", o.hosts, "hosts and slots: host:slots,host:slots");
@@ -296,6 +417,7 @@ void add_options(CLI::App& app, Options& o, std::string& program) {
       ->check(seconds_between(0.001, 86400.0));
   add_elastic_options(app, o);
   add_remote_options(app, o);
+  add_agent_options(app, o);
   app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();

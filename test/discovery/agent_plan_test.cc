@@ -94,3 +94,16 @@ TEST_CASE("agent plan: past the reset limit the plan is a stop, and no round fol
   v.last_round = plan.round;
   CHECK_FALSE(round_needed(v, 1));
 }
+
+TEST_CASE("agent plan: a member that finished is not gone; the others leaving it needs a round") {
+  AgentJobView v = two_nodes_ready();
+  v.last_round_number = 0;
+  v.last_round = plan_agent_round(v, {}).round;
+  v.nodes["b"].workers = {"b.0.0"};  // b.1.0 exited 0 and its agent no longer lists it
+  v.finished.insert("b.1.0");
+  CHECK_FALSE(round_needed(v, 2));
+  v.checkins["a.0.0"].insert(1);
+  CHECK(round_needed(v, 2));
+  AgentPlan plan = plan_agent_round(v, {});
+  CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
+}

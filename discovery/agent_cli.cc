@@ -1,0 +1,61 @@
+#include "discovery/agent_cli.h"
+
+#include <charconv>
+
+#include "base/net.h"
+#include "cohort/errors.h"
+#include "rendezvous/hmac.h"
+
+namespace cohort::discovery {
+
+std::pair<int, int> parse_nnodes(const std::string& text) {
+  auto number = [&](std::string_view part) {
+    int n = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), n);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || n < 1) {
+      throw InvalidArgument("--nnodes: '" + text + "' is not N or MIN:MAX (whole numbers >= 1)");
+    }
+    return n;
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return {number(text), number(text)};
+  auto range = std::pair(number(std::string_view(text).substr(0, colon)),
+                         number(std::string_view(text).substr(colon + 1)));
+  if (range.first > range.second) throw InvalidArgument("--nnodes: MIN exceeds MAX in " + text);
+  return range;
+}
+
+// Every agent of a job must have the same secret, and nobody else.
+std::string agent_secret(const char* hex) {
+  std::string why = "agent mode needs COHORT_SECRET: the same " +
+                    std::to_string(2 * rendezvous::kSecretSize) +
+                    " hex digits for every agent of the job (e.g. from 'openssl rand -hex 32')";
+  if (hex == nullptr) throw InvalidArgument(why);
+  std::string secret;
+  try {
+    secret = rendezvous::from_hex(hex);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(why + "; " + e.what());
+  }
+  if (secret.size() != rendezvous::kSecretSize) throw InvalidArgument(why);
+  return secret;
+}
+
+std::string default_node_address(const std::string& endpoint) {
+  std::string host = endpoint.substr(endpoint.find("://") + 3);
+  host = host.substr(0, host.find_first_of(":/"));
+  return net::local_ipv4_towards(host);
+}
+
+AgentOptions::KillWhenPlanning parse_agent_fault(const std::string& text) {
+  size_t colon = text.find(':');
+  AgentOptions::KillWhenPlanning fault;
+  if (colon != std::string::npos && colon + 1 < text.size()) {
+    fault.marker = text.substr(colon + 1);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + colon, fault.round);
+    if (ec == std::errc() && end == text.data() + colon && fault.round >= 0) return fault;
+  }
+  throw InvalidArgument("COHORT_FAULT_AGENT_KILL_AT: '" + text + "' is not ROUND:MARKER_FILE");
+}
+
+}  // namespace cohort::discovery

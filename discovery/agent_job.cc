@@ -1,0 +1,469 @@
+#include "discovery/agent_job.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "base/launch_env.h"
+#include "base/log.h"
+#include "cohort/errors.h"
+#include "discovery/agent_planner.h"
+#include "discovery/agent_watch.h"
+#include "discovery/job_report.h"
+#include "discovery/job_signals.h"
+#include "discovery/seconds_text.h"
+#include "discovery/wakeup.h"
+#include "discovery/worker_group.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/etcd_lease.h"
+#include "rendezvous/hmac.h"
+
+namespace cohort::discovery {
+namespace {
+
+// How soon a read of etcd that failed is tried again.
+constexpr std::chrono::milliseconds kRetryRead{500};
+
+void maybe_die_planning(const AgentOptions& options, int round) {
+  const auto& fault = options.kill_when_planning;
+  if (!fault || fault->round != round) return;
+  int fd = ::open(fault->marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // another agent died here already
+  ::close(fd);
+  report("COHORT_FAULT_AGENT_KILL_AT: node " + options.node + " killed while planning round " +
+         std::to_string(round));
+  ::kill(::getpid(), SIGKILL);
+}
+
+std::string exit_text(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "0" : describe_exit(status);
+}
+
+struct LocalWorker {
+  std::string id;
+  int slot = 0;
+  TimePoint checkin_by;        // --start-timeout for its first check-in
+  bool checked_in = false;     // it checked in at least once
+  bool expected_exit = false;  // this agent stopped it on purpose: its exit is no failure
+  bool killed = false;         // stopped because the planner gave up on it
+  int assigned_round = -1;     // the last round whose assignment this agent wrote for it
+};
+
+class Agent {
+ public:
+  explicit Agent(const AgentOptions& options);
+  int run();
+
+ private:
+  void on_signals();
+  void on_exit(const WorkerExit& exit);
+  void on_failure(const std::string& worker, const std::string& how);
+  void refresh();
+  void act(const AgentSnapshot& s);
+  void flush_exits();
+  void follow_round(const AgentSnapshot& s);
+  void obey_kills(const AgentSnapshot& s);
+  void raise_notice(const AgentSnapshot& s);
+  void plan(const AgentSnapshot& s);
+  void start_workers(const AgentSnapshot& s);
+  void start_worker(int slot);
+  void check_start_timeouts();
+  void register_node();
+  void stop_job(int code, const std::string& why);
+  int poll_timeout() const;
+  LocalWorker* local(const std::string& worker);
+
+  const AgentOptions& options_;
+  rendezvous::EtcdStoreOptions store_options_;
+  rendezvous::EtcdStore store_;
+  Fd signals_;
+  Wakeup wake_;
+  std::atomic<bool> lease_lost_{false};
+  std::unique_ptr<rendezvous::EtcdLease> lease_;
+  std::unique_ptr<AgentWatch> watch_;
+  WorkerGroup workers_;
+  LocalLauncher launcher_{"", /*die_with_parent=*/true};
+  std::map<int, LocalWorker> local_;       // by WorkerGroup id
+  int spawns_ = 0;                         // workers started, for WorkerGroup ids
+  std::map<int, int> slot_spawns_;         // slot -> workers started there, for worker ids
+  int followed_round_ = -1;                // the last round this agent announced
+  std::optional<std::string> registered_;  // the node record last written
+  std::map<std::string, std::string> unreported_exits_;
+  std::optional<std::string> notice_why_;  // a local event the last round's members must hear of
+  int noticed_generation_ = 0;
+  std::optional<RoundPlanning> planning_;
+  PlanningLimits limits_;
+  std::optional<TimePoint> cooldown_until_;
+  int failures_ = 0;
+  const TimePoint started_ = steady_now();
+  bool dirty_ = true;
+  std::optional<TimePoint> retry_read_at_;
+  bool waiting_logged_ = false;
+  bool formed_ = false;  // a round has been published
+  bool stopping_ = false;
+  int exit_code_ = 0;
+};
+
+Agent::Agent(const AgentOptions& options)
+    : options_(options),
+      store_options_{.etcd = options.etcd,
+                     .prefix = agent_job_prefix(options.job_id),
+                     .secret = options.secret},
+      store_(store_options_),
+      workers_(options.term_grace),
+      limits_{.min_nodes = options.min_nodes,
+              .max_nodes = options.max_nodes,
+              .reset_limit = options.reset_limit,
+              .checkin_timeout = options.checkin_timeout,
+              .elastic_timeout = options.elastic_timeout} {
+  signals_ = block_job_signals();  // before any thread, so that every thread inherits the mask
+  try {
+    lease_ = std::make_unique<rendezvous::EtcdLease>(
+        options_.etcd, options_.lease_ttl, [this](const std::string& why) {
+          log::warning("agent: lost its etcd lease: ", why);
+          lease_lost_ = true;
+          wake_.signal();
+        });
+  } catch (const Error& e) {
+    throw Error("agent for node '" + options_.node + "' of job '" + options_.job_id +
+                "' cannot start: " + e.what());
+  }
+  watch_ = std::make_unique<AgentWatch>(store_options_, wake_);
+}
+
+int Agent::run() {
+  announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
+           store_.describe());
+  auto first = parse_agent_snapshot(store_.list("").values);
+  if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
+    throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
+                std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
+  }
+  while (!(stopping_ && workers_.finished())) {
+    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
+    workers_.add_poll_fds(fds);
+    int rc = ::poll(fds.data(), fds.size(), poll_timeout());
+    if (rc < 0 && errno != EINTR) throw Error(std::string("poll: ") + std::strerror(errno));
+    if (rc == 0) dirty_ = true;  // a deadline came
+    if (rc > 0) {
+      if (fds[0].revents & POLLIN) on_signals();
+      if (fds[1].revents & POLLIN) {
+        wake_.drain();
+        dirty_ = true;
+      }
+      workers_.forward_ready(fds);
+    }
+    for (const auto& exit : workers_.reap()) on_exit(exit);
+    workers_.on_time();
+  }
+  return exit_code_;
+}
+
+void Agent::on_signals() {
+  for (int sig : read_job_signals(signals_.get())) {
+    report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
+    if (exit_code_ == 0) exit_code_ = 128 + sig;
+    stopping_ = true;
+    workers_.stop_all(sig);
+  }
+}
+
+LocalWorker* Agent::local(const std::string& worker) {
+  for (auto& [id, w] : local_) {
+    if (w.id == worker) return &w;
+  }
+  return nullptr;
+}
+
+void Agent::on_exit(const WorkerExit& exit) {
+  LocalWorker w = local_.at(exit.id);
+  local_.erase(exit.id);
+  dirty_ = true;
+  unreported_exits_[w.id] = exit_text(exit.status);
+  if (stopping_ || w.expected_exit) {
+    log::info("worker ", w.id, " ", describe_exit(exit.status));
+    return;
+  }
+  if (WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed) {
+    // Finished: never a reason to end the others; the rest of its round regroup without it.
+    announce("worker " + w.id + " finished (exit status 0)");
+    notice_why_ = "worker " + w.id + " finished";
+    return;
+  }
+  on_failure(w.id, describe_exit(exit.status));
+}
+
+// A worker of this node failed: the node leaves the job (its registration goes first, so that no
+// planner waits for its other workers), for the cooldown if there is one, for good otherwise.
+void Agent::on_failure(const std::string& worker, const std::string& how) {
+  announce("worker " + worker + " " + how);
+  notice_why_ = "worker " + worker + " on " + options_.node + " failed";
+  ++failures_;
+  if (!options_.cooldown) {
+    return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
+                           " failed (no --blacklist-cooldown-range)");
+  }
+  auto wait = cooldown_after(*options_.cooldown, failures_, 0.0);
+  announce("node " + options_.node + " is blacklisted for " + seconds_text(wait));
+  cooldown_until_ = steady_now() + wait;
+  try {
+    store_.remove(agent_key(options_.node));
+    registered_.reset();
+  } catch (const Error& e) {
+    log::warning("agent: could not deregister node ", options_.node, ": ", e.what());
+  }
+  for (auto& [id, w] : local_) {
+    w.expected_exit = true;
+    workers_.stop(id, SIGKILL);
+  }
+}
+
+void Agent::refresh() {
+  dirty_ = false;
+  retry_read_at_.reset();
+  try {
+    if (lease_lost_) {
+      return stop_job(1, "node " + options_.node +
+                             " lost its etcd lease, so the other agents count it as gone");
+    }
+    flush_exits();
+    auto listing = store_.list("");
+    act(parse_agent_snapshot(listing.values));
+    watch_->watch_after(listing.revision);
+  } catch (const Error& e) {
+    log::limited(log::Level::kWarning, "agent-read", "agent: etcd: ", e.what());
+    retry_read_at_ = steady_now() + kRetryRead;
+  }
+}
+
+void Agent::flush_exits() {
+  while (!unreported_exits_.empty()) {
+    auto it = unreported_exits_.begin();
+    store_.set(exit_key(it->first), it->second);
+    unreported_exits_.erase(it);
+  }
+}
+
+void Agent::act(const AgentSnapshot& s) {
+  const auto& view = s.view;
+  if (view.last_round && view.last_round->stop) {
+    return stop_job(
+        1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
+  }
+  if (job_finished(view)) {
+    announce("the workers of round " + std::to_string(view.last_round_number) +
+             " finished; the job is done");
+    return stop_job(0, "");
+  }
+  if (!view.last_round && steady_now() >= started_ + options_.elastic_timeout) {
+    return stop_job(1, "only " + std::to_string(view.nodes.size()) + " of --nnodes " +
+                           std::to_string(options_.min_nodes) + " nodes came within " +
+                           "--elastic-timeout " + seconds_text(options_.elastic_timeout));
+  }
+  formed_ = view.last_round.has_value();
+  for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
+  obey_kills(s);
+  check_start_timeouts();
+  if (stopping_) return;
+  follow_round(s);
+  start_workers(s);
+  register_node();
+  raise_notice(s);
+  plan(s);
+}
+
+void Agent::obey_kills(const AgentSnapshot& s) {
+  for (auto& [id, w] : local_) {
+    auto kill = s.kills.find(w.id);
+    if (kill == s.kills.end() || w.killed) continue;
+    announce("killing worker " + w.id + ": the planner gave up on it (" + kill->second + ")");
+    w.killed = true;
+    workers_.stop(id, SIGKILL);  // its exit then counts as a failure
+  }
+}
+
+void Agent::check_start_timeouts() {
+  TimePoint now = steady_now();
+  for (auto& [id, w] : local_) {
+    if (w.checked_in || w.killed || now < w.checkin_by) continue;
+    announce("worker " + w.id + " did not check in within --start-timeout " +
+             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    w.killed = true;
+    workers_.stop(id, SIGKILL);
+  }
+}
+
+// Writes the assignments of this node's members of the last round: each agent its own, from the
+// published round, so that no planner ever leaves a round half assigned.
+void Agent::follow_round(const AgentSnapshot& s) {
+  if (!s.view.last_round) return;
+  const AgentRound& round = *s.view.last_round;
+  std::vector<std::string> hosts;
+  for (const auto& m : round.members) hosts.push_back(m.node);
+  for (int rank = 0; rank < static_cast<int>(round.members.size()); ++rank) {
+    const AgentMember& m = round.members[rank];
+    LocalWorker* w = m.node == options_.node ? local(m.worker) : nullptr;
+    if (w == nullptr || w->assigned_round == s.view.last_round_number) continue;
+    rendezvous::Assignment assignment{.round = s.view.last_round_number,
+                                      .placement = Placement::from_hosts(rank, hosts),
+                                      .generation = round.generation};
+    store_.set(job_elastic_key(rendezvous::assign_key(m.worker, m.entry)),
+               rendezvous::format_assignment(assignment));
+    w->assigned_round = s.view.last_round_number;
+    for (auto& [id, lw] : local_) {
+      if (&lw == w) workers_.relabel(id, std::to_string(rank));
+    }
+  }
+  if (followed_round_ == s.view.last_round_number) return;
+  followed_round_ = s.view.last_round_number;
+  log::info("round ", followed_round_, ": ", describe_members(round));
+}
+
+void Agent::start_workers(const AgentSnapshot& s) {
+  if (cooldown_until_ && steady_now() < *cooldown_until_) return;
+  cooldown_until_.reset();
+  if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
+  const auto& last = s.view.last_round;
+  bool member = last && std::any_of(last->members.begin(), last->members.end(),
+                                    [&](const AgentMember& m) { return m.node == options_.node; });
+  if (last && !member && nodes_in(*last) >= options_.max_nodes) {
+    if (!waiting_logged_) announce("the job has --nnodes' most nodes; this node waits");
+    waiting_logged_ = true;
+    return;
+  }
+  waiting_logged_ = false;
+  for (int slot = 0; slot < options_.nproc_per_node; ++slot) {
+    bool taken = std::any_of(local_.begin(), local_.end(),
+                             [&](const auto& kv) { return kv.second.slot == slot; });
+    if (!taken) start_worker(slot);
+  }
+}
+
+void Agent::start_worker(int slot) {
+  std::string id = agent_worker_id(options_.node, slot, slot_spawns_[slot]++);
+  int key = spawns_++;
+  std::vector<std::string> env = {
+      std::string(env::kWorkerId) + "=" + id, std::string(env::kHostname) + "=" + options_.address,
+      std::string(env::kSecret) + "=" + rendezvous::to_hex(options_.secret),
+      std::string(env::kEtcdPrefix) + "=" + store_options_.prefix};
+  std::string endpoints;
+  for (const auto& e : options_.etcd.endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  env.push_back(std::string(env::kEtcdEndpoints) + "=" + endpoints);
+  const std::pair<const char*, std::string> tls[] = {{env::kEtcdCaFile, options_.etcd.ca_file},
+                                                     {env::kEtcdCertFile, options_.etcd.cert_file},
+                                                     {env::kEtcdKeyFile, options_.etcd.key_file}};
+  for (const auto& [name, file] : tls) {
+    if (!file.empty()) env.push_back(std::string(name) + "=" + file);
+  }
+  workers_.add(key, launcher_.launch(options_.node, "worker " + id, options_.command, env), "");
+  local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
+  log::info("started worker ", id);
+}
+
+// The node's record: its slots and running workers. Created the first time, so that a second
+// agent given the same --node-name fails instead of taking over a live one's record.
+void Agent::register_node() {
+  AgentNode node{.slots = options_.nproc_per_node};
+  for (const auto& [id, w] : local_) {
+    if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
+  }
+  std::string record = format_agent_node(node);
+  if (registered_ == record || (cooldown_until_ && node.workers.empty())) return;
+  if (!registered_ && !store_.create(agent_key(options_.node), record, lease_->id())) {
+    throw InvalidArgument("node name '" + options_.node +
+                          "' is taken by another live agent of job '" + options_.job_id +
+                          "' (give each agent its own --node-name)");
+  }
+  store_.set_leased(agent_key(options_.node), record, lease_->id());
+  registered_ = record;
+}
+
+// New workers here wait outside the last round: its members must regroup at their next commit,
+// as they must after one of this node's workers finished or failed.
+void Agent::raise_notice(const AgentSnapshot& s) {
+  if (!s.view.last_round) return;
+  for (const auto& [id, w] : local_) {
+    bool in_round =
+        std::any_of(s.view.last_round->members.begin(), s.view.last_round->members.end(),
+                    [&](const AgentMember& m) { return m.worker == w.id; });
+    if (!in_round && w.checked_in && !w.killed && !w.expected_exit) {
+      notice_why_ = "worker " + w.id + " on " + options_.node + " is ready to join";
+    }
+  }
+  int generation = s.view.last_round->generation + 1;
+  if (!notice_why_ || noticed_generation_ >= generation) return;
+  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *notice_why_, 0);
+  log::info("published host notice ", generation, ": ", *notice_why_);
+  noticed_generation_ = generation;
+  notice_why_.reset();
+}
+
+// Claims the planning of the next round when one is needed and nobody has, and plans it.
+void Agent::plan(const AgentSnapshot& s) {
+  if (planning_) {
+    // `s` is the snapshot the round was published from: the next one starts afresh.
+    if (planning_->step(s, limits_, steady_now())) planning_.reset();
+    return;
+  }
+  auto why = round_needed(s.view, options_.min_nodes);
+  if (!why) return;
+  int round = s.view.last_round_number + 1;
+  auto claim = s.planners.find(round);
+  if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
+  if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
+  maybe_die_planning(options_, round);
+  planning_.emplace(round, *why, store_, s, steady_now());
+  if (planning_->step(s, limits_, steady_now())) planning_.reset();
+}
+
+void Agent::stop_job(int code, const std::string& why) {
+  if (stopping_) return;
+  if (!why.empty()) report(why + "; stopping the workers");
+  stopping_ = true;
+  exit_code_ = code;
+  try {
+    store_.remove(agent_key(options_.node));  // now, not when the lease is revoked at the end
+  } catch (const Error& e) {
+    log::info("agent: could not deregister node ", options_.node, ": ", e.what());
+  }
+  workers_.stop_all(SIGTERM);
+}
+
+int Agent::poll_timeout() const {
+  std::optional<TimePoint> next = workers_.next_deadline();
+  auto consider = [&](const std::optional<TimePoint>& t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  if (!stopping_) {
+    consider(retry_read_at_);
+    consider(cooldown_until_);
+    if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
+    if (!formed_) consider(started_ + options_.elastic_timeout);
+    for (const auto& [id, w] : local_) {
+      if (!w.checked_in && !w.killed) consider(w.checkin_by);
+    }
+  }
+  return next ? poll_millis(steady_now(), *next) : -1;
+}
+
+}  // namespace
+
+std::string agent_job_prefix(const std::string& job_id) {
+  return "/cohort/" + job_id + "/";
+}
+
+int run_agent(const AgentOptions& options) {
+  Agent agent(options);
+  return agent.run();
+}
+
+}  // namespace cohort::discovery

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# Agent mode end to end: a real etcd started here on loopback ports, one real cohortrun agent per
+# "node" (--rdzv-backend etcd, each its own process), real scenario_trainer workers (libcohort,
+# Gloo, elastic::run, ElasticSampler). Agents and etcd members are killed with SIGKILL at chosen
+# points; every scenario that completes ends with rank 0's "exactly once" check.
+#   agent_scenarios.sh COHORTRUN SCENARIO_TRAINER SCENARIO
+set -euo pipefail
+cohortrun=$1 worker=$2 scenario=$3
+tmp=$(mktemp -d)
+declare -A agents=()  # node name -> pid
+etcd_pids=()
+cleanup() {
+  for pid in "${agents[@]}" "${etcd_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL ($scenario): $*"
+  for f in "$tmp"/*.out "$tmp"/*.err; do [[ -e $f ]] && { echo "--- $f:"; cat "$f"; }; done
+  exit 1
+}
+export COHORT_SECRET
+COHORT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export COHORT_TIMEOUT_SECONDS=20 COHORT_PEER_TIMEOUT_SECONDS=2
+
+free_ports() {  # free_ports N: N loopback ports that were free a moment ago
+  python3 -c "import socket
+s=[socket.socket() for _ in range($1)]
+[x.bind(('127.0.0.1',0)) for x in s]
+print(*[x.getsockname()[1] for x in s])"
+}
+# start_etcd N: an etcd cluster of N members on loopback; $endpoints lists their client URLs.
+start_etcd() {
+  local n=$1 ports cluster="" i
+  read -ra ports <<<"$(free_ports $((2 * n)))"
+  for ((i = 0; i < n; i++)); do cluster+="${cluster:+,}m$i=http://127.0.0.1:${ports[2 * i + 1]}"; done
+  endpoints=""
+  for ((i = 0; i < n; i++)); do
+    local client=http://127.0.0.1:${ports[2 * i]} peer=http://127.0.0.1:${ports[2 * i + 1]}
+    etcd --name "m$i" --data-dir "$tmp/etcd$i" --listen-client-urls "$client" \
+      --advertise-client-urls "$client" --listen-peer-urls "$peer" \
+      --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" \
+      --logger=zap --log-outputs "$tmp/etcd$i.log" >/dev/null 2>&1 &
+    etcd_pids+=($!)
+    endpoints+="${endpoints:+,}$client"
+  done
+  for _ in $(seq 300); do
+    ETCDCTL_API=3 etcdctl --endpoints "$endpoints" endpoint health >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  fail "etcd did not become healthy within 30 s"
+}
+# agent NODE COHORTRUN_ARGS... -- TRAINER_ARGS...: an agent for NODE in the background.
+agent() {
+  local node=$1 args=()
+  shift
+  while [[ $1 != -- ]]; do args+=("$1"); shift; done
+  shift
+  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
+    --node-name "$node" --node-address 127.0.0.1 --rdzv-lease-ttl 2 --checkin-timeout 5 \
+    --term-grace-seconds 2 "${args[@]}" "$worker" "$@" >"$tmp/$node.out" 2>"$tmp/$node.err" &
+  agents[$node]=$!
+}
+wait_for() {  # wait_for FILE REGEX: a whole line of FILE matches REGEX within 60 s
+  for _ in $(seq 1200); do
+    grep -qx -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  fail "no line matching '$2' in $1 within 60 s"
+}
+expect_exit() {  # expect_exit NODE CODE: NODE's agent ends within 90 s with CODE
+  local pid=${agents[$1]} rc=0
+  for _ in $(seq 1800); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$pid" 2>/dev/null && fail "agent $1 still running after 90 s"
+  wait "$pid" || rc=$?
+  unset "agents[$1]"
+  [[ $rc -eq $2 ]] || fail "agent $1 exited $rc, expected $2"
+}
+expect() {  # expect FILE REGEX: a whole line matches
+  grep -qx -- "$2" "$1" || fail "no line matching '$2' in $1"
+}
+trained_once() {  # trained_once NODE: rank 0 ran on NODE and checked the committed history
+  expect "$tmp/$1.out" "\[0\] trainer: exactly once: [0-9]* epochs of 240 samples"
+}
+epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
+  echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"
+}
+trainer=(--samples 240 --batch 4 --commit-every 2)
+until_stop=(--until-file "$tmp/stop" --step-delay-ms 2)
+
+case $scenario in
+two_agents)  # two nodes of two workers form one world of 4 and train to the end
+  start_etcd 1
+  for node in a b; do agent $node --nnodes 2 --nproc-per-node 2 -- "${trainer[@]}"; done
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  expect "$tmp/a.out" "\[0\] trainer: start worker=a.0.0 rank=0 size=4 resets=0 epoch=0"
+  expect "$tmp/b.out" "\[3\] trainer: start worker=b.1.0 rank=3 size=4 resets=0 epoch=0"
+  ;;
+kill_agent)  # SIGKILL of one of three agents: its lease expires, the other two go on
+  start_etcd 1
+  for node in a b c; do agent $node --nnodes 2:3 --nproc-per-node 2 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 6 0)"
+  kill -KILL "${agents[c]}"
+  unset "agents[c]"
+  wait_for "$tmp/a.out" "$(epoch_at 4 1)"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  grep -qx "\[cohortrun\] round 1 (.*): size 4: \[0\] a.0.0 on a, \[1\] a.1.0 on a, \[2\] b.0.0 on b, \[3\] b.1.0 on b" \
+    "$tmp/a.err" "$tmp/b.err" || fail "no round 1 of a and b"
+  [[ $(grep -c "round 1 (" "$tmp/a.err" "$tmp/b.err" | awk -F: '{s += $2} END {print s}') == 1 ]] ||
+    fail "round 1 was published more than once"
+  ;;
+kill_planner)  # a worker dies; the agent that claims the next round's planning is SIGKILLed there
+  start_etcd 1
+  export COHORT_FAULT_AGENT_KILL_AT="1:$tmp/planner-killed"
+  for node in a b c; do
+    agent $node --nnodes 1:3 -- "${trainer[@]}" --fail-step 6 --fail-rank 2 --fail-how kill \
+      --fail-marker "$tmp/failed"
+  done
+  expect_exit c 1  # its worker (rank 2) failed, and without a cooldown its node leaves
+  [[ -e $tmp/planner-killed ]] || { sleep 5; [[ -e $tmp/planner-killed ]] || fail "no planner was killed"; }
+  dead=a survivor=b
+  grep -q "killed while planning round 1" "$tmp/b.err" && dead=b survivor=a
+  wait "${agents[$dead]}" || true
+  unset "agents[$dead]"
+  expect_exit $survivor 0
+  trained_once $survivor
+  expect "$tmp/$survivor.err" "\[cohortrun\] round 1 (.*): size 1: \[0\] $survivor.0.0 on $survivor"
+  ;;
+add_agent)  # a third agent joins mid-training: the job grows from 2 to 3 at a commit
+  start_etcd 1
+  for node in a b; do agent $node --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  agent c --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 3 1)"
+  touch "$tmp/stop"
+  for node in a b c; do expect_exit $node 0; done
+  trained_once a
+  expect "$tmp/c.out" "\[2\] trainer: start worker=c.0.0 rank=2 size=3 resets=0 epoch=[0-9]*"
+  ;;
+forged)  # values written into etcd without the secret, or moved to another key, are refused
+  start_etcd 1
+  for node in a b; do agent $node --nnodes 2 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  prefix=/cohort/job-$scenario
+  etcd_put() { ETCDCTL_API=3 etcdctl --endpoints "$endpoints" put "$@" >/dev/null; }
+  etcd_put "$prefix/agents/evil" "slots=1 workers=evil.0.0"  # forged: not sealed at all
+  sealed=$(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" get --print-value-only "$prefix/rounds/0")
+  etcd_put "$prefix/rounds/1" "$sealed"  # replayed: sealed, but for rounds/0
+  wait_for "$tmp/a.err" ".*refused.*$prefix/agents/evil.*"
+  wait_for "$tmp/a.err" ".*refused.*$prefix/rounds/1.*"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  grep -q "round 1" "$tmp/a.err" "$tmp/b.err" && fail "a forged round was followed"
+  ;;
+etcd_member_loss)  # one of three etcd members is SIGKILLed mid-training: nothing notices
+  start_etcd 3
+  for node in a b; do agent $node --nnodes 2 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  kill -KILL "${etcd_pids[0]}"  # the first endpoint, which every request tries first
+  wait "${etcd_pids[0]}" 2>/dev/null || true
+  ETCDCTL_API=3 etcdctl --command-timeout 30s --endpoints "${endpoints#*,}" put /elsewhere/marker x >/dev/null ||
+    fail "the two surviving etcd members do not take writes"
+  first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
+  wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  ;;
+etcd_unreachable)  # nothing listens at the endpoint: a clear error within the request timeout
+  read -r port <<<"$(free_ports 1)"
+  endpoints=http://127.0.0.1:$port
+  agent a --nnodes 1 -- "${trainer[@]}"
+  expect_exit a 2
+  expect "$tmp/a.err" "cohortrun: agent for node 'a' of job 'job-etcd_unreachable' cannot start: .*127.0.0.1:$port.*"
+  ;;
+*)
+  fail "unknown scenario"
+  ;;
+esac
+echo "PASS ($scenario)"
