@@ -4,8 +4,10 @@
 // starts cohortrun in elastic mode and prints the table.
 //
 // Each step allreduces a gradient of --grad-mib MiB (default: the model's size) and commits a
-// model of --mib MiB of float32. At step --kill-step, rank 1 writes the time to --kill-time-file
-// and SIGKILLs itself (once per job: the first process to create --marker does). After the
+// model of --mib MiB of float32. At step --kill-step, rank --kill-rank (default 1; -1: the last)
+// writes the time to --kill-time-file and SIGKILLs itself, or with --kill-parent 1 its parent
+// first (a cohortrun agent, whose node's workers all die with it); once per job: the first
+// process to create --marker does. After the
 // recovery's first step, the new rank 0 prints one line with each phase's maximum over the
 // survivors, in milliseconds:
 //   recovery: size=S detect=D teardown=T assignment=A connect=C sync=Y step=P total=X at=W
@@ -40,6 +42,8 @@ struct Options {
   int kill_step = 4;
   std::string marker;
   std::string kill_time_file;
+  int kill_rank = 1;         // -1: the last rank
+  bool kill_parent = false;  // SIGKILL the parent (a cohortrun agent: its whole node) instead
 };
 
 Options parse(int argc, char** argv) {
@@ -58,6 +62,10 @@ Options parse(int argc, char** argv) {
       o.marker = value;
     } else if (flag == "--kill-time-file") {
       o.kill_time_file = value;
+    } else if (flag == "--kill-rank") {
+      o.kill_rank = std::stoi(value);
+    } else if (flag == "--kill-parent") {
+      o.kill_parent = value == "1";
     } else {
       throw std::invalid_argument("unknown flag " + flag);
     }
@@ -119,11 +127,14 @@ class Bench {
   }
 
   void maybe_die() {
-    if (cohort::rank() != 1 || o_.marker.empty()) return;
+    int victim = o_.kill_rank < 0 ? cohort::size() - 1 : o_.kill_rank;
+    if (cohort::rank() != victim || o_.marker.empty()) return;
     int fd = ::open(o_.marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
     if (fd < 0) return;
     ::close(fd);
     std::ofstream(o_.kill_time_file) << std::fixed << wall_ms() << std::endl;
+    // An agent's workers die with it (PR_SET_PDEATHSIG): this one too.
+    if (o_.kill_parent) ::kill(::getppid(), SIGKILL);
     std::raise(SIGKILL);
   }
 

@@ -76,6 +76,7 @@ class Agent {
   void start_workers(const AgentSnapshot& s);
   void start_worker(int slot);
   void check_start_timeouts();
+  void claim_node_name();
   void register_node();
   void stop_job(int code, const std::string& why);
   int poll_timeout() const;
@@ -97,8 +98,13 @@ class Agent {
   int followed_round_ = -1;                // the last round this agent announced
   std::optional<std::string> registered_;  // the node record last written
   std::map<std::string, std::string> unreported_exits_;
-  std::optional<std::string> notice_why_;  // a local event the last round's members must hear of
-  int noticed_generation_ = 0;
+  // A local worker's exit that the members of round `round` must hear of.
+  struct ExitNotice {
+    std::string why;
+    int round = -1;
+  };
+  std::optional<ExitNotice> exit_notice_;
+  int noticed_generation_ = 0;  // the last host notice this agent raised
   std::optional<RoundPlanning> planning_;
   PlanningLimits limits_;
   std::optional<TimePoint> cooldown_until_;
@@ -142,13 +148,14 @@ Agent::Agent(const AgentOptions& options)
 int Agent::run() {
   announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
            store_.describe());
+  claim_node_name();
   auto first = parse_agent_snapshot(store_.list("").values);
   if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
                 std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
   }
+  refresh();
   while (!(stopping_ && workers_.finished())) {
-    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
     workers_.add_poll_fds(fds);
     int rc = ::poll(fds.data(), fds.size(), poll_timeout());
@@ -164,6 +171,7 @@ int Agent::run() {
     }
     for (const auto& exit : workers_.reap()) on_exit(exit);
     workers_.on_time();
+    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
   }
   return exit_code_;
 }
@@ -196,7 +204,7 @@ void Agent::on_exit(const WorkerExit& exit) {
   if (WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed) {
     // Finished: never a reason to end the others; the rest of its round regroup without it.
     announce("worker " + w.id + " finished (exit status 0)");
-    notice_why_ = "worker " + w.id + " finished";
+    exit_notice_ = {"worker " + w.id + " finished", followed_round_};
     return;
   }
   on_failure(w.id, describe_exit(exit.status));
@@ -206,7 +214,7 @@ void Agent::on_exit(const WorkerExit& exit) {
 // planner waits for its other workers), for the cooldown if there is one, for good otherwise.
 void Agent::on_failure(const std::string& worker, const std::string& how) {
   announce("worker " + worker + " " + how);
-  notice_why_ = "worker " + worker + " on " + options_.node + " failed";
+  exit_notice_ = {"worker " + worker + " on " + options_.node + " failed", followed_round_};
   ++failures_;
   if (!options_.cooldown) {
     return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
@@ -369,8 +377,25 @@ void Agent::start_worker(int slot) {
   log::info("started worker ", id);
 }
 
-// The node's record: its slots and running workers. Created the first time, so that a second
-// agent given the same --node-name fails instead of taking over a live one's record.
+// Holds the node's name under this agent's lease before any worker starts: workers are named
+// after their node, and a second live agent of the same name would start workers that take the
+// first one's places. An agent restarted after a crash waits for its predecessor's lease to run
+// out.
+void Agent::claim_node_name() {
+  auto deadline = steady_now() + options_.lease_ttl + std::chrono::seconds(1);
+  while (!store_.create(name_key(options_.node), std::to_string(::getpid()), lease_->id())) {
+    auto listing = store_.list(name_key(options_.node));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now());
+    if (left.count() <= 0 ||
+        !store_.wait_for_change(name_key(options_.node), listing.revision, left)) {
+      throw InvalidArgument("node name '" + options_.node +
+                            "' is held by another live agent of job '" + options_.job_id +
+                            "' (give each agent its own --node-name)");
+    }
+  }
+}
+
+// The node's record: its slots and running workers.
 void Agent::register_node() {
   AgentNode node{.slots = options_.nproc_per_node};
   for (const auto& [id, w] : local_) {
@@ -378,33 +403,31 @@ void Agent::register_node() {
   }
   std::string record = format_agent_node(node);
   if (registered_ == record || (cooldown_until_ && node.workers.empty())) return;
-  if (!registered_ && !store_.create(agent_key(options_.node), record, lease_->id())) {
-    throw InvalidArgument("node name '" + options_.node +
-                          "' is taken by another live agent of job '" + options_.job_id +
-                          "' (give each agent its own --node-name)");
-  }
   store_.set_leased(agent_key(options_.node), record, lease_->id());
   registered_ = record;
 }
 
 // New workers here wait outside the last round: its members must regroup at their next commit,
-// as they must after one of this node's workers finished or failed.
+// as they must after one of this node's workers finished or failed while they were members.
 void Agent::raise_notice(const AgentSnapshot& s) {
   if (!s.view.last_round) return;
+  if (exit_notice_ && exit_notice_->round != s.view.last_round_number) exit_notice_.reset();
+  std::optional<std::string> why;
+  if (exit_notice_) why = exit_notice_->why;
   for (const auto& [id, w] : local_) {
     bool in_round =
         std::any_of(s.view.last_round->members.begin(), s.view.last_round->members.end(),
                     [&](const AgentMember& m) { return m.worker == w.id; });
     if (!in_round && w.checked_in && !w.killed && !w.expected_exit) {
-      notice_why_ = "worker " + w.id + " on " + options_.node + " is ready to join";
+      why = "worker " + w.id + " on " + options_.node + " is ready to join";
     }
   }
   int generation = s.view.last_round->generation + 1;
-  if (!notice_why_ || noticed_generation_ >= generation) return;
-  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *notice_why_, 0);
-  log::info("published host notice ", generation, ": ", *notice_why_);
+  if (!why || noticed_generation_ >= generation) return;
+  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *why, 0);
+  log::info("published host notice ", generation, ": ", *why);
   noticed_generation_ = generation;
-  notice_why_.reset();
+  exit_notice_.reset();
 }
 
 // Claims the planning of the next round when one is needed and nobody has, and plans it.

@@ -39,6 +39,9 @@ std::vector<std::string> words(std::string_view text) {
 
 }  // namespace
 
+std::string name_key(std::string_view node) {
+  return "names/" + std::string(node);
+}
 std::string agent_key(std::string_view node) {
   return "agents/" + std::string(node);
 }

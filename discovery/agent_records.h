@@ -2,6 +2,7 @@
 // job on etcd with no process in charge, beside the workers' elastic protocol
 // (rendezvous/elastic_protocol.h). Keys, relative to the job's prefix "/cohort/<job>/":
 //
+//   names/<node>    under the agent's lease: the node's name is taken (its agent's pid)
 //   agents/<node>   under the agent's lease: its slots and the workers it runs (AgentNode)
 //   planners/<r>    under the lease of the agent that won the right to plan round r
 //   rounds/<r>      written once, by r's planner: the members in rank order (AgentRound)
@@ -19,6 +20,7 @@
 
 namespace cohort::discovery {
 
+std::string name_key(std::string_view node);
 std::string agent_key(std::string_view node);
 std::string planner_key(int round);
 std::string round_key(int round);

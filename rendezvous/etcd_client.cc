@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -164,11 +165,10 @@ bool EtcdClient::stream(const std::string& path, const nlohmann::json& body,
 std::string EtcdClient::post(const std::string& path, const nlohmann::json& body,
                              Clock::time_point deadline, const Cancellation* cancel,
                              const OnMessage* on_message, bool& satisfied) const {
-  std::string failures;
+  std::map<std::string, std::string> failures;  // endpoint -> why it did not answer, last time
   // Rounds over the endpoints until one answers or the deadline: a member that is down, or one
   // without a leader while the cluster elects a new one, is a moment to wait out, not an error.
   for (;;) {
-    failures.clear();
     for (const auto& endpoint : options_.endpoints) {
       if (auto answer =
               post_once(endpoint, path, body, deadline, cancel, on_message, satisfied, failures)) {
@@ -181,13 +181,17 @@ std::string EtcdClient::post(const std::string& path, const nlohmann::json& body
     ::poll(&fd, 1, poll_millis(now, std::min(deadline, now + kRetryPause)));
     throw_if_cancelled(cancel);
   }
-  throw Error(describe() + ": " + path + ": no endpoint answered (" + failures + ")");
+  std::string why;
+  for (const auto& [endpoint, failure] : failures) {
+    why += (why.empty() ? "" : "; ") + endpoint + ": " + failure;
+  }
+  throw Error(describe() + ": " + path + ": no endpoint answered in time (" + why + ")");
 }
 
 std::optional<std::string> EtcdClient::post_once(
     const std::string& endpoint, const std::string& path, const nlohmann::json& body,
     Clock::time_point deadline, const Cancellation* cancel, const OnMessage* on_message,
-    bool& satisfied, std::string& failures) const {
+    bool& satisfied, std::map<std::string, std::string>& failures) const {
   std::unique_ptr<curl_slist, ListDeleter> headers(
       curl_slist_append(nullptr, "Content-Type: application/json"));
   Transfer t;
@@ -203,17 +207,18 @@ std::optional<std::string> EtcdClient::post_once(
   }
   if (ended == Ended::kDeadline) {
     if (on_message) return std::string();  // a watch that saw nothing in time: the caller's timeout
-    failures += endpoint + ": no answer in time; ";
+    // Cut by the deadline: what the endpoint said before, if it said anything, says more.
+    failures.try_emplace(endpoint, "no answer in time");
     return std::nullopt;
   }
   if (result != CURLE_OK) {
-    failures += endpoint + ": " + curl_easy_strerror(result) + "; ";
+    failures[endpoint] = curl_easy_strerror(result);
     return std::nullopt;  // unreachable: another endpoint may answer
   }
   long status = 0;
   curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status == 503) {  // "leader changed", "no leader": the cluster is electing
-    failures += endpoint + ": " + etcd_error(t.response) + " (HTTP 503); ";
+    failures[endpoint] = etcd_error(t.response) + " (HTTP 503)";
     return std::nullopt;
   }
   if (status != 200) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -63,12 +64,13 @@ class EtcdClient {
   // answer (a stream's: nothing).
   std::string post(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
                    const Cancellation* cancel, const OnMessage* on_message, bool& satisfied) const;
-  // One try at `endpoint`: its answer, or nothing (why appended to `failures`) when it cannot
-  // answer now (unreachable, no leader). Throws on an answer that is an error.
+  // One try at `endpoint`: its answer, or nothing (why noted in failures[endpoint]) when it
+  // cannot answer now (unreachable, no leader). Throws on an answer that is an error.
   std::optional<std::string> post_once(const std::string& endpoint, const std::string& path,
                                        const nlohmann::json& body, Clock::time_point deadline,
                                        const Cancellation* cancel, const OnMessage* on_message,
-                                       bool& satisfied, std::string& failures) const;
+                                       bool& satisfied,
+                                       std::map<std::string, std::string>& failures) const;
 
   // Between two rounds over the endpoints.
   static constexpr std::chrono::milliseconds kRetryPause{100};

@@ -29,23 +29,50 @@ s=[socket.socket() for _ in range($1)]
 [x.bind(('127.0.0.1',0)) for x in s]
 print(*[x.getsockname()[1] for x in s])"
 }
-# start_etcd N: an etcd cluster of N members on loopback; $endpoints lists their client URLs.
+# make_certs: a CA, a server certificate for 127.0.0.1 and a client certificate, in $tmp/tls.
+make_certs() {
+  local d=$tmp/tls
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/ca.key" -out "$d/ca.crt" -days 1 \
+    -subj /CN=cohort-test-ca 2>/dev/null
+  for who in server client; do
+    openssl req -newkey rsa:2048 -nodes -keyout "$d/$who.key" -out "$d/$who.csr" \
+      -subj "/CN=cohort-test-$who" 2>/dev/null
+  done
+  # etcd's JSON gateway reaches its own gRPC server with the server certificate: clientAuth too.
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' >"$d/server.ext"
+  printf 'extendedKeyUsage=clientAuth\n' >"$d/client.ext"
+  for who in server client; do
+    openssl x509 -req -in "$d/$who.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+      -out "$d/$who.crt" -days 1 -extfile "$d/$who.ext" 2>/dev/null
+  done
+}
+# start_etcd N [tls]: an etcd cluster of N members on loopback; $endpoints lists their client
+# URLs. With tls, clients must speak https and show a certificate signed by $tmp/tls/ca.crt.
 start_etcd() {
-  local n=$1 ports cluster="" i
+  local n=$1 ports cluster="" i scheme=http tls_flags=() ctl_flags=()
+  if [[ ${2:-} == tls ]]; then
+    make_certs
+    scheme=https
+    tls_flags=(--cert-file "$tmp/tls/server.crt" --key-file "$tmp/tls/server.key"
+      --trusted-ca-file "$tmp/tls/ca.crt" --client-cert-auth)
+    ctl_flags=(--cacert "$tmp/tls/ca.crt" --cert "$tmp/tls/client.crt" --key "$tmp/tls/client.key")
+  fi
   read -ra ports <<<"$(free_ports $((2 * n)))"
   for ((i = 0; i < n; i++)); do cluster+="${cluster:+,}m$i=http://127.0.0.1:${ports[2 * i + 1]}"; done
   endpoints=""
   for ((i = 0; i < n; i++)); do
-    local client=http://127.0.0.1:${ports[2 * i]} peer=http://127.0.0.1:${ports[2 * i + 1]}
+    local client=$scheme://127.0.0.1:${ports[2 * i]} peer=http://127.0.0.1:${ports[2 * i + 1]}
     etcd --name "m$i" --data-dir "$tmp/etcd$i" --listen-client-urls "$client" \
       --advertise-client-urls "$client" --listen-peer-urls "$peer" \
-      --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" \
+      --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" "${tls_flags[@]}" \
       --logger=zap --log-outputs "$tmp/etcd$i.log" >/dev/null 2>&1 &
     etcd_pids+=($!)
     endpoints+="${endpoints:+,}$client"
   done
   for _ in $(seq 300); do
-    ETCDCTL_API=3 etcdctl --endpoints "$endpoints" endpoint health >/dev/null 2>&1 && return 0
+    ETCDCTL_API=3 etcdctl --endpoints "$endpoints" "${ctl_flags[@]}" endpoint health \
+      >/dev/null 2>&1 && return 0
     sleep 0.1
   done
   fail "etcd did not become healthy within 30 s"
@@ -67,6 +94,16 @@ wait_for() {  # wait_for FILE REGEX: a whole line of FILE matches REGEX within 6
     sleep 0.05
   done
   fail "no line matching '$2' in $1 within 60 s"
+}
+wait_for_any() {  # wait_for_any REGEX: prints the node whose output has a line matching, within 60 s
+  local f
+  for _ in $(seq 1200); do
+    for f in "$tmp"/*.out; do
+      grep -qx -- "$1" "$f" 2>/dev/null && { basename "$f" .out; return 0; }
+    done
+    sleep 0.05
+  done
+  fail "no output line matching '$1' within 60 s" >&2
 }
 expect_exit() {  # expect_exit NODE CODE: NODE's agent ends within 90 s with CODE
   local pid=${agents[$1]} rc=0
@@ -91,28 +128,40 @@ until_stop=(--until-file "$tmp/stop" --step-delay-ms 2)
 case $scenario in
 two_agents)  # two nodes of two workers form one world of 4 and train to the end
   start_etcd 1
-  for node in a b; do agent $node --nnodes 2 --nproc-per-node 2 -- "${trainer[@]}"; done
+  for node in a b; do agent $node --nnodes 2 --nproc-per-node 2 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "\[0\] trainer: start worker=a.0.0 rank=0 size=4 resets=0 epoch=0"
+  # A second agent named a, while a lives, is refused (after a lease TTL of its own, which an
+  # agent restarted after a crash waits for its predecessor's lease to run out) and starts nothing.
+  rc=0
+  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
+    --node-name a --node-address 127.0.0.1 --nnodes 2 --rdzv-lease-ttl 1 -- "$worker" \
+    "${trainer[@]}" >"$tmp/dup.log" 2>&1 || rc=$?
+  touch "$tmp/stop"
+  [[ $rc == 2 ]] || fail "a second agent named a exited $rc, expected 2"
+  expect "$tmp/dup.log" "cohortrun: node name 'a' is held by another live agent of job 'job-two_agents' (give each agent its own --node-name)"
   expect_exit a 0
   expect_exit b 0
   trained_once a
   expect "$tmp/a.out" "\[0\] trainer: start worker=a.0.0 rank=0 size=4 resets=0 epoch=0"
   expect "$tmp/b.out" "\[3\] trainer: start worker=b.1.0 rank=3 size=4 resets=0 epoch=0"
+  [[ $(grep -c "trainer: start" "$tmp/a.out" "$tmp/b.out" | awk -F: '{s += $2} END {print s}') == 4 ]] ||
+    fail "more than the 4 workers started"
   ;;
 kill_agent)  # SIGKILL of one of three agents: its lease expires, the other two go on
   start_etcd 1
   for node in a b c; do agent $node --nnodes 2:3 --nproc-per-node 2 -- "${trainer[@]}" "${until_stop[@]}"; done
-  wait_for "$tmp/a.out" "$(epoch_at 6 0)"
-  kill -KILL "${agents[c]}"
-  unset "agents[c]"
-  wait_for "$tmp/a.out" "$(epoch_at 4 1)"
+  # The first round may form with two nodes and grow: find rank 0 once all six train.
+  home=$(wait_for_any "$(epoch_at 6 '[0-9]*')")
+  victim=c
+  [[ $home == c ]] && victim=b
+  kill -KILL "${agents[$victim]}"
+  unset "agents[$victim]"
+  wait_for "$tmp/$home.out" "$(epoch_at 4 '[0-9]*')"
   touch "$tmp/stop"
-  expect_exit a 0
-  expect_exit b 0
-  trained_once a
-  grep -qx "\[cohortrun\] round 1 (.*): size 4: \[0\] a.0.0 on a, \[1\] a.1.0 on a, \[2\] b.0.0 on b, \[3\] b.1.0 on b" \
-    "$tmp/a.err" "$tmp/b.err" || fail "no round 1 of a and b"
-  [[ $(grep -c "round 1 (" "$tmp/a.err" "$tmp/b.err" | awk -F: '{s += $2} END {print s}') == 1 ]] ||
-    fail "round 1 was published more than once"
+  for node in a b c; do [[ $node != "$victim" ]] && expect_exit $node 0; done
+  trained_once $home
+  grep -h "round [0-9]* (.*): size 4: " "$tmp"/*.err | grep -qv " on $victim" ||
+    fail "no round of the four workers left"
   ;;
 kill_planner)  # a worker dies; the agent that claims the next round's planning is SIGKILLed there
   start_etcd 1
@@ -142,6 +191,44 @@ add_agent)  # a third agent joins mid-training: the job grows from 2 to 3 at a c
   trained_once a
   expect "$tmp/c.out" "\[2\] trainer: start worker=c.0.0 rank=2 size=3 resets=0 epoch=[0-9]*"
   ;;
+cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a fresh worker
+  start_etcd 1
+  for node in a b; do
+    agent $node --nnodes 1:2 --blacklist-cooldown-range 1 1 -- "${trainer[@]}" "${until_stop[@]}" \
+      --fail-step 6 --fail-rank 1 --fail-how kill --fail-marker "$tmp/failed"
+  done
+  wait_for "$tmp/b.err" "\[cohortrun\] node b is blacklisted for 1 s"
+  wait_for "$tmp/b.out" "\[1\] trainer: start worker=b.0.1 rank=1 size=2 resets=0 epoch=[0-9]*"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  ;;
+reset_limit)  # --reset-limit 0: the first failure stops the job on every node
+  start_etcd 1
+  for node in a b c; do
+    agent $node --nnodes 2:3 --reset-limit 0 -- "${trainer[@]}" --fail-step 6 --fail-rank 2 \
+      --fail-how kill --fail-marker "$tmp/failed"
+  done
+  expect_exit c 1
+  expect_exit a 1
+  expect_exit b 1
+  grep -qx "cohortrun: round 1: the reset limit of 0 was exceeded (round 1); stopping the workers" \
+    "$tmp/a.err" || fail "a did not stop for the reset limit"
+  ;;
+tls)  # etcd over https with client certificates: agents and workers both speak TLS to it
+  start_etcd 1 tls
+  tls=(--rdzv-ca-file "$tmp/tls/ca.crt" --rdzv-cert-file "$tmp/tls/client.crt"
+    --rdzv-key-file "$tmp/tls/client.key")
+  for node in a b; do agent $node --nnodes 2 "${tls[@]}" -- "${trainer[@]}"; done
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  # Without a client certificate etcd refuses the agent, which says so within its deadline.
+  agent c --nnodes 1 --rdzv-ca-file "$tmp/tls/ca.crt" -- "${trainer[@]}"
+  expect_exit c 2
+  expect "$tmp/c.err" "cohortrun: agent for node 'c' of job 'job-tls' cannot start: .*"
+  ;;
 forged)  # values written into etcd without the secret, or moved to another key, are refused
   start_etcd 1
   for node in a b; do agent $node --nnodes 2 -- "${trainer[@]}" "${until_stop[@]}"; done
@@ -165,8 +252,12 @@ etcd_member_loss)  # one of three etcd members is SIGKILLed mid-training: nothin
   wait_for "$tmp/a.out" "$(epoch_at 2 0)"
   kill -KILL "${etcd_pids[0]}"  # the first endpoint, which every request tries first
   wait "${etcd_pids[0]}" 2>/dev/null || true
-  ETCDCTL_API=3 etcdctl --command-timeout 30s --endpoints "${endpoints#*,}" put /elsewhere/marker x >/dev/null ||
-    fail "the two surviving etcd members do not take writes"
+  # etcdctl gives up on "request timed out" while the two elect a leader: ask again, for 30 s.
+  for try in $(seq 30); do
+    ETCDCTL_API=3 etcdctl --endpoints "${endpoints#*,}" put /elsewhere/marker x >/dev/null 2>&1 && break
+    [[ $try == 30 ]] && fail "the two surviving etcd members do not take writes"
+    sleep 1
+  done
   first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
   wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
   touch "$tmp/stop"
