@@ -10,8 +10,15 @@ EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
   if (ttl_.count() < 1) throw InvalidArgument("etcd lease: the TTL must be at least 1 s");
   auto answer = client_.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_.count())}});
   id_ = json_integer(answer, "ID");
-  if (id_ == 0 || json_integer(answer, "TTL") < 1) {
+  int64_t granted = json_integer(answer, "TTL");
+  if (id_ == 0 || granted < 1) {
     throw Error(client_.describe() + ": /v3/lease/grant gave no lease: " + answer.dump());
+  }
+  if (granted != ttl_.count()) {
+    // etcd raises TTLs below its minimum (2 s with the default election timeout).
+    log::info("etcd lease ", id_, ": asked for a TTL of ", ttl_.count(), " s, etcd gave ",
+              granted, " s");
+    ttl_ = std::chrono::seconds(granted);
   }
   thread_ = std::thread([this] { keep_alive(); });
 }

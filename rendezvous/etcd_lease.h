@@ -22,8 +22,8 @@ class EtcdLease {
   // or etcd unreachable for a whole TTL), with the reason. Must be quick.
   using OnLost = std::function<void(const std::string& reason)>;
 
-  // Grants a lease of `ttl` (whole seconds, at least 1) and starts renewing it every third of
-  // it. Throws cohort::Error naming etcd when the grant fails.
+  // Grants a lease of `ttl` (whole seconds, at least 1; etcd may grant more) and starts renewing
+  // it every third of the TTL granted. Throws cohort::Error naming etcd when the grant fails.
   EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost);
   // Stops renewing and revokes the lease (best effort: unrevoked, it expires within the TTL).
   ~EtcdLease();
@@ -41,7 +41,7 @@ class EtcdLease {
   void lose(const std::string& reason);
 
   EtcdClient client_;
-  const std::chrono::seconds ttl_;
+  std::chrono::seconds ttl_;  // as etcd granted it
   OnLost on_lost_;
   int64_t id_ = 0;
   mutable std::mutex mutex_;
