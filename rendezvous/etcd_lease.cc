@@ -16,8 +16,8 @@ EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
   }
   if (granted != ttl_.count()) {
     // etcd raises TTLs below its minimum (2 s with the default election timeout).
-    log::info("etcd lease ", id_, ": asked for a TTL of ", ttl_.count(), " s, etcd gave ",
-              granted, " s");
+    log::info("etcd lease ", id_, ": asked for a TTL of ", ttl_.count(), " s, etcd gave ", granted,
+              " s");
     ttl_ = std::chrono::seconds(granted);
   }
   thread_ = std::thread([this] { keep_alive(); });
