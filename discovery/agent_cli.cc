@@ -1,9 +1,14 @@
 #include "discovery/agent_cli.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <charconv>
+#include <csignal>
 
 #include "base/net.h"
 #include "cohort/errors.h"
+#include "discovery/job_report.h"
 #include "rendezvous/hmac.h"
 
 namespace cohort::discovery {
@@ -56,6 +61,17 @@ AgentOptions::KillWhenPlanning parse_agent_fault(const std::string& text) {
     if (ec == std::errc() && end == text.data() + colon && fault.round >= 0) return fault;
   }
   throw InvalidArgument("COHORT_FAULT_AGENT_KILL_AT: '" + text + "' is not ROUND:MARKER_FILE");
+}
+
+void maybe_die_planning(const AgentOptions& options, int round) {
+  const auto& fault = options.kill_when_planning;
+  if (!fault || fault->round != round) return;
+  int fd = ::open(fault->marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return;  // another agent died here already
+  ::close(fd);
+  report("COHORT_FAULT_AGENT_KILL_AT: node " + options.node + " killed while planning round " +
+         std::to_string(round));
+  ::kill(::getpid(), SIGKILL);
 }
 
 }  // namespace cohort::discovery

@@ -1,6 +1,7 @@
 // The parts of cohortrun's agent-mode configuration that CLI11 cannot check by itself: --nnodes,
 // the job secret from COHORT_SECRET, the default --node-address, and the test-only
-// COHORT_FAULT_AGENT_KILL_AT. Each throws InvalidArgument naming the flag or variable.
+// COHORT_FAULT_AGENT_KILL_AT and its fault. Each throws InvalidArgument naming the flag or
+// variable.
 #pragma once
 
 #include <string>
@@ -22,5 +23,8 @@ std::string default_node_address(const std::string& endpoint);
 
 // COHORT_FAULT_AGENT_KILL_AT=ROUND:MARKER_FILE.
 AgentOptions::KillWhenPlanning parse_agent_fault(const std::string& text);
+// SIGKILLs this agent if `options` asks for it at the planning of `round` and it is the first to
+// get there (it creates the marker file).
+void maybe_die_planning(const AgentOptions& options, int round);
 
 }  // namespace cohort::discovery

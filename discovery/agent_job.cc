@@ -1,6 +1,5 @@
 #include "discovery/agent_job.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,36 +11,25 @@
 #include <map>
 #include <memory>
 
-#include "base/launch_env.h"
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "discovery/agent_cli.h"
 #include "discovery/agent_planner.h"
 #include "discovery/agent_watch.h"
 #include "discovery/job_report.h"
 #include "discovery/job_signals.h"
 #include "discovery/seconds_text.h"
 #include "discovery/wakeup.h"
+#include "discovery/worker_env.h"
 #include "discovery/worker_group.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/etcd_lease.h"
-#include "rendezvous/hmac.h"
 
 namespace cohort::discovery {
 namespace {
 
 // How soon a read of etcd that failed is tried again.
 constexpr std::chrono::milliseconds kRetryRead{500};
-
-void maybe_die_planning(const AgentOptions& options, int round) {
-  const auto& fault = options.kill_when_planning;
-  if (!fault || fault->round != round) return;
-  int fd = ::open(fault->marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return;  // another agent died here already
-  ::close(fd);
-  report("COHORT_FAULT_AGENT_KILL_AT: node " + options.node + " killed while planning round " +
-         std::to_string(round));
-  ::kill(::getpid(), SIGKILL);
-}
 
 std::string exit_text(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "0" : describe_exit(status);
@@ -67,6 +55,7 @@ class Agent {
   void on_exit(const WorkerExit& exit);
   void on_failure(const std::string& worker, const std::string& how);
   void refresh();
+  void on_etcd_unreachable(const std::string& why);
   void act(const AgentSnapshot& s);
   void flush_exits();
   void follow_round(const AgentSnapshot& s);
@@ -112,6 +101,8 @@ class Agent {
   const TimePoint started_ = steady_now();
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;
+  std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
+  TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   bool waiting_logged_ = false;
   bool formed_ = false;  // a round has been published
   bool stopping_ = false;
@@ -134,7 +125,7 @@ Agent::Agent(const AgentOptions& options)
   try {
     lease_ = std::make_unique<rendezvous::EtcdLease>(
         options_.etcd, options_.lease_ttl, [this](const std::string& why) {
-          log::warning("agent: lost its etcd lease: ", why);
+          log::warning("agent: its etcd lease is gone: ", why);
           lease_lost_ = true;
           wake_.signal();
         });
@@ -238,19 +229,37 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
 void Agent::refresh() {
   dirty_ = false;
   retry_read_at_.reset();
+  last_read_ = steady_now();
   try {
     if (lease_lost_) {
       return stop_job(1, "node " + options_.node +
-                             " lost its etcd lease, so the other agents count it as gone");
+                             "'s etcd lease expired, so the other agents count it as gone");
     }
     flush_exits();
     auto listing = store_.list("");
+    if (unreachable_since_) announce("etcd answers again");
+    unreachable_since_.reset();
     act(parse_agent_snapshot(listing.values));
     watch_->watch_after(listing.revision);
   } catch (const Error& e) {
-    log::limited(log::Level::kWarning, "agent-read", "agent: etcd: ", e.what());
-    retry_read_at_ = steady_now() + kRetryRead;
+    on_etcd_unreachable(e.what());
   }
+}
+
+// The workers train on without etcd (rank 0 asks for host notices with short requests), so the
+// agent waits for etcd to come back, bounded by --elastic-timeout.
+void Agent::on_etcd_unreachable(const std::string& why) {
+  TimePoint now = steady_now();
+  if (!unreachable_since_) {
+    announce("etcd cannot be reached; waiting up to --elastic-timeout " +
+             seconds_text(options_.elastic_timeout) + " for it: " + why);
+    unreachable_since_ = now;
+  }
+  if (now - *unreachable_since_ >= options_.elastic_timeout) {
+    return stop_job(1, "etcd could not be reached for --elastic-timeout " +
+                           seconds_text(options_.elastic_timeout) + ": " + why);
+  }
+  retry_read_at_ = now + kRetryRead;
 }
 
 void Agent::flush_exits() {
@@ -359,19 +368,8 @@ void Agent::start_workers(const AgentSnapshot& s) {
 void Agent::start_worker(int slot) {
   std::string id = agent_worker_id(options_.node, slot, slot_spawns_[slot]++);
   int key = spawns_++;
-  std::vector<std::string> env = {
-      std::string(env::kWorkerId) + "=" + id, std::string(env::kHostname) + "=" + options_.address,
-      std::string(env::kSecret) + "=" + rendezvous::to_hex(options_.secret),
-      std::string(env::kEtcdPrefix) + "=" + store_options_.prefix};
-  std::string endpoints;
-  for (const auto& e : options_.etcd.endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
-  env.push_back(std::string(env::kEtcdEndpoints) + "=" + endpoints);
-  const std::pair<const char*, std::string> tls[] = {{env::kEtcdCaFile, options_.etcd.ca_file},
-                                                     {env::kEtcdCertFile, options_.etcd.cert_file},
-                                                     {env::kEtcdKeyFile, options_.etcd.key_file}};
-  for (const auto& [name, file] : tls) {
-    if (!file.empty()) env.push_back(std::string(name) + "=" + file);
-  }
+  auto env = agent_worker_environment(id, options_.address, options_.secret, store_options_.prefix,
+                                      options_.etcd);
   workers_.add(key, launcher_.launch(options_.node, "worker " + id, options_.command, env), "");
   local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
   log::info("started worker ", id);
@@ -468,6 +466,7 @@ int Agent::poll_timeout() const {
   };
   if (!stopping_) {
     consider(retry_read_at_);
+    consider(last_read_ + options_.lease_ttl);
     consider(cooldown_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_) consider(started_ + options_.elastic_timeout);

@@ -58,6 +58,26 @@ std::vector<std::string> elastic_worker_environment(const std::string& worker_id
           var(env::kSecret, rendezvous::to_hex(endpoint.secret))};
 }
 
+std::vector<std::string> agent_worker_environment(const std::string& worker_id,
+                                                  const std::string& address,
+                                                  const std::string& secret,
+                                                  const std::string& prefix,
+                                                  const rendezvous::EtcdOptions& etcd) {
+  std::string endpoints;
+  for (const auto& e : etcd.endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  std::vector<std::string> env = {var(env::kWorkerId, worker_id), var(env::kHostname, address),
+                                  var(env::kSecret, rendezvous::to_hex(secret)),
+                                  var(env::kEtcdPrefix, prefix),
+                                  var(env::kEtcdEndpoints, endpoints)};
+  const std::pair<const char*, std::string> tls[] = {{env::kEtcdCaFile, etcd.ca_file},
+                                                     {env::kEtcdCertFile, etcd.cert_file},
+                                                     {env::kEtcdKeyFile, etcd.key_file}};
+  for (const auto& [name, file] : tls) {
+    if (!file.empty()) env.push_back(var(name, file));
+  }
+  return env;
+}
+
 std::vector<std::string> worker_environment(const SlotAssignment& slot,
                                             const RendezvousEndpoint& endpoint) {
   const Placement& p = slot.placement;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "discovery/hosts.h"
+#include "rendezvous/etcd_client.h"
 
 namespace cohort::discovery {
 
@@ -25,6 +26,15 @@ std::vector<std::string> worker_environment(const SlotAssignment& slot,
 std::vector<std::string> elastic_worker_environment(const std::string& worker_id,
                                                     const std::string& host,
                                                     const RendezvousEndpoint& rendezvous);
+
+// An agent's worker's environment (discovery/agent_job.h): its id, its listen address, the job
+// secret (raw bytes; exported as hex), and the job's store on etcd: `prefix` and `etcd`'s
+// endpoints and TLS files.
+std::vector<std::string> agent_worker_environment(const std::string& worker_id,
+                                                  const std::string& address,
+                                                  const std::string& secret,
+                                                  const std::string& prefix,
+                                                  const rendezvous::EtcdOptions& etcd);
 
 // The rendezvous server's address as a worker on `host` reaches it: loopback for this machine,
 // otherwise this machine's address on the route to `host`, or that of `network_interface` when

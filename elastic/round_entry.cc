@@ -1,5 +1,6 @@
 #include "elastic/round_entry.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -64,6 +65,18 @@ Config placed(Config config, const rendezvous::Assignment& a) {
   return config;
 }
 
+// Short requests for the host-notice check on etcd (Session::notices).
+constexpr std::chrono::seconds kNoticeRequestTimeout{2};
+
+void attach_notice_store(const Config& config, Session& session) {
+  session.notices = session.launcher;
+  if (config.etcd_endpoints.empty()) return;
+  Config brief = config;
+  brief.timeout = std::min<std::chrono::milliseconds>(config.timeout, kNoticeRequestTimeout);
+  session.notices = open_job_store(brief, rendezvous::kElasticScope);
+  session.outage_limit = config.elastic_timeout;
+}
+
 }  // namespace
 
 std::shared_ptr<rendezvous::Store> connect_launcher(const Config& config) {
@@ -92,6 +105,7 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
                     .cancel = watch ? &watch->abandoned() : nullptr});
       auto session = std::make_shared<Session>();
       session->launcher = launcher;
+      attach_notice_store(config, *session);
       session->entry = entry;
       session->assignment = assignment;
       runtime->attach(std::move(session));

@@ -20,12 +20,32 @@ enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable 
 HostsAnswer ask_launcher(const detail::Session& m, std::string& error) {
   try {
     // One read, not a wait: on etcd a get would also open a watch at every commit.
-    return m.launcher->lookup(rendezvous::notice_key(m.assignment.generation + 1)) ? kUpdated
-                                                                                   : kUnchanged;
+    return m.notices->lookup(rendezvous::notice_key(m.assignment.generation + 1)) ? kUpdated
+                                                                                  : kUnchanged;
   } catch (const Error& e) {
     error = e.what();
     return kLauncherUnreachable;
   }
+}
+
+// Rank 0 on etcd: an outage shorter than the session's limit is waited out commit by commit, as
+// if nothing had changed (hosts that changed meanwhile are noticed once etcd answers again).
+HostsAnswer tolerate_outage(detail::Session& m, HostsAnswer answer, const std::string& error) {
+  auto now = std::chrono::steady_clock::now();
+  if (answer != kLauncherUnreachable) {
+    if (m.unreachable_since) log::warning("check_host_updates: the launcher's store answers again");
+    m.unreachable_since.reset();
+    return answer;
+  }
+  if (!m.unreachable_since) m.unreachable_since = now;
+  if (now - *m.unreachable_since >= m.outage_limit) {
+    log::error("check_host_updates: cannot reach the launcher: ", error);
+    return kLauncherUnreachable;
+  }
+  log::limited(log::Level::kWarning, "notice-outage", "check_host_updates: cannot reach ",
+               m.notices->describe(), "; training goes on and asks again at the next commit (",
+               error, ")");
+  return kUnchanged;
 }
 
 // Installs check_host_updates() as the State's commit hook for as long as run() runs.
@@ -44,14 +64,13 @@ class CommitHook {
 
 void check_host_updates() {
   auto rt = cohort::detail::current_runtime();
-  const detail::Session* session = detail::session_of(*rt);
+  detail::Session* session = detail::session_of(*rt);
   if (!session) return;
   int notice = session->assignment.generation + 1;
   uint8_t answer = kUnchanged;
-  std::string error;
-  if (rt->topology().rank == 0) answer = ask_launcher(*session, error);
-  if (answer == kLauncherUnreachable) {
-    log::error("check_host_updates: cannot reach the launcher: ", error);
+  if (rt->topology().rank == 0) {
+    std::string error;
+    answer = tolerate_outage(*session, ask_launcher(*session, error), error);
   }
   broadcast(kHostsUpdatedName, Tensor::of(std::span<uint8_t>(&answer, 1)), 0);
   if (answer == kUpdated) {

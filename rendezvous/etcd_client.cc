@@ -206,10 +206,17 @@ std::optional<std::string> EtcdClient::post_once(
     return std::string();
   }
   if (ended == Ended::kDeadline) {
-    if (on_message) return std::string();  // a watch that saw nothing in time: the caller's timeout
+    // A watch that saw nothing in time ends quietly (the caller's timeout), unless the earlier
+    // tries of this call failed: then it is an etcd that cannot be reached.
+    if (on_message && failures.empty()) return std::string();
     // Cut by the deadline: what the endpoint said before, if it said anything, says more.
     failures.try_emplace(endpoint, "no answer in time");
     return std::nullopt;
+  }
+  if (result == CURLE_PEER_FAILED_VERIFICATION || result == CURLE_SSL_CERTPROBLEM ||
+      result == CURLE_SSL_CACERT_BADFILE || result == CURLE_SSL_ISSUER_ERROR) {
+    // A certificate that does not verify, or one this client cannot load, stays so: say it now.
+    throw Error(describe() + ": " + path + " at " + endpoint + ": " + curl_easy_strerror(result));
   }
   if (result != CURLE_OK) {
     failures[endpoint] = curl_easy_strerror(result);

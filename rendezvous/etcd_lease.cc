@@ -59,26 +59,28 @@ void EtcdLease::lose(const std::string& reason) {
 }
 
 // Renews every third of the TTL, so that two renewals in a row may fail (a slow or restarting
-// etcd member) before the lease can expire; past a whole TTL without one it has expired anyway.
+// etcd member) before the lease can expire. An etcd that cannot be reached is tried again and
+// again: a cluster that restarts keeps its leases (the new leader gives each its TTL afresh), so
+// only etcd itself can say that the lease is gone.
 void EtcdLease::keep_alive() {
   using Clock = std::chrono::steady_clock;
   auto renewed = Clock::now();
+  bool warned = false;
   std::unique_lock lock(mutex_);
   while (!stop_cv_.wait_for(lock, ttl_ / 3, [&] { return stopping_; })) {
     lock.unlock();
-    std::string failure;
     try {
-      if (renew() > 0) {
-        renewed = Clock::now();
-      } else {
-        failure = "etcd says it has expired";
-      }
+      if (renew() <= 0) return lose("etcd says it has expired");
+      renewed = Clock::now();
+      if (warned) log::warning("etcd lease ", id_, " renewed again");
+      warned = false;
     } catch (const Error& e) {
       if (stop_.cancelled()) return;
-      if (Clock::now() - renewed >= ttl_)
-        failure = "not renewed for a whole TTL: " + std::string(e.what());
+      if (!warned && Clock::now() - renewed >= ttl_) {
+        log::warning("etcd lease ", id_, " not renewed for a whole TTL; still trying: ", e.what());
+        warned = true;
+      }
     }
-    if (!failure.empty()) return lose(failure);
     lock.lock();
   }
 }

@@ -1,6 +1,6 @@
 // A lease on etcd that a thread of its own keeps alive: the keys put under it (an agent's
-// registration, a planner's claim on a round) vanish when this process dies, or when it cannot
-// reach etcd for a whole TTL, which is how the other agents learn that it is gone.
+// registration, a planner's claim on a round) vanish when this process dies, or when etcd
+// hears from it for no whole TTL, which is how the other agents learn that it is gone.
 #pragma once
 
 #include <chrono>
@@ -18,8 +18,9 @@ namespace cohort::rendezvous {
 
 class EtcdLease {
  public:
-  // Called once, on the lease's thread, when the lease is lost (expired, revoked by someone else,
-  // or etcd unreachable for a whole TTL), with the reason. Must be quick.
+  // Called once, on the lease's thread, when etcd says the lease is gone (expired, or revoked by
+  // someone else), with the reason. Must be quick. While etcd cannot be reached the lease is only
+  // renewed again and again: whether it outlived the outage is etcd's to say once it answers.
   using OnLost = std::function<void(const std::string& reason)>;
 
   // Grants a lease of `ttl` (whole seconds, at least 1; etcd may grant more) and starts renewing

@@ -8,6 +8,8 @@ set -euo pipefail
 cohortrun=$1 worker=$2 scenario=$3
 tmp=$(mktemp -d)
 declare -A agents=()  # node name -> pid
+# Each node's workers listen on an address of their own, as on separate hosts.
+declare -A address=([a]=127.0.0.1 [b]=127.0.0.2 [c]=127.0.0.3)
 etcd_pids=()
 cleanup() {
   for pid in "${agents[@]}" "${etcd_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
@@ -63,11 +65,13 @@ start_etcd() {
   endpoints=""
   for ((i = 0; i < n; i++)); do
     local client=$scheme://127.0.0.1:${ports[2 * i]} peer=http://127.0.0.1:${ports[2 * i + 1]}
-    etcd --name "m$i" --data-dir "$tmp/etcd$i" --listen-client-urls "$client" \
-      --advertise-client-urls "$client" --listen-peer-urls "$peer" \
-      --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" "${tls_flags[@]}" \
-      --logger=zap --log-outputs "$tmp/etcd$i.log" >/dev/null 2>&1 &
-    etcd_pids+=($!)
+    local command=(etcd --name "m$i" --data-dir "$tmp/etcd$i" --listen-client-urls "$client"
+      --advertise-client-urls "$client" --listen-peer-urls "$peer"
+      --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" "${tls_flags[@]}"
+      --logger=zap --log-outputs "$tmp/etcd$i.log")
+    printf '%q ' "${command[@]}" >"$tmp/etcd$i.command"  # for restart_etcd
+    "${command[@]}" >/dev/null 2>&1 &
+    etcd_pids[i]=$!
     endpoints+="${endpoints:+,}$client"
   done
   for _ in $(seq 300); do
@@ -77,6 +81,10 @@ start_etcd() {
   done
   fail "etcd did not become healthy within 30 s"
 }
+restart_etcd() {  # restart_etcd I: member I again, on its ports and data
+  eval "$(cat "$tmp/etcd$1.command")" >/dev/null 2>&1 &
+  etcd_pids[$1]=$!
+}
 # agent NODE COHORTRUN_ARGS... -- TRAINER_ARGS...: an agent for NODE in the background.
 agent() {
   local node=$1 args=()
@@ -84,7 +92,8 @@ agent() {
   while [[ $1 != -- ]]; do args+=("$1"); shift; done
   shift
   "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
-    --node-name "$node" --node-address 127.0.0.1 --rdzv-lease-ttl 2 --checkin-timeout 5 \
+    --node-name "$node" --node-address "${address[$node]:-127.0.0.1}" --rdzv-lease-ttl 2 \
+    --checkin-timeout 5 \
     --term-grace-seconds 2 "${args[@]}" "$worker" "$@" >"$tmp/$node.out" 2>"$tmp/$node.err" &
   agents[$node]=$!
 }
@@ -191,6 +200,20 @@ add_agent)  # a third agent joins mid-training: the job grows from 2 to 3 at a c
   trained_once a
   expect "$tmp/c.out" "\[2\] trainer: start worker=c.0.0 rank=2 size=3 resets=0 epoch=[0-9]*"
   ;;
+max_nodes)  # --nnodes 1:2: a third agent waits outside the job until a node leaves
+  start_etcd 1
+  for node in a b; do agent $node --nnodes 1:2 -- "${trainer[@]}" "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  agent c --nnodes 1:2 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/c.err" "\[cohortrun\] the job has --nnodes' most nodes; this node waits"
+  kill -KILL "${agents[b]}"
+  unset "agents[b]"
+  wait_for "$tmp/c.out" "\[1\] trainer: start worker=c.0.0 rank=1 size=2 resets=0 epoch=[0-9]*"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit c 0
+  trained_once a
+  ;;
 cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a fresh worker
   start_etcd 1
   for node in a b; do
@@ -224,10 +247,11 @@ tls)  # etcd over https with client certificates: agents and workers both speak 
   expect_exit a 0
   expect_exit b 0
   trained_once a
-  # Without a client certificate etcd refuses the agent, which says so within its deadline.
-  agent c --nnodes 1 --rdzv-ca-file "$tmp/tls/ca.crt" -- "${trainer[@]}"
+  # Without the CA, etcd's certificate does not verify: the agent says so at once.
+  agent c --nnodes 1 --rdzv-cert-file "$tmp/tls/client.crt" --rdzv-key-file "$tmp/tls/client.key" \
+    -- "${trainer[@]}"
   expect_exit c 2
-  expect "$tmp/c.err" "cohortrun: agent for node 'c' of job 'job-tls' cannot start: .*"
+  expect "$tmp/c.err" "cohortrun: agent for node 'c' of job 'job-tls' cannot start: .*certificate.*"
   ;;
 forged)  # values written into etcd without the secret, or moved to another key, are refused
   start_etcd 1
@@ -260,6 +284,28 @@ etcd_member_loss)  # one of three etcd members is SIGKILLed mid-training: nothin
   done
   first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
   wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  ;;
+etcd_outage)  # the only etcd member is SIGKILLed for longer than the lease TTL, then restarted
+  start_etcd 1
+  # One commit per epoch: during the outage each commit waits for rank 0's short etcd request.
+  for node in a b; do agent $node --nnodes 2 -- --samples 240 --batch 4 --commit-every 30 "${until_stop[@]}"; done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  kill -KILL "${etcd_pids[0]}"
+  wait "${etcd_pids[0]}" 2>/dev/null || true
+  down=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
+  # Training goes on: two more epochs (each waits out one etcd request of up to 2 s at its
+  # commit), and the agents wait for etcd, longer than their lease TTL of 2 s.
+  wait_for "$tmp/a.out" "\[0\] trainer: epoch $((down + 1)) done rank=0 size=2 resets=0"
+  wait_for "$tmp/a.err" "\[cohortrun\] etcd cannot be reached; waiting up to --elastic-timeout .*"
+  wait_for "$tmp/b.err" "\[cohortrun\] etcd cannot be reached; waiting up to --elastic-timeout .*"
+  restart_etcd 0
+  wait_for "$tmp/a.err" "\[cohortrun\] etcd answers again"
+  wait_for "$tmp/b.err" "\[cohortrun\] etcd answers again"
   touch "$tmp/stop"
   expect_exit a 0
   expect_exit b 0
