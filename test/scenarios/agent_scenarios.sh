@@ -10,10 +10,44 @@ tmp=$(mktemp -d)
 declare -A agents=()  # node name -> pid
 # Each node's workers listen on an address of their own, as on separate hosts.
 declare -A address=([a]=127.0.0.1 [b]=127.0.0.2 [c]=127.0.0.3)
+declare -A namespace=()  # node name -> the network namespace its agent runs in (netns_*)
+etcd_host=127.0.0.1
 etcd_pids=()
 cleanup() {
   for pid in "${agents[@]}" "${etcd_pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  [[ ${#namespace[@]} -gt 0 ]] && remove_namespaces
   rm -rf "$tmp"
+}
+# The netns_* scenarios: nodes 2, 3 and 4 are network namespaces with a veth each into a bridge
+# (10.214.0.1/24 in this namespace, where etcd listens), as the ssh tests' hosts are.
+netns_hosts=(2 3 4)
+make_namespaces() {
+  [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root for network namespaces"; exit 77; }
+  ip netns list >/dev/null 2>&1 || { echo "SKIP: ip netns does not work here"; exit 77; }
+  remove_namespaces  # what a killed earlier run left behind
+  ip link add cohbr214 type bridge || { echo "SKIP: cannot create a bridge here"; exit 77; }
+  ip addr add 10.214.0.1/24 dev cohbr214
+  ip link set cohbr214 up
+  local h
+  for h in "${netns_hosts[@]}"; do
+    namespace[n$h]=cohort214-$h
+    ip netns add "cohort214-$h"
+    ip link add "veth214-$h" type veth peer name eth0 netns "cohort214-$h"
+    ip link set "veth214-$h" master cohbr214 up
+    ip -n "cohort214-$h" addr add "10.214.0.$h/24" dev eth0
+    ip -n "cohort214-$h" link set eth0 up
+    ip -n "cohort214-$h" link set lo up
+  done
+  etcd_host=10.214.0.1
+}
+remove_namespaces() {
+  local h
+  for h in "${netns_hosts[@]}"; do
+    ip netns pids "cohort214-$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "cohort214-$h" 2>/dev/null || true
+    ip link del "veth214-$h" 2>/dev/null || true
+  done
+  ip link del cohbr214 2>/dev/null || true
 }
 trap cleanup EXIT
 fail() {
@@ -61,10 +95,10 @@ start_etcd() {
     ctl_flags=(--cacert "$tmp/tls/ca.crt" --cert "$tmp/tls/client.crt" --key "$tmp/tls/client.key")
   fi
   read -ra ports <<<"$(free_ports $((2 * n)))"
-  for ((i = 0; i < n; i++)); do cluster+="${cluster:+,}m$i=http://127.0.0.1:${ports[2 * i + 1]}"; done
+  for ((i = 0; i < n; i++)); do cluster+="${cluster:+,}m$i=http://$etcd_host:${ports[2 * i + 1]}"; done
   endpoints=""
   for ((i = 0; i < n; i++)); do
-    local client=$scheme://127.0.0.1:${ports[2 * i]} peer=http://127.0.0.1:${ports[2 * i + 1]}
+    local client=$scheme://$etcd_host:${ports[2 * i]} peer=http://$etcd_host:${ports[2 * i + 1]}
     local command=(etcd --name "m$i" --data-dir "$tmp/etcd$i" --listen-client-urls "$client"
       --advertise-client-urls "$client" --listen-peer-urls "$peer"
       --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" "${tls_flags[@]}"
@@ -91,10 +125,13 @@ agent() {
   shift
   while [[ $1 != -- ]]; do args+=("$1"); shift; done
   shift
-  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
-    --node-name "$node" --node-address "${address[$node]:-127.0.0.1}" --rdzv-lease-ttl 2 \
-    --checkin-timeout 5 \
-    --term-grace-seconds 2 "${args[@]}" "$worker" "$@" >"$tmp/$node.out" 2>"$tmp/$node.err" &
+  # In a network namespace the agent finds its address itself: the one towards etcd.
+  local where=() addr=(--node-address "${address[$node]:-127.0.0.1}")
+  [[ -n ${namespace[$node]:-} ]] && where=(ip netns exec "${namespace[$node]}") addr=()
+  "${where[@]}" "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" \
+    --rdzv-id "job-$scenario" --node-name "$node" "${addr[@]}" --rdzv-lease-ttl 2 \
+    --checkin-timeout 5 --term-grace-seconds 2 "${args[@]}" "$worker" "$@" \
+    >"$tmp/$node.out" 2>"$tmp/$node.err" &
   agents[$node]=$!
 }
 wait_for() {  # wait_for FILE REGEX: a whole line of FILE matches REGEX within 60 s
@@ -311,6 +348,25 @@ etcd_outage)  # the only etcd member is SIGKILLed for longer than the lease TTL,
   expect_exit b 0
   trained_once a
   expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  ;;
+netns_partition)  # agents in three network namespaces; one is cut off: the other two go on
+  make_namespaces
+  start_etcd 1
+  for node in n2 n3 n4; do
+    agent $node --nnodes 2:3 --elastic-timeout 10 -- "${trainer[@]}" "${until_stop[@]}"
+  done
+  home=$(wait_for_any "$(epoch_at 3 '[0-9]*')")
+  victim=n4
+  [[ $home == n4 ]] && victim=n3
+  expect "$tmp/$home.out" "\[0\] trainer: start worker=$home.0.0 rank=0 size=[23] resets=0 epoch=0"
+  ip link set "veth214-${victim#n}" down  # its agent and worker reach nothing any more
+  wait_for "$tmp/$home.out" "$(epoch_at 2 '[0-9]*')"
+  touch "$tmp/stop"
+  for node in n2 n3 n4; do [[ $node != "$victim" ]] && expect_exit $node 0; done
+  trained_once $home
+  # Cut off, the agent waits for etcd for --elastic-timeout, then stops.
+  expect_exit $victim 1
+  expect "$tmp/$victim.err" "cohortrun: etcd could not be reached for --elastic-timeout 10 s: .*"
   ;;
 etcd_unreachable)  # nothing listens at the endpoint: a clear error within the request timeout
   read -r port <<<"$(free_ports 1)"
