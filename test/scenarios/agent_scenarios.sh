@@ -251,6 +251,25 @@ max_nodes)  # --nnodes 1:2: a third agent waits outside the job until a node lea
   expect_exit c 0
   trained_once a
   ;;
+worker_exit0)  # a worker leaves with status 0 mid-training: the job does not end, the rest go on
+  start_etcd 1
+  for node in a b; do
+    agent $node --nnodes 1:2 --nproc-per-node 2 -- "${trainer[@]}" --fail-step 6 --fail-rank 3 \
+      --fail-how exit0 --fail-marker "$tmp/failed"
+  done
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  expect "$tmp/b.err" "\[cohortrun\] worker b.1.0 finished (exit status 0)"
+  grep -qx "\[cohortrun\] round 1 (.*): size 3: \[0\] a.0.0 on a, \[1\] a.1.0 on a, \[2\] b.0.0 on b" \
+    "$tmp/a.err" "$tmp/b.err" || fail "no round 1 of the three others"
+  ;;
+min_nodes)  # --nnodes 2 with one node for --elastic-timeout: the agent gives up and says why
+  start_etcd 1
+  agent a --nnodes 2 --elastic-timeout 2 -- "${trainer[@]}"
+  expect_exit a 1
+  expect "$tmp/a.err" "cohortrun: only 1 of --nnodes 2 nodes came within --elastic-timeout 2 s; stopping the workers"
+  ;;
 cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a fresh worker
   start_etcd 1
   for node in a b; do

@@ -46,7 +46,8 @@ struct Options {
   int step_delay_ms = 0;
   std::string until_file;  // keep starting epochs until it exists (checked collectively)
   // Failure injection: the rank that is `fail_rank` at global step `fail_step` fails `fail_how`
-  // (kill, throw, stop), once per job: the first process to create `fail_marker` does it.
+  // (kill, throw, stop, or exit0: it leaves with status 0, as a worker that finished early), once
+  // per job: the first process to create `fail_marker` does it.
   long fail_step = -1;
   int fail_rank = 1;
   std::string fail_how = "kill";
@@ -98,6 +99,7 @@ void maybe_fail(const Options& o, long step) {
             << cohort::rank() << std::endl;
   if (o.fail_how == "kill") raise(SIGKILL);
   if (o.fail_how == "stop") raise(SIGSTOP);
+  if (o.fail_how == "exit0") std::_Exit(0);  // std::endl flushed the line above
   throw std::runtime_error("injected failure at step " + std::to_string(step));
 }
 
