@@ -103,6 +103,7 @@ class Agent {
   std::optional<TimePoint> retry_read_at_;
   std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
   TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
+  TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;
   bool formed_ = false;  // a round has been published
   bool stopping_ = false;
@@ -239,6 +240,7 @@ void Agent::refresh() {
     auto listing = store_.list("");
     if (unreachable_since_) announce("etcd answers again");
     unreachable_since_.reset();
+    last_answer_ = steady_now();
     act(parse_agent_snapshot(listing.values));
     watch_->watch_after(listing.revision);
   } catch (const Error& e) {
@@ -253,7 +255,7 @@ void Agent::on_etcd_unreachable(const std::string& why) {
   if (!unreachable_since_) {
     announce("etcd cannot be reached; waiting up to --elastic-timeout " +
              seconds_text(options_.elastic_timeout) + " for it: " + why);
-    unreachable_since_ = now;
+    unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
   }
   if (now - *unreachable_since_ >= options_.elastic_timeout) {
     return stop_job(1, "etcd could not be reached for --elastic-timeout " +
@@ -452,7 +454,8 @@ void Agent::stop_job(int code, const std::string& why) {
   stopping_ = true;
   exit_code_ = code;
   try {
-    store_.remove(agent_key(options_.node));  // now, not when the lease is revoked at the end
+    // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
+    if (!unreachable_since_) store_.remove(agent_key(options_.node));
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());
   }

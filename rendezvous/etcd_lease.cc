@@ -1,12 +1,28 @@
 #include "rendezvous/etcd_lease.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "cohort/errors.h"
 
 namespace cohort::rendezvous {
 
+namespace {
+
+// The revocation is a courtesy (the lease expires within its TTL anyway): it may not hold up the
+// end of a process whose etcd is unreachable for longer than that.
+EtcdOptions bounded(EtcdOptions etcd, std::chrono::seconds ttl) {
+  etcd.timeout = std::min<std::chrono::milliseconds>(etcd.timeout, ttl);
+  return etcd;
+}
+
+}  // namespace
+
 EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
-    : client_(std::move(etcd)), ttl_(ttl), on_lost_(std::move(on_lost)) {
+    : client_(etcd),
+      revoke_client_(bounded(std::move(etcd), ttl)),
+      ttl_(ttl),
+      on_lost_(std::move(on_lost)) {
   if (ttl_.count() < 1) throw InvalidArgument("etcd lease: the TTL must be at least 1 s");
   auto answer = client_.call("/v3/lease/grant", {{"TTL", std::to_string(ttl_.count())}});
   id_ = json_integer(answer, "ID");
@@ -32,7 +48,7 @@ EtcdLease::~EtcdLease() {
   stop_.cancel("the lease is being revoked");
   thread_.join();
   try {
-    client_.call("/v3/lease/revoke", {{"ID", std::to_string(id_)}});
+    revoke_client_.call("/v3/lease/revoke", {{"ID", std::to_string(id_)}});
   } catch (const Error& e) {
     log::debug("etcd lease ", id_, " not revoked (it expires within ", ttl_.count(),
                " s): ", e.what());

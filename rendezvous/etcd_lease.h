@@ -42,6 +42,7 @@ class EtcdLease {
   void lose(const std::string& reason);
 
   EtcdClient client_;
+  EtcdClient revoke_client_;  // its requests last at most a TTL
   std::chrono::seconds ttl_;  // as etcd granted it
   OnLost on_lost_;
   int64_t id_ = 0;
