@@ -35,6 +35,30 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
+// A loopback port that refuses connections for as long as this object lives: bound, never
+// listening, so no other process can take it (a free_port() could be taken by a parallel test's
+// etcd while a client retries it).
+class ClosedPort {
+ public:
+  ClosedPort() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+  }
+  ~ClosedPort() { ::close(fd_); }
+  ClosedPort(const ClosedPort&) = delete;
+  ClosedPort& operator=(const ClosedPort&) = delete;
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 class EtcdServer {
  public:
   EtcdServer() {

@@ -90,8 +90,8 @@ TEST_CASE("etcd: a forged value does not win a compare-and-set for its writer") 
 }
 
 TEST_CASE("etcd: an unreachable etcd fails within the timeout naming every endpoint") {
-  int port = testing::free_port();
-  std::string endpoint = "http://127.0.0.1:" + std::to_string(port);
+  testing::ClosedPort closed;
+  std::string endpoint = closed.endpoint();
   EtcdStore store({.etcd = {.endpoints = {endpoint}, .timeout = 2s},
                    .prefix = "/cohort-test/unreachable/",
                    .secret = kSecret});
@@ -101,7 +101,8 @@ TEST_CASE("etcd: an unreachable etcd fails within the timeout naming every endpo
 }
 
 TEST_CASE("etcd: a second endpoint answers when the first is down") {
-  std::string down = "http://127.0.0.1:" + std::to_string(testing::free_port());
+  testing::ClosedPort closed;
+  std::string down = closed.endpoint();
   EtcdStore store({.etcd = {.endpoints = {down, testing::etcd_server().endpoint()}, .timeout = 5s},
                    .prefix = prefix_for("failover"),
                    .secret = kSecret});

@@ -388,7 +388,11 @@ netns_partition)  # agents in three network namespaces; one is cut off: the othe
   expect "$tmp/$victim.err" "cohortrun: etcd could not be reached for --elastic-timeout 10 s: .*"
   ;;
 etcd_unreachable)  # nothing listens at the endpoint: a clear error within the request timeout
-  read -r port <<<"$(free_ports 1)"
+  # A port held bound but not listening for the test's length: nothing else can answer on it.
+  coproc closed { python3 -c "import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True); time.sleep(60)" 2>/dev/null; }
+  read -r port <&"${closed[0]}"
+  agents[closed]=$closed_PID  # ended with the agents by cleanup
   endpoints=http://127.0.0.1:$port
   agent a --nnodes 1 -- "${trainer[@]}"
   expect_exit a 2
