@@ -22,19 +22,6 @@
 
 namespace cohort::testing {
 
-// A port that was free a moment ago (the kernel hands out ephemeral ports in turn).
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 // A loopback port that refuses connections for as long as this object lives: bound, never
 // listening, so no other process can take it (a free_port() could be taken by a parallel test's
 // etcd while a client retries it).
@@ -52,12 +39,18 @@ class ClosedPort {
   ~ClosedPort() { ::close(fd_); }
   ClosedPort(const ClosedPort&) = delete;
   ClosedPort& operator=(const ClosedPort&) = delete;
+  int port() const { return port_; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
   int fd_;
   int port_ = 0;
 };
+
+// A port that was free a moment ago (the kernel hands out ephemeral ports in turn).
+inline int free_port() {
+  return ClosedPort().port();
+}
 
 class EtcdServer {
  public:
