@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <csignal>
 
 #include "base/net.h"
 #include "cohort/errors.h"
+#include "discovery/agent_records.h"
 #include "discovery/job_report.h"
 #include "rendezvous/hmac.h"
 
@@ -15,12 +15,11 @@ namespace cohort::discovery {
 
 std::pair<int, int> parse_nnodes(const std::string& text) {
   auto number = [&](std::string_view part) {
-    int n = 0;
-    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), n);
-    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || n < 1) {
+    auto n = whole_number(part);
+    if (!n || *n < 1) {
       throw InvalidArgument("--nnodes: '" + text + "' is not N or MIN:MAX (whole numbers >= 1)");
     }
-    return n;
+    return *n;
   };
   size_t colon = text.find(':');
   if (colon == std::string::npos) return {number(text), number(text)};
@@ -57,8 +56,10 @@ AgentOptions::KillWhenPlanning parse_agent_fault(const std::string& text) {
   AgentOptions::KillWhenPlanning fault;
   if (colon != std::string::npos && colon + 1 < text.size()) {
     fault.marker = text.substr(colon + 1);
-    auto [end, ec] = std::from_chars(text.data(), text.data() + colon, fault.round);
-    if (ec == std::errc() && end == text.data() + colon && fault.round >= 0) return fault;
+    if (auto round = whole_number(std::string_view(text).substr(0, colon))) {
+      fault.round = *round;
+      return fault;
+    }
   }
   throw InvalidArgument("COHORT_FAULT_AGENT_KILL_AT: '" + text + "' is not ROUND:MARKER_FILE");
 }

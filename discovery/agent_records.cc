@@ -12,13 +12,10 @@ namespace {
 
 constexpr std::string_view kStopWord = "stop ";
 
-int whole_number(std::string_view text, const std::string& what) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    throw InvalidArgument(what + ": '" + std::string(text) + "' is not a whole number");
-  }
-  return value;
+int required_number(std::string_view text, const std::string& what) {
+  auto value = whole_number(text);
+  if (!value) throw InvalidArgument(what + ": '" + std::string(text) + "' is not a whole number");
+  return *value;
 }
 
 // The value of "name=value" in `word`; throws naming `what` when `word` is something else.
@@ -38,6 +35,15 @@ std::vector<std::string> words(std::string_view text) {
 }
 
 }  // namespace
+
+std::optional<int> whole_number(std::string_view text) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
 
 std::string name_key(std::string_view node) {
   return "names/" + std::string(node);
@@ -69,7 +75,7 @@ AgentNode parse_agent_node(std::string_view text) {
   auto w = words(text);
   if (w.size() != 2) throw InvalidArgument(what + ": expected 'slots=N workers=...'");
   AgentNode node;
-  node.slots = whole_number(field(w[0], "slots", what), what);
+  node.slots = required_number(field(w[0], "slots", what), what);
   if (node.slots < 1) throw InvalidArgument(what + ": a node has at least one slot");
   std::string_view list = field(w[1], "workers", what);  // empty for "workers="
   for (size_t start = 0; start < list.size();) {
@@ -103,7 +109,7 @@ AgentRound parse_agent_round(std::string_view text) {
   std::istringstream lines{std::string(text)};
   std::string line;
   if (!std::getline(lines, line)) throw InvalidArgument(what + ": empty");
-  round.generation = whole_number(field(line, "generation", what), what);
+  round.generation = required_number(field(line, "generation", what), what);
   std::set<std::string> seen;
   while (std::getline(lines, line)) {
     auto w = words(line);
@@ -111,7 +117,7 @@ AgentRound parse_agent_round(std::string_view text) {
       throw InvalidArgument(what + ": line '" + line + "' is not '<worker> <node> <entry>'");
     }
     if (!seen.insert(w[0]).second) throw InvalidArgument(what + ": " + w[0] + " listed twice");
-    round.members.push_back({w[0], w[1], whole_number(w[2], what + " (entry of " + w[0] + ")")});
+    round.members.push_back({w[0], w[1], required_number(w[2], what + " (entry of " + w[0] + ")")});
   }
   if (round.members.empty()) throw InvalidArgument(what + ": no member");
   return round;

@@ -20,6 +20,10 @@
 
 namespace cohort::discovery {
 
+// The whole number >= 0 that is all of `text`, or nothing: the numbers in keys, records and the
+// agents' settings.
+std::optional<int> whole_number(std::string_view text);
+
 std::string name_key(std::string_view node);
 std::string agent_key(std::string_view node);
 std::string planner_key(int round);

@@ -1,6 +1,5 @@
 #include "discovery/agent_view.h"
 
-#include <charconv>
 #include <optional>
 #include <string_view>
 
@@ -10,15 +9,6 @@
 
 namespace cohort::discovery {
 namespace {
-
-std::optional<int> whole_number(std::string_view text) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
 
 void refuse(const std::string& key, const std::string& why) {
   log::limited(log::Level::kWarning, "agent-record:" + key, "agent: ignoring the record ", key,
