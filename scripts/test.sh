@@ -11,9 +11,11 @@ ctest --test-dir build --output-on-failure --timeout 300 -j 2
 # Sanitizers: leaks in MPI's own start-up are not ours, so leak checking stays off; any other
 # report fails the test. Sanitizer builds leave out the torch adapter and the Python package
 # (CMakeLists.txt): Debian's libtorch is not instrumented, so their tests run in the stage above.
+# Unoptimized (Debug): GCC's UBSan instrumentation at -O2 made this build 737 s of CI's 30
+# minutes; at -O0 it takes 213 s and its tests 161 s instead of 130 s.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-scripts/build.sh build-asan -DCOHORT_SANITIZE=address,undefined -DCOHORT_BUILD_EXAMPLES=OFF \
-  -DCOHORT_BUILD_BENCHMARKS=OFF
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DCOHORT_SANITIZE=address,undefined \
+  -DCOHORT_BUILD_EXAMPLES=OFF -DCOHORT_BUILD_BENCHMARKS=OFF
 ctest --test-dir build-asan --output-on-failure --timeout 600 -j 2
 
 # Fuzzing: every decoder of bytes from the network or the disk, under libFuzzer with ASan + UBSan,
