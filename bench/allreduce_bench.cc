@@ -2,13 +2,17 @@
 // backend library on the same buffers, trials interleaved so both see the same noise.
 //   cohortrun -np 2 ./allreduce_bench        (Cohort over Gloo vs raw Gloo)
 //   mpirun -np 2 ./allreduce_bench           (Cohort over MPI vs raw MPI_Allreduce)
+//   COHORT_CPU_OPERATIONS=gloo mpirun -np 2 ./allreduce_bench
+//                                            (Cohort over Gloo vs raw Gloo and raw MPI)
 // Times are the slowest rank's mean per operation; the table shows medians over trials.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "bench_util.h"
 #include "cohort/cohort.h"
+#include "core/config.h"
 #include "raw_allreduce.h"
 
 namespace {
@@ -30,8 +34,10 @@ struct Row {
 };
 
 void print_header(const std::vector<std::unique_ptr<RawAllreduce>>& raws) {
-  std::printf("# Cohort allreduce over %s vs the raw library, %d ranks, float32 sum.\n",
-              std::string(backend_name()).c_str(), cohort::size());
+  bool shm = backend_name() == "gloo" && Config::from_environment().shared_memory;
+  std::printf("# Cohort allreduce over %s%s vs the raw libraries, %d ranks, float32 sum.\n",
+              std::string(backend_name()).c_str(),
+              shm ? " (shared memory among ranks of a host)" : "", cohort::size());
   std::printf(
       "# Times: slowest rank's mean per op; medians of interleaved trials. GB/s = 1e9 B/s.\n");
   std::printf("# busbw columns of the raw algorithms:");
@@ -82,6 +88,16 @@ Row measure(size_t bytes, const Options& o, std::vector<std::unique_ptr<RawAllre
   return row;
 }
 
+// Under mpirun with COHORT_CPU_OPERATIONS=gloo, both libraries run raw beside Cohort.
+std::vector<std::unique_ptr<RawAllreduce>> make_raws() {
+  if (backend_name() == "mpi") return make_raw_mpi_allreduces();
+  auto raws = make_raw_gloo_allreduces();
+  if (Config::from_environment().launcher == Config::Launcher::kMpirun) {
+    for (auto& raw : make_raw_mpi_allreduces()) raws.push_back(std::move(raw));
+  }
+  return raws;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +114,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   cohort::init();
-  auto raws = backend_name() == "mpi" ? make_raw_mpi_allreduces() : make_raw_gloo_allreduces();
+  auto raws = make_raws();
   if (cohort::rank() == 0) print_header(raws);
   if (o.min_bytes < sizeof(float) || o.min_bytes > o.max_bytes) {
     std::fprintf(stderr, "allreduce_bench: need 4 <= --min-bytes <= --max-bytes\n");

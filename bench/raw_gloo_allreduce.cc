@@ -6,6 +6,8 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "core/config.h"
+#include "ops/gloo_split.h"
+#include "ops/mpi_backend.h"
 #include "raw_allreduce.h"
 #include "rendezvous/client.h"
 #include "rendezvous/gloo_store.h"
@@ -65,8 +67,14 @@ class NewApiRing final : public RawAllreduce {
   uint32_t tag_ = 0;
 };
 
+// Through cohortrun's rendezvous, or under mpirun through MPI (as Cohort's Gloo is bootstrapped
+// there), so that raw Gloo and raw MPI can run beside Cohort in one job.
 Context connect() {
   Config c = Config::from_environment();
+  if (c.launcher == Config::Launcher::kMpirun) {
+    auto mpi = ops::make_mpi_backend();
+    return ops::connect_gloo_through(*mpi, c.hostname, c.timeout);
+  }
   rendezvous::RendezvousClient client(c.rendezvous_addr, c.rendezvous_port, c.secret, c.timeout);
   rendezvous::GlooStore store(client, c.timeout);
   gloo::rendezvous::PrefixStore prefixed("bench-raw-gloo", store);

@@ -5,6 +5,7 @@
 #include "ops/gloo_backend.h"
 #include "ops/lone_backend.h"
 #include "ops/mpi_backend.h"
+#include "ops/shm_backend.h"
 #include "rendezvous/gloo_store.h"
 
 namespace cohort {
@@ -60,6 +61,16 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
       return connect_gloo(c, rendezvous_scope, cancel, std::move(on_published));
   }
   throw InvalidArgument("unknown launcher");
+}
+
+std::unique_ptr<ops::Backend> use_shared_memory(std::unique_ptr<ops::Backend> world,
+                                                const Config& config, const Placement& topology,
+                                                const Cancellation* cancel) {
+  bool one_host = topology.size > 1 && topology.local_size == topology.size;
+  if (!config.shared_memory || !one_host || world->name() != "gloo") return world;
+  size_t slot = (config.shared_memory_slot_bytes + 4095) / 4096 * 4096;
+  return ops::make_shm_backend(std::move(world),
+                               {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
 }
 
 }  // namespace cohort

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "base/cancellation.h"
+#include "base/placement.h"
 #include "core/config.h"
 #include "ops/backend.h"
 
@@ -17,5 +18,12 @@ std::unique_ptr<ops::Backend> make_backend(const Config& config,
                                            const std::string& rendezvous_scope = "",
                                            const Cancellation* cancel = nullptr,
                                            std::function<void()> on_published = {});
+
+// `world` with its collectives moved to a shared-memory segment (ops/shm_backend.h) where it is a
+// Gloo world of several ranks that all share this host and COHORT_SHARED_MEMORY_DISABLE is not
+// set; `world` itself otherwise. Collective over `world`'s ranks.
+std::unique_ptr<ops::Backend> use_shared_memory(std::unique_ptr<ops::Backend> world,
+                                                const Config& config, const Placement& topology,
+                                                const Cancellation* cancel = nullptr);
 
 }  // namespace cohort

@@ -70,6 +70,12 @@ struct Config {
   // collects once no request has arrived for a tenth of this time, and at the latest this long
   // after the first one. 0 sends every request as soon as the thread wakes.
   std::chrono::microseconds cycle_time{1000};
+  // COHORT_SHARED_MEMORY_DISABLE=1: ranks that share a host talk through Gloo over loopback
+  // instead of a shared-memory segment (ops/shm_backend.h).
+  bool shared_memory = true;
+  // COHORT_SHARED_MEMORY_SLOT_BYTES: how much of each rank's data one shared-memory step moves,
+  // rounded up to a multiple of 4096; the segment holds 2 * (local ranks + 1) slots.
+  size_t shared_memory_slot_bytes = size_t{1} << 20;
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;

@@ -31,7 +31,8 @@ std::optional<FaultPoint> fault_point(std::string_view text) {
 
 std::string fault_point_text(const std::optional<FaultPoint>& point) {
   if (!point) return "unset";
-  return point->phase + ":" + std::to_string(point->entry) + ":" + point->worker_id;
+  return (point->stop ? std::string(kStopPrefix) : "") + point->phase + ":" +
+         std::to_string(point->entry) + ":" + point->worker_id;
 }
 
 // In the order of docs/environment.md. The doc lines are what `cohort_env_table` prints; the doc
@@ -67,6 +68,11 @@ constexpr Setting kSettings[] = {
     {"COHORT_CYCLE_TIME",
      Duration<microseconds>{&Config::cycle_time, env::kMillisecondsInMicrosecondsOrZero},
      "Milliseconds the background thread lets submissions accumulate before negotiating them."},
+    {"COHORT_SHARED_MEMORY_DISABLE", Disable{&Config::shared_memory},
+     "1: ranks on one host talk through Gloo over loopback instead of shared memory."},
+    {"COHORT_SHARED_MEMORY_SLOT_BYTES",
+     Count{&Config::shared_memory_slot_bytes, 4096, int64_t{1} << 30},
+     "How much of each rank's data one shared-memory step moves (rounded up to 4 KiB)."},
     {"COHORT_TIMELINE", Text{&Config::timeline_path},
      "A file where rank 0 writes a Chrome-trace timeline."},
     {"COHORT_ELASTIC_TIMEOUT_SECONDS",
@@ -76,7 +82,8 @@ constexpr Setting kSettings[] = {
      "trace, debug, info, warning or error."},
     {"COHORT_FAULT_KILL_AT",
      Parsed<std::optional<FaultPoint>>{&Config::fault_kill_at, fault_point, fault_point_text},
-     "Tests and benchmarks only: PHASE:ENTRY:WORKER, where that worker kills itself."},
+     "Tests and benchmarks only: [stop:]PHASE:ENTRY:WORKER, where that worker kills (or stops) "
+     "itself."},
 };
 
 template <class Rep>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 #include "base/log.h"
 #include "cohort/errors.h"
@@ -47,12 +48,14 @@ double Executor::device_factor(const Request& how, size_t members) {
 }
 
 Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-                   std::chrono::milliseconds timeout, Diagnose diagnose)
+                   std::chrono::milliseconds timeout, Diagnose diagnose,
+                   std::function<void()> before_first_run)
     : queue_(queue),
       timeline_(timeline),
       rank_(world->rank()),
       timeout_(timeout),
-      diagnose_(std::move(diagnose)) {
+      diagnose_(std::move(diagnose)),
+      before_first_run_(std::move(before_first_run)) {
   std::vector<int> everyone(world->size());
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = ProcessSetState{.members = std::move(everyone), .backend = std::move(world)};
@@ -159,6 +162,7 @@ void Executor::execute(const Response& response) {
     fail_all(response);
     return;
   }
+  if (before_first_run_) std::exchange(before_first_run_, nullptr)();
   switch (response.type) {
     case OpType::kAllreduce:
       return run_allreduce(response);

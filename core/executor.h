@@ -28,8 +28,10 @@ class Executor {
   using Diagnose = std::function<std::string(const std::string& local)>;
 
   // `world` is the backend over every rank (process set 0).
+  // `before_first_run` runs once, as the first collective starts (a fault injection point).
   Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-           std::chrono::milliseconds timeout, Diagnose diagnose = {});
+           std::chrono::milliseconds timeout, Diagnose diagnose = {},
+           std::function<void()> before_first_run = {});
 
   // Runs a list's responses in order, as every rank does. Returns true when the list is the
   // last (every rank has asked to shut down), once every rank has run it.
@@ -111,6 +113,7 @@ class Executor {
   int rank_;
   std::chrono::milliseconds timeout_;
   Diagnose diagnose_;
+  std::function<void()> before_first_run_;
   bool joined_ = false;
   // A joined rank's contribution to a single allreduce; a prescaled copy of a reducescatter input.
   std::vector<std::byte> scratch_;

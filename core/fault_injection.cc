@@ -12,17 +12,21 @@
 namespace cohort {
 
 FaultPoint parse_fault_point(std::string_view text) {
+  bool stop = text.starts_with(kStopPrefix);
+  if (stop) text.remove_prefix(kStopPrefix.size());
   auto first = text.find(':');
   auto second = first == std::string_view::npos ? first : text.find(':', first + 1);
   if (second == std::string_view::npos) {
-    throw InvalidArgument("expected PHASE:ENTRY:WORKER");
+    throw InvalidArgument("expected [stop:]PHASE:ENTRY:WORKER");
   }
-  FaultPoint point{std::string(text.substr(0, first)), 0, std::string(text.substr(second + 1))};
+  FaultPoint point{std::string(text.substr(0, first)), 0, std::string(text.substr(second + 1)),
+                   stop};
   if (std::find(std::begin(kFaultPhases), std::end(kFaultPhases), point.phase) ==
       std::end(kFaultPhases)) {
     throw InvalidArgument(
         "unknown phase '" + point.phase +
-        "' (checkin, assignment, gloo-store, gloo-pairs, control, heartbeat, sync)");
+        "' (checkin, assignment, gloo-store, gloo-pairs, shared-memory, control, heartbeat, sync, "
+        "collective)");
   }
   std::string entry(text.substr(first + 1, second - first - 1));
   char* end = nullptr;
@@ -41,11 +45,11 @@ void maybe_inject_fault(const std::optional<FaultPoint>& point, std::string_view
     return;
   }
   auto now = std::chrono::system_clock::now().time_since_epoch();
-  std::fprintf(stderr, "cohort: COHORT_FAULT_KILL_AT: worker %s killed at %s of entry %d at %.3f\n",
-               point->worker_id.c_str(), point->phase.c_str(), entry,
-               std::chrono::duration<double, std::milli>(now).count());
+  std::fprintf(stderr, "cohort: COHORT_FAULT_KILL_AT: worker %s %s at %s of entry %d at %.3f\n",
+               point->worker_id.c_str(), point->stop ? "stopped" : "killed", point->phase.c_str(),
+               entry, std::chrono::duration<double, std::milli>(now).count());
   std::fflush(stderr);
-  std::raise(SIGKILL);
+  std::raise(point->stop ? SIGSTOP : SIGKILL);
 }
 
 }  // namespace cohort

@@ -61,6 +61,10 @@ Runtime::Runtime(const Config& config, Formation formation)
   CancelHook abort_backend(
       formation_, [backend = backend_.get()](const std::string& why) { backend->abort(why); });
   compute_topology();
+  fault_point("shared-memory");
+  backend_ = use_shared_memory(std::move(backend_), config_, topology_, formation_);
+  CancelHook abort_shared(
+      formation_, [backend = backend_.get()](const std::string& why) { backend->abort(why); });
   // Before the control address is published: the address's broadcast carries a failure instead.
   if (topology_.rank == 0 && !config_.timeline_path.empty()) {
     try {
@@ -73,8 +77,10 @@ Runtime::Runtime(const Config& config, Formation formation)
   connect_control_channel();
   fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
-  executor_.emplace(std::move(backend_), queue_, timeline_, config_.timeout,
-                    [this](const std::string& local) { return diagnose(local); });
+  executor_.emplace(
+      std::move(backend_), queue_, timeline_, config_.timeout,
+      [this](const std::string& local) { return diagnose(local); },
+      [this] { fault_point("collective"); });
   role_ = make_role();
   if (topology_.size > 1) {
     heartbeat_.emplace(std::move(beats), topology_.rank, topology_.size, config_.peer_timeout,

@@ -1,9 +1,14 @@
 // The CPU backend that the runtime would build from the launcher's environment (Gloo under
-// cohortrun, Gloo bootstrapped by MPI under mpirun with COHORT_CPU_OPERATIONS=gloo), in separate
+// cohortrun, Gloo bootstrapped by MPI under mpirun with COHORT_CPU_OPERATIONS=gloo, and the
+// shared-memory backend over Gloo where cohortrun placed every rank on one host), in separate
 // processes: every check of backend_checks.h, splits included, so they are known to work over
 // each launcher's rendezvous and not only with the unit tests' in-process store.
+//
+// Usage: backend_process_check EXPECTED_BACKEND (gloo or shm): fails if the runtime's choice
+// differs, so that a test cannot pass on another path than it names.
 #include <csignal>
 #include <cstdio>
+#include <string>
 
 #include "backend_checks.h"
 #include "core/backend_factory.h"
@@ -11,10 +16,19 @@
 
 using namespace cohort;
 
-int main() {
+int main(int argc, char** argv) {
   try {
     std::signal(SIGPIPE, SIG_IGN);  // as the runtime does before Gloo connects
-    auto backend = make_backend(Config::from_environment());
+    std::string expected = argc > 1 ? argv[1] : "gloo";
+    Config config = Config::from_environment();
+    auto backend = make_backend(config);
+    if (config.hosts_placed)
+      backend = use_shared_memory(std::move(backend), config, config.placement);
+    if (backend->name() != expected) {
+      std::fprintf(stderr, "expected the %s backend, got %s\n", expected.c_str(),
+                   std::string(backend->name()).c_str());
+      return 1;
+    }
     ops::testing::BackendChecks checks(*backend);
     checks.run_all();
     std::printf("rank %d of %d (%s): %s\n", backend->rank(), backend->size(),

@@ -62,6 +62,17 @@ frozen)  # SIGSTOP of rank 1: the peers' heartbeats miss it, the launcher kills 
   trained_once
   expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"
   ;;
+frozen_collective)  # SIGSTOP of worker 1 as its first collective starts, the others inside it
+  # (through shared memory: one host): the heartbeat names it, the others fail that collective,
+  # the launcher kills the frozen worker, 2 go on.
+  set_hosts localhost:3
+  COHORT_PEER_TIMEOUT_SECONDS=1 COHORT_FAULT_KILL_AT=stop:collective:0:1 start "${discovery[@]}" \
+    --min-np 2 --checkin-timeout 3 -- "${trainer[@]}"
+  trained_once
+  expect "$tmp/err" ".*cohort: COHORT_FAULT_KILL_AT: worker 1 stopped at collective of entry 0 at .*"
+  expect "$tmp/err" ".*rank 1 has sent no heartbeat.*"
+  expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"
+  ;;
 blacklist_return)  # the only worker of 127.0.0.2 dies: blacklisted, then back after its cooldown
   set_hosts localhost:1 127.0.0.2:1
   start "${discovery[@]}" --min-np 1 --blacklist-cooldown-range 0.5 1 -- "${trainer[@]}" \
@@ -113,9 +124,9 @@ empty_discovery_timeout)  # ... but not for longer than --elastic-timeout
 second_failure_*)  # rank 1 dies; a member of the next round dies while that round forms
   # second_failure_PHASE[_rank2][_loaded]: worker 0 (rank 0 of the next round), or worker 3 (its
   # rank 2) with _rank2, kills itself at PHASE of its entry 1 (checkin, assignment, gloo-store,
-  # gloo-pairs, control, heartbeat, sync; core/fault_injection.h); _loaded keeps both cores busy
-  # meanwhile. The survivors must be told at once (the launcher abandons the round) rather than
-  # wait out COHORT_TIMEOUT_SECONDS (20 s here) in a connect or an accept.
+  # gloo-pairs, shared-memory, control, heartbeat, sync, collective; core/fault_injection.h); _loaded keeps
+  # both cores busy meanwhile. The survivors must be told at once (the launcher abandons the
+  # round) rather than wait out COHORT_TIMEOUT_SECONDS (20 s here) in a connect or an accept.
   phase=${scenario#second_failure_}
   phase=${phase%_loaded}
   victim=0 left='\[0\] worker 2 localhost:2, \[1\] worker 3 localhost:3'
