@@ -63,14 +63,13 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
   throw InvalidArgument("unknown launcher");
 }
 
-std::unique_ptr<ops::Backend> use_shared_memory(std::unique_ptr<ops::Backend> world,
-                                                const Config& config, const Placement& topology,
-                                                const Cancellation* cancel) {
+void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& config,
+                       const Placement& topology, const Cancellation* cancel) {
   bool one_host = topology.size > 1 && topology.local_size == topology.size;
-  if (!config.shared_memory || !one_host || world->name() != "gloo") return world;
+  if (!config.shared_memory || !one_host || world->name() != "gloo") return;
   size_t slot = (config.shared_memory_slot_bytes + 4095) / 4096 * 4096;
-  return ops::make_shm_backend(std::move(world),
-                               {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
+  world = ops::make_shm_backend(world,
+                                {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
 }
 
 }  // namespace cohort

@@ -19,11 +19,11 @@ std::unique_ptr<ops::Backend> make_backend(const Config& config,
                                            const Cancellation* cancel = nullptr,
                                            std::function<void()> on_published = {});
 
-// `world` with its collectives moved to a shared-memory segment (ops/shm_backend.h) where it is a
-// Gloo world of several ranks that all share this host and COHORT_SHARED_MEMORY_DISABLE is not
-// set; `world` itself otherwise. Collective over `world`'s ranks.
-std::unique_ptr<ops::Backend> use_shared_memory(std::unique_ptr<ops::Backend> world,
-                                                const Config& config, const Placement& topology,
-                                                const Cancellation* cancel = nullptr);
+// Moves `world`'s collectives to a shared-memory segment (ops/shm_backend.h), replacing it with
+// the backend that wraps it, where it is a Gloo world of several ranks that all share this host
+// and COHORT_SHARED_MEMORY_DISABLE is not set; leaves it as it is otherwise, or when the set-up
+// throws. Collective over `world`'s ranks.
+void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& config,
+                       const Placement& topology, const Cancellation* cancel = nullptr);
 
 }  // namespace cohort

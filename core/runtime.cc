@@ -62,7 +62,7 @@ Runtime::Runtime(const Config& config, Formation formation)
       formation_, [backend = backend_.get()](const std::string& why) { backend->abort(why); });
   compute_topology();
   fault_point("shared-memory");
-  backend_ = use_shared_memory(std::move(backend_), config_, topology_, formation_);
+  use_shared_memory(backend_, config_, topology_, formation_);
   CancelHook abort_shared(
       formation_, [backend = backend_.get()](const std::string& why) { backend->abort(why); });
   // Before the control address is published: the address's broadcast carries a failure instead.

@@ -90,7 +90,7 @@ class ShmBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend> world,
+std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend>& world,
                                           const ShmBackendOptions& options) {
   int rank = world->rank(), size = world->size();
   if (options.slot_bytes % 4096 != 0 || options.slot_bytes < 16 * size_t(size)) {

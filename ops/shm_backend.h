@@ -24,8 +24,9 @@ struct ShmBackendOptions {
 };
 
 // `world`'s ranks must all be on this host (its ranks are the local ranks). Collective: every
-// rank of `world` calls it. Throws InternalError if the segment cannot be set up.
-std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend> world,
+// rank of `world` calls it. Takes `world` once the segment is set up; throws InternalError if it
+// cannot be, leaving `world` with the caller (whose cancellation hooks may still reach it).
+std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend>& world,
                                           const ShmBackendOptions& options);
 
 }  // namespace cohort::ops

@@ -22,8 +22,7 @@ int main(int argc, char** argv) {
     std::string expected = argc > 1 ? argv[1] : "gloo";
     Config config = Config::from_environment();
     auto backend = make_backend(config);
-    if (config.hosts_placed)
-      backend = use_shared_memory(std::move(backend), config, config.placement);
+    if (config.hosts_placed) use_shared_memory(backend, config, config.placement);
     if (backend->name() != expected) {
       std::fprintf(stderr, "expected the %s backend, got %s\n", expected.c_str(),
                    std::string(backend->name()).c_str());
