@@ -1,8 +1,15 @@
 #include "core/backend_factory.h"
 
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/net.h"
 #include "cohort/errors.h"
 #include "core/job_store.h"
 #include "ops/gloo_backend.h"
+#include "ops/hierarchical_backend.h"
 #include "ops/lone_backend.h"
 #include "ops/mpi_backend.h"
 #include "ops/shm_backend.h"
@@ -45,6 +52,26 @@ std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
   return ops::make_gloo_backend(gloo_options(c), *mpi);
 }
 
+// Rank r's host at [r]: the address cohortrun placed it on (hosts that are one machine in tests
+// stay apart), or this machine's name under mpirun.
+std::vector<std::string> host_names(ops::Backend& world, const Config& c) {
+  constexpr size_t kBlock = 256;
+  std::string mine = c.hosts_placed ? c.hostname : net::local_host_name();
+  std::vector<char> block(kBlock, '\0');
+  std::memcpy(block.data(), mine.data(), std::min(mine.size(), kBlock - 1));
+  std::vector<char> all(kBlock * world.size());
+  std::vector<size_t> counts(world.size(), kBlock);
+  world.allgatherv(block.data(), all.data(), counts);
+  std::vector<std::string> hosts;
+  for (int r = 0; r < world.size(); ++r) hosts.emplace_back(all.data() + r * kBlock);
+  return hosts;
+}
+
+bool some_host_shared(const std::vector<std::string>& hosts) {
+  std::set<std::string> distinct(hosts.begin(), hosts.end());
+  return distinct.size() > 1 && distinct.size() < hosts.size();
+}
+
 }  // namespace
 
 std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& rendezvous_scope,
@@ -65,11 +92,20 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
 
 void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& config,
                        const Placement& topology, const Cancellation* cancel) {
-  bool one_host = topology.size > 1 && topology.local_size == topology.size;
-  if (!config.shared_memory || !one_host || world->name() != "gloo") return;
+  if (!config.shared_memory || topology.size == 1 || world->name() != "gloo") return;
   size_t slot = (config.shared_memory_slot_bytes + 4095) / 4096 * 4096;
-  world = ops::make_shm_backend(world,
-                                {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
+  if (topology.local_size == topology.size) {
+    world = ops::make_shm_backend(
+        world, {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
+    return;
+  }
+  if (config.hierarchical_allreduce == Config::Hierarchy::kOff) return;
+  // Every rank decides alike from every rank's host.
+  auto hosts = host_names(*world, config);
+  if (config.hierarchical_allreduce == Config::Hierarchy::kAuto && !some_host_shared(hosts)) return;
+  world = ops::make_hierarchical_backend(
+      world,
+      {.hosts = std::move(hosts), .timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
 }
 
 }  // namespace cohort

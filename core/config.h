@@ -17,6 +17,7 @@ namespace cohort {
 struct Config {
   using Launcher = env::Launcher;
   enum class CpuOperations { kGloo, kMpi };
+  enum class Hierarchy { kAuto, kOn, kOff };
 
   Launcher launcher = Launcher::kNone;
   CpuOperations cpu_operations = CpuOperations::kGloo;
@@ -73,6 +74,10 @@ struct Config {
   // COHORT_SHARED_MEMORY_DISABLE=1: ranks that share a host talk through Gloo over loopback
   // instead of a shared-memory segment (ops/shm_backend.h).
   bool shared_memory = true;
+  // COHORT_HIERARCHICAL_ALLREDUCE: in a Gloo world over several hosts, allreduce within each host
+  // through shared memory and across hosts among one rank per host (ops/hierarchical_backend.h).
+  // Automatic: where some host has several ranks.
+  Hierarchy hierarchical_allreduce = Hierarchy::kAuto;
   // COHORT_SHARED_MEMORY_SLOT_BYTES: how much of each rank's data one shared-memory step moves,
   // rounded up to a multiple of 4096; the segment holds 2 * (local ranks + 1) slots.
   size_t shared_memory_slot_bytes = size_t{1} << 20;

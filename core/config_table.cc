@@ -18,6 +18,17 @@ std::string cpu_operations_text(const Config::CpuOperations& ops) {
   return std::string(to_string(ops));
 }
 
+Config::Hierarchy hierarchy_named(std::string_view text) {
+  if (text == "auto") return Config::Hierarchy::kAuto;
+  if (text == "1") return Config::Hierarchy::kOn;
+  if (text == "0") return Config::Hierarchy::kOff;
+  throw InvalidArgument("expected 'auto', '1' or '0'");
+}
+
+std::string hierarchy_text(const Config::Hierarchy& h) {
+  return h == Config::Hierarchy::kAuto ? "auto" : h == Config::Hierarchy::kOn ? "1" : "0";
+}
+
 std::string log_level_text(const log::Level& level) {
   for (const char* name : {"trace", "debug", "info", "warning", "error"}) {
     if (log::parse_level(name) == level) return name;
@@ -70,6 +81,9 @@ constexpr Setting kSettings[] = {
      "Milliseconds the background thread lets submissions accumulate before negotiating them."},
     {"COHORT_SHARED_MEMORY_DISABLE", Disable{&Config::shared_memory},
      "1: ranks on one host talk through Gloo over loopback instead of shared memory."},
+    {"COHORT_HIERARCHICAL_ALLREDUCE",
+     Parsed<Config::Hierarchy>{&Config::hierarchical_allreduce, hierarchy_named, hierarchy_text},
+     "auto, 1 or 0: allreduce within hosts through shared memory, then across hosts."},
     {"COHORT_SHARED_MEMORY_SLOT_BYTES",
      Count{&Config::shared_memory_slot_bytes, 4096, int64_t{1} << 30},
      "How much of each rank's data one shared-memory step moves (rounded up to 4 KiB)."},

@@ -1,0 +1,31 @@
+// Allreduce for worlds over several hosts with several ranks on some: reduce within each host
+// through shared memory, allreduce across hosts among one rank per host (the host's lowest rank)
+// over the world's Gloo, then broadcast within each host through shared memory. Moves the
+// cross-host bytes once per host instead of once per rank. Every other collective, and process
+// sets, stay on the flat Gloo world, which this backend wraps.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/cancellation.h"
+#include "ops/backend.h"
+
+namespace cohort::ops {
+
+struct HierarchicalOptions {
+  // `hosts[r]` names rank r's host; the same list on every rank.
+  std::vector<std::string> hosts;
+  std::chrono::milliseconds timeout{30'000};
+  const Cancellation* cancel = nullptr;
+  size_t slot_bytes = size_t{1} << 20;
+};
+
+// Collective over `world`'s ranks. Takes `world` once every host's segment and the cross-host
+// group are set up; throws InternalError if they cannot be, leaving `world` with the caller.
+std::unique_ptr<Backend> make_hierarchical_backend(std::unique_ptr<Backend>& world,
+                                                   const HierarchicalOptions& options);
+
+}  // namespace cohort::ops
