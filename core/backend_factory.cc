@@ -93,19 +93,18 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
 void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& config,
                        const Placement& topology, const Cancellation* cancel) {
   if (!config.shared_memory || topology.size == 1 || world->name() != "gloo") return;
-  size_t slot = (config.shared_memory_slot_bytes + 4095) / 4096 * 4096;
+  ops::ShmBackendOptions shm{.timeout = config.timeout,
+                             .cancel = cancel,
+                             .slot_bytes = (config.shared_memory_slot_bytes + 4095) / 4096 * 4096};
   if (topology.local_size == topology.size) {
-    world = ops::make_shm_backend(
-        world, {.timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
+    world = ops::make_shm_backend(world, shm);
     return;
   }
   if (config.hierarchical_allreduce == Config::Hierarchy::kOff) return;
   // Every rank decides alike from every rank's host.
   auto hosts = host_names(*world, config);
   if (config.hierarchical_allreduce == Config::Hierarchy::kAuto && !some_host_shared(hosts)) return;
-  world = ops::make_hierarchical_backend(
-      world,
-      {.hosts = std::move(hosts), .timeout = config.timeout, .cancel = cancel, .slot_bytes = slot});
+  world = ops::make_hierarchical_backend(world, {.hosts = std::move(hosts), .shm = shm});
 }
 
 }  // namespace cohort

@@ -95,18 +95,6 @@ ShmRendezvous host_meeting(Backend& world, int leader) {
   return all[leader];
 }
 
-std::unique_ptr<ShmGroup> join_host(const ShmRendezvous& meet, const std::vector<int>& members,
-                                    int rank, const HierarchicalOptions& o) {
-  if (members.size() < 2) return nullptr;
-  int size = static_cast<int>(members.size());
-  int local = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
-  auto deadline = SteadyClock::now() + o.timeout;
-  size_t bytes = ShmGroup::segment_bytes(size, o.slot_bytes);
-  ShmSegment segment = local == 0 ? ShmSegment::create(meet, size, bytes, deadline, o.cancel)
-                                  : ShmSegment::open(meet, local, deadline, o.cancel);
-  return std::make_unique<ShmGroup>(std::move(segment), local, members, o.slot_bytes, o.timeout);
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> make_hierarchical_backend(std::unique_ptr<Backend>& world,
@@ -120,7 +108,12 @@ std::unique_ptr<Backend> make_hierarchical_backend(std::unique_ptr<Backend>& wor
   std::unique_ptr<Backend> cross;
   bool leader = hosts.mine.front() == rank;
   if (leader && hosts.leaders.size() > 1) cross = world->split(hosts.leaders, "hierarchical-cross");
-  auto host = join_host(meet, hosts.mine, rank, options);
+  std::unique_ptr<ShmGroup> host;
+  if (hosts.mine.size() > 1) {
+    int local = static_cast<int>(std::find(hosts.mine.begin(), hosts.mine.end(), rank) -
+                                 hosts.mine.begin());
+    host = join_shm_group(meet, hosts.mine, local, options.shm);
+  }
   return std::make_unique<HierarchicalBackend>(std::move(world), std::move(host), std::move(cross));
 }
 

@@ -5,22 +5,20 @@
 // sets, stay on the flat Gloo world, which this backend wraps.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "base/cancellation.h"
 #include "ops/backend.h"
+#include "ops/shm_backend.h"
 
 namespace cohort::ops {
 
 struct HierarchicalOptions {
   // `hosts[r]` names rank r's host; the same list on every rank.
   std::vector<std::string> hosts;
-  std::chrono::milliseconds timeout{30'000};
-  const Cancellation* cancel = nullptr;
-  size_t slot_bytes = size_t{1} << 20;
+  // For each host's segment, as for a world on one host.
+  ShmBackendOptions shm;
 };
 
 // Collective over `world`'s ranks. Takes `world` once every host's segment and the cross-host

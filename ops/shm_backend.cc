@@ -90,6 +90,17 @@ class ShmBackend final : public Backend {
 
 }  // namespace
 
+std::unique_ptr<ShmGroup> join_shm_group(const ShmRendezvous& meet, std::vector<int> members,
+                                         int local, const ShmBackendOptions& options) {
+  int size = static_cast<int>(members.size());
+  auto deadline = SteadyClock::now() + options.timeout;
+  size_t bytes = ShmGroup::segment_bytes(size, options.slot_bytes);
+  ShmSegment segment = local == 0 ? ShmSegment::create(meet, size, bytes, deadline, options.cancel)
+                                  : ShmSegment::open(meet, local, deadline, options.cancel);
+  return std::make_unique<ShmGroup>(std::move(segment), local, std::move(members),
+                                    options.slot_bytes, options.timeout);
+}
+
 std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend>& world,
                                           const ShmBackendOptions& options) {
   int rank = world->rank(), size = world->size();
@@ -100,14 +111,9 @@ std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend>& world,
   ShmRendezvous meet;
   if (rank == 0) meet = ShmRendezvous::random();
   world->broadcast(&meet, sizeof(meet), 0);
-  auto deadline = SteadyClock::now() + options.timeout;
-  size_t bytes = ShmGroup::segment_bytes(size, options.slot_bytes);
-  ShmSegment segment = rank == 0 ? ShmSegment::create(meet, size, bytes, deadline, options.cancel)
-                                 : ShmSegment::open(meet, rank, deadline, options.cancel);
   std::vector<int> names(size);
   std::iota(names.begin(), names.end(), 0);
-  auto group = std::make_unique<ShmGroup>(std::move(segment), rank, std::move(names),
-                                          options.slot_bytes, options.timeout);
+  auto group = join_shm_group(meet, std::move(names), rank, options);
   return std::make_unique<ShmBackend>(std::move(world), std::move(group));
 }
 

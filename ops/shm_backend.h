@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "base/cancellation.h"
 #include "ops/backend.h"
@@ -28,5 +29,14 @@ struct ShmBackendOptions {
 // cannot be, leaving `world` with the caller (whose cancellation hooks may still reach it).
 std::unique_ptr<Backend> make_shm_backend(std::unique_ptr<Backend>& world,
                                           const ShmBackendOptions& options);
+
+class ShmGroup;
+struct ShmRendezvous;
+
+// The group of `members` (world ranks, sorted, at least two) on one segment, where this rank is
+// members[local]: local rank 0 creates the segment at `meet`, the others open it. Throws
+// InternalError if the segment cannot be set up.
+std::unique_ptr<ShmGroup> join_shm_group(const ShmRendezvous& meet, std::vector<int> members,
+                                         int local, const ShmBackendOptions& options);
 
 }  // namespace cohort::ops

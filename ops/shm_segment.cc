@@ -70,35 +70,39 @@ std::byte* map(int fd, size_t bytes) {
   return static_cast<std::byte*>(data);
 }
 
-void send_descriptor(int socket, int fd) {
+// One byte of payload with room for one descriptor beside it (SCM_RIGHTS), for both directions.
+// It points into itself, so it stays where it was made.
+struct DescriptorMessage {
   char byte = 1;
   iovec io{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+
+  DescriptorMessage() {
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof(control);
+  }
+  DescriptorMessage(const DescriptorMessage&) = delete;
+  DescriptorMessage& operator=(const DescriptorMessage&) = delete;
+};
+
+void send_descriptor(int socket, int fd) {
+  DescriptorMessage m;
+  cmsghdr* header = CMSG_FIRSTHDR(&m.message);
   header->cmsg_level = SOL_SOCKET;
   header->cmsg_type = SCM_RIGHTS;
   header->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
-  if (::sendmsg(socket, &message, MSG_NOSIGNAL) != 1) fail_errno("passing the segment");
+  if (::sendmsg(socket, &m.message, MSG_NOSIGNAL) != 1) fail_errno("passing the segment");
 }
 
 Fd receive_descriptor(int socket) {
-  char byte = 0;
-  iovec io{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr message{};
-  message.msg_iov = &io;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof(control);
-  ssize_t got = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+  DescriptorMessage m;
+  ssize_t got = ::recvmsg(socket, &m.message, MSG_CMSG_CLOEXEC);
   if (got < 0) fail_errno("receiving the segment from local rank 0");
-  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  cmsghdr* header = CMSG_FIRSTHDR(&m.message);
   if (got != 1 || !header || header->cmsg_type != SCM_RIGHTS) {
     throw InternalError("shared memory: local rank 0 closed the connection without the segment");
   }

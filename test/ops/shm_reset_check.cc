@@ -10,25 +10,18 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "cohort/cohort.h"
 #include "cohort/elastic/run.h"
 #include "cohort/elastic/state.h"
+#include "shm_mappings.h"
+
+using cohort::ops::testing::mapped_segments;
 
 namespace {
 
 constexpr int kDescriptorSlack = 8;
-
-int mapped_segments() {
-  std::ifstream maps("/proc/self/maps");
-  int count = 0;
-  for (std::string line; std::getline(maps, line);) {
-    if (line.find("memfd:cohort-shm") != std::string::npos) ++count;
-  }
-  return count;
-}
 
 // Open descriptors, and how many of them are a segment.
 std::pair<int, int> descriptors() {

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
@@ -16,10 +15,12 @@
 #include "ops/shm_collectives.h"
 #include "ops/shm_group.h"
 #include "ops/shm_segment.h"
+#include "shm_mappings.h"
 
 using namespace cohort;
 using namespace cohort::ops;
 using namespace std::chrono_literals;
+using cohort::ops::testing::mapped_segments;
 
 namespace {
 
@@ -27,15 +28,6 @@ constexpr size_t kSlot = 4096;
 
 SteadyClock::time_point in(std::chrono::milliseconds time) {
   return SteadyClock::now() + time;
-}
-
-int mapped_segments() {
-  std::ifstream maps("/proc/self/maps");
-  int count = 0;
-  for (std::string line; std::getline(maps, line);) {
-    if (line.find("memfd:cohort-shm") != std::string::npos) ++count;
-  }
-  return count;
 }
 
 // Every member's segment, local rank 0's made by create() while the others open() it.
