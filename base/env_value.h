@@ -33,6 +33,8 @@ inline constexpr DurationRule kSecondsInMillisecondsOrZero{"seconds", 1e6, 1e3, 
 inline constexpr DurationRule kSecondsInMicroseconds{"seconds", 1e6, 1, false};
 // Milliseconds held in whole microseconds, 0 allowed.
 inline constexpr DurationRule kMillisecondsInMicrosecondsOrZero{"milliseconds", 1e3, 1, true};
+// Microseconds, 0 allowed.
+inline constexpr DurationRule kMicrosecondsOrZero{"microseconds", 1, 1, true};
 
 // At most 10^13 microseconds (about 115 days); never nan or inf. The result is cut to whole
 // microseconds; cut it to the rule's resolution with duration_cast.

@@ -74,6 +74,10 @@ struct Config {
   // COHORT_SHARED_MEMORY_DISABLE=1: ranks that share a host talk through Gloo over loopback
   // instead of a shared-memory segment (ops/shm_backend.h).
   bool shared_memory = true;
+  // COHORT_CONTROL_SPIN_MICROSECONDS: where every rank is on one host (and has a core of its
+  // own), how long the background thread looks for a control message in shared memory before
+  // it sleeps; 0 sleeps at once.
+  std::chrono::microseconds control_spin{50};
   // COHORT_HIERARCHICAL_ALLREDUCE: in a Gloo world over several hosts, allreduce within each host
   // through shared memory and across hosts among one rank per host (ops/hierarchical_backend.h).
   // Automatic: where some host has several ranks.

@@ -243,6 +243,7 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   ch.wake_fd_ = make_wake_fd();
   ch.peers_.resize(1);
   ch.peers_[0].rank = 0;
+  ch.rank_ = rank;
   auto deadline = SteadyClock::now() + timeout;
   auto hello = encode_control_hello({rank, token});
   try {
@@ -279,6 +280,7 @@ void ControlChannel::send(int rank, std::vector<std::byte> payload) {
 }
 
 void ControlChannel::write_some(Peer& p) {
+  if (p.rings) return write_ring(p);
   while (!p.out.empty()) {
     ssize_t n = ::send(p.fd.get(), p.out.data(), p.out.size(), MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
@@ -290,7 +292,7 @@ void ControlChannel::write_some(Peer& p) {
   }
 }
 
-void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
+void ControlChannel::read_socket(Peer& p) {
   std::byte buf[64 * 1024];
   for (;;) {
     ssize_t n = ::recv(p.fd.get(), buf, sizeof buf, 0);
@@ -305,8 +307,11 @@ void ControlChannel::read_some(Peer& p, std::vector<ControlMessage>& messages) {
       p.fd.reset();
       break;
     }
-    p.in.insert(p.in.end(), buf, buf + n);
+    if (!p.rings) p.in.insert(p.in.end(), buf, buf + n);
   }
+}
+
+void ControlChannel::take_messages(Peer& p, std::vector<ControlMessage>& messages) {
   std::vector<std::vector<std::byte>> frames;
   try {
     frames = net::take_frames(p.in, kMaxFrame);
@@ -323,6 +328,7 @@ void ControlChannel::clear_wake() {
 }
 
 void ControlChannel::wake() {
+  woken_->store(true, std::memory_order_relaxed);
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_.get(), &one, sizeof one);
 }
@@ -335,27 +341,36 @@ void ControlChannel::throw_if_broken() const {
 
 std::vector<ControlMessage> ControlChannel::wait(std::chrono::microseconds timeout) {
   throw_if_broken();
+  if (timeout.count() > 0 && spin_for_rings(std::min(timeout, spin_))) timeout = {};
+  if (timeout.count() > 0 && !rings_sleep()) timeout = {};
   std::vector<pollfd> fds{{wake_fd_.get(), POLLIN, 0}};
   std::vector<Peer*> polled;
   for (auto& p : peers_) {
     if (!p.fd.valid()) continue;
-    fds.push_back({p.fd.get(), static_cast<short>(POLLIN | (p.out.empty() ? 0 : POLLOUT)), 0});
+    bool sending = !p.rings && !p.out.empty();
+    fds.push_back({p.fd.get(), static_cast<short>(POLLIN | (sending ? POLLOUT : 0)), 0});
     polled.push_back(&p);
   }
   // ppoll, not poll: the cycle time's batching windows are shorter than a millisecond.
   auto us = std::max<int64_t>(timeout.count(), 0);
   timespec ts{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
   int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+  rings_awake();
   if (rc < 0 && errno != EINTR) {
     throw InternalError("poll on " + label_ + " sockets: " + errno_text());
   }
+  if (rc > 0 && (fds[0].revents & POLLIN)) clear_wake();
   std::vector<ControlMessage> messages;
-  if (rc <= 0) return messages;
-  if (fds[0].revents & POLLIN) clear_wake();
   for (size_t i = 0; i < polled.size(); ++i) {
-    short ev = fds[i + 1].revents;
-    if (ev & POLLOUT) write_some(*polled[i]);
-    if (ev & (POLLIN | POLLHUP | POLLERR)) read_some(*polled[i], messages);
+    Peer& p = *polled[i];
+    short ev = rc > 0 ? fds[i + 1].revents : 0;
+    if (ev & POLLOUT) write_some(p);
+    if (ev & (POLLIN | POLLHUP | POLLERR)) read_socket(p);
+    if (p.rings) {
+      write_ring(p);
+      read_ring(p);
+    }
+    take_messages(p, messages);
   }
   if (messages.empty()) throw_if_broken();
   return messages;
@@ -379,12 +394,16 @@ void ControlChannel::flush(milliseconds timeout) {
   for (auto& p : peers_) {
     try {
       while (p.fd.valid() && !p.out.empty()) {
-        std::vector<pollfd> fds{{p.fd.get(), POLLOUT, 0}};
+        write_some(p);
+        if (p.out.empty()) break;
+        // A ring peer's doorbell says its ring has room again; a socket's POLLOUT, that it has.
+        std::vector<pollfd> fds{{p.fd.get(), static_cast<short>(p.rings ? POLLIN : POLLOUT), 0}};
         if (!poll_until(fds, deadline)) {
           throw InternalError("timed out sending " + label_ + " messages to rank " +
                               std::to_string(p.rank));
         }
-        write_some(p);
+        if (p.rings) read_socket(p);
+        if (!p.broken.empty()) throw InternalError(p.broken);
       }
     } catch (const InternalError&) {
       // Keep flushing to the others; one broken peer must not silence the rest.

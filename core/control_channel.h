@@ -7,12 +7,17 @@
 // it is submitted, and a peer that dies is seen at once as a closed socket.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/fd.h"
+#include "core/control_ring.h"
+#include "ops/shm_segment.h"
 
 namespace cohort {
 
@@ -49,6 +54,14 @@ class ControlChannel {
                                 std::string label = "control",
                                 const Cancellation* cancel = nullptr);
 
+  // Ranks on one host, once connected: every message travels through a pair of rings per peer in
+  // `segment` (rings_bytes(size) bytes, the same segment on every rank), and the connections only
+  // ring doorbells and tell when a peer is gone. wait() first looks at the rings for up to `spin`
+  // (when the timeout allows), as a message from a peer on another core is often microseconds
+  // away, and waking from sleep costs tens of them.
+  static size_t rings_bytes(int size);
+  void use_rings(ops::ShmSegment segment, std::chrono::microseconds spin);
+
   static constexpr std::chrono::milliseconds kHelloTimeout{2000};
   static constexpr size_t kMaxHello = 256;
   static constexpr size_t kMaxPendingExtra = 64;
@@ -76,9 +89,13 @@ class ControlChannel {
   void drop(int rank);
 
  private:
+  struct Rings {
+    ControlRing in, out;
+  };
   struct Peer {
     int rank = -1;
     Fd fd;
+    std::optional<Rings> rings;  // use_rings(): the messages' way; fd then carries doorbells
     std::vector<std::byte> in;   // bytes received, not yet a whole frame
     std::vector<std::byte> out;  // bytes queued, not yet written
     std::string broken;          // why the connection ended, once it has
@@ -94,17 +111,32 @@ class ControlChannel {
 
   Peer& peer(int rank);
   void write_some(Peer& p);
-  void read_some(Peer& p, std::vector<ControlMessage>& messages);
+  void write_ring(Peer& p);
+  // What the socket has: a message's bytes, or a ring peer's doorbells (which only wake).
+  void read_socket(Peer& p);
+  void read_ring(Peer& p);
+  void take_messages(Peer& p, std::vector<ControlMessage>& messages);
+  static void ring_doorbell(Peer& p);
+  // Until a ring can be read or written, wake() is called, or `limit` passes; false then.
+  bool spin_for_rings(std::chrono::microseconds limit);
+  // Tells the ring peers this rank sleeps; false if something is ready already.
+  bool rings_sleep();
+  void rings_awake();
   void clear_wake();
   void throw_if_broken() const;
 
   int size_ = 0;
+  int rank_ = 0;
   std::string label_ = "control";
   std::string token_;
   Fd listener_;
   std::string address_;
   Fd wake_fd_;
+  // Set by wake() beside the eventfd, for spin_for_rings (shared: the channel moves).
+  std::shared_ptr<std::atomic<bool>> woken_ = std::make_shared<std::atomic<bool>>(false);
   std::vector<Peer> peers_;
+  std::optional<ops::ShmSegment> rings_segment_;
+  std::chrono::microseconds spin_{0};
 };
 
 }  // namespace cohort

@@ -12,6 +12,7 @@
 #include "core/coordinator.h"
 #include "core/handle_state.h"
 #include "core/worker.h"
+#include "ops/shm_segment.h"
 
 namespace cohort {
 namespace {
@@ -134,6 +135,25 @@ std::unique_ptr<Role> Runtime::make_role() {
 
 void Runtime::connect_control_channel() {
   control_ = connect_star("control");
+  bool one_host = topology_.size > 1 && topology_.local_size == topology_.size;
+  if (one_host && config_.shared_memory) share_control_rings();
+}
+
+void Runtime::share_control_rings() {
+  ops::ShmRendezvous meet;
+  if (topology_.rank == 0) meet = ops::ShmRendezvous::random();
+  backend_->broadcast(&meet, sizeof meet, 0);
+  auto deadline = SteadyClock::now() + config_.timeout;
+  size_t bytes = ControlChannel::rings_bytes(topology_.size);
+  auto segment = topology_.rank == 0
+                     ? ops::ShmSegment::create(meet, topology_.size, bytes, deadline, formation_,
+                                               "cohort-control")
+                     : ops::ShmSegment::open(meet, topology_.rank, deadline, formation_);
+  // Spinning pays only while every rank has a core to spin on; else it takes the core from the
+  // rank that would send.
+  bool cores_enough = static_cast<unsigned>(topology_.size) <= std::thread::hardware_concurrency();
+  control_.use_rings(std::move(segment),
+                     cores_enough ? config_.control_spin : std::chrono::microseconds{0});
 }
 
 ControlChannel Runtime::connect_star(const std::string& label) {
@@ -300,6 +320,9 @@ void Runtime::tear_down_connections() {
 std::optional<Runtime::Clock::time_point> Runtime::collect_time() {
   auto arrivals = queue_.new_request_arrivals();
   if (!arrivals) return std::nullopt;
+  // A request on its own, with nothing else in flight, goes at once: a training loop that waits
+  // for each collective before the next would otherwise pay the burst's wait every time.
+  if (arrivals->alone) return arrivals->first;
   // A burst of submissions is collected once it pauses, or one cycle after it began.
   return std::min(arrivals->first + config_.cycle_time, arrivals->last + config_.cycle_time / 10);
 }

@@ -93,6 +93,8 @@ class Runtime {
 
  private:
   void connect_control_channel();
+  // Ranks all on one host: the control channel's messages through shared memory.
+  void share_control_rings();
   // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
   ControlChannel connect_star(const std::string& label);
   // COHORT_FAULT_KILL_AT, while this elastic worker joins its round (core/fault_injection.h).

@@ -55,7 +55,9 @@ std::vector<Request> TensorQueue::take_new_requests() {
 std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {
   std::lock_guard lock(mutex_);
   if (new_requests_.empty()) return std::nullopt;
-  return arrivals_;
+  Arrivals arrivals = arrivals_;
+  arrivals.alone = new_requests_.size() == 1 && in_flight_.size() == 1;
+  return arrivals;
 }
 
 TensorEntry TensorQueue::take(const std::string& name) {

@@ -43,6 +43,8 @@ class TensorQueue {
   // When the oldest and the newest of the requests not yet taken arrived; nullopt when none.
   struct Arrivals {
     std::chrono::steady_clock::time_point first, last;
+    // One new request and nothing else in flight on this rank: no burst to wait for.
+    bool alone = false;
   };
   std::optional<Arrivals> new_request_arrivals();
   // Removes and returns the entry for `name`; nullptr-handle entry if this rank never submitted it.

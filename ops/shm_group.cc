@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "base/cpu_relax.h"
 #include "base/deadline.h"
 #include "cohort/errors.h"
 
@@ -31,14 +32,6 @@ size_t round_up(size_t value, size_t unit) {
 // member for its arrivals, and one reason per member.
 size_t control_bytes(int size) {
   return round_up(2 * kLine + size * (kLine + kReasonBytes), kPage);
-}
-
-void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
 }
 
 // A futex shared between processes (not FUTEX_PRIVATE): sleeps while *word == expected, at most

@@ -181,8 +181,9 @@ ShmRendezvous ShmRendezvous::random() {
 }
 
 ShmSegment ShmSegment::create(const ShmRendezvous& meet, int local_size, size_t bytes,
-                              SteadyClock::time_point deadline, const Cancellation* cancel) {
-  Fd memory(::memfd_create("cohort-shm", MFD_CLOEXEC));
+                              SteadyClock::time_point deadline, const Cancellation* cancel,
+                              const char* label) {
+  Fd memory(::memfd_create(label, MFD_CLOEXEC));
   if (!memory.valid()) fail_errno("memfd_create");
   if (::ftruncate(memory.get(), static_cast<off_t>(bytes)) != 0) {
     fail_errno("sizing the segment to " + std::to_string(bytes) + " bytes");

@@ -31,9 +31,10 @@ class ShmSegment {
   // (1 .. local_size - 1, each once) has connected with the token and taken the descriptor. A
   // connection from another user or with a wrong token is refused and logged. Throws
   // InternalError naming the local ranks that did not connect by `deadline` or when `cancel`
-  // fires.
+  // fires. `label` names the memory in /proc/PID/maps ("memfd:LABEL (deleted)").
   static ShmSegment create(const ShmRendezvous& meet, int local_size, size_t bytes,
-                           SteadyClock::time_point deadline, const Cancellation* cancel);
+                           SteadyClock::time_point deadline, const Cancellation* cancel,
+                           const char* label = "cohort-shm");
   // Another local rank: connects to local rank 0 (retrying until it listens), presents the token
   // and maps what it receives. Throws InternalError on the deadline or cancellation.
   static ShmSegment open(const ShmRendezvous& meet, int local_rank,

@@ -40,3 +40,21 @@ TEST_CASE("closing fails pending entries and later submissions") {
   CHECK_THROWS_WITH(handle->error.raise(), "peer died");
   CHECK_THROWS_WITH(q.add(entry("y")), "peer died");
 }
+
+TEST_CASE("a single request with nothing else in flight is alone; a burst's is not") {
+  TensorQueue q([] {});
+  CHECK_FALSE(q.new_request_arrivals());
+  q.add(entry("a"));
+  CHECK(q.new_request_arrivals()->alone);
+  q.add(entry("b"));  // a burst has begun
+  CHECK_FALSE(q.new_request_arrivals()->alone);
+  q.take_new_requests();
+  q.take("a");
+  q.add(entry("c"));  // "b" is still in flight: its step may bring more
+  CHECK_FALSE(q.new_request_arrivals()->alone);
+  q.take_new_requests();
+  q.take("b");
+  q.take("c");
+  q.add(entry("d"));
+  CHECK(q.new_request_arrivals()->alone);
+}

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Nothing of the shared-memory path outlives a job: the segment is an unlinked memfd (no name in
-# /dev/shm or any file system) and the meeting socket is abstract, so when the processes go,
-# however they go, so does everything. Checked for a job that ends, and for one whose every
-# process is SIGKILLed while it trains: no file named for Cohort appears in /dev/shm or /tmp, and
-# the running workers map their segment as "memfd:cohort-shm (deleted)".
+# Nothing of the shared-memory path outlives a job: the segments (the data plane's and the control
+# plane's) are unlinked memfds (no name in /dev/shm or any file system) and the meeting sockets
+# are abstract, so when the processes go, however they go, so does everything. Checked for a job
+# that ends, and for one whose every process is SIGKILLed while it trains: no file named for
+# Cohort appears in /dev/shm or /tmp, and the running workers map their segments as
+# "memfd:cohort-shm (deleted)" and "memfd:cohort-control (deleted)".
 #   shm_leftovers.sh COHORTRUN SHM_RESET_CHECK
 set -euo pipefail
 cohortrun=$1 worker=$2
@@ -11,9 +12,12 @@ tmp=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 touch "$tmp/marker"
-named_files() { find /dev/shm /tmp -maxdepth 2 -newer "$tmp/marker" -name '*cohort-shm*' 2>/dev/null; }
+named_files() {
+  find /dev/shm /tmp -maxdepth 2 -newer "$tmp/marker" \
+    \( -name '*cohort-shm*' -o -name '*cohort-control*' \) 2>/dev/null
+}
 
-# A job that ends (5 resets: six segments made and dropped).
+# A job that ends (5 resets: six segments of each kind made and dropped).
 "$cohortrun" -H localhost:3 --min-np 3 "$worker" 5 >"$tmp/out1" 2>&1 || {
   cat "$tmp/out1"
   fail "the job failed"
@@ -29,12 +33,14 @@ for _ in $(seq 300); do  # up to 30 s for the three workers to map their segment
   mapfile -t workers < <(pgrep -P "$launcher" || true)
   mapped=0
   for pid in "${workers[@]}"; do
-    grep -q 'memfd:cohort-shm (deleted)' "/proc/$pid/maps" 2>/dev/null && mapped=$((mapped + 1))
+    maps=$(cat "/proc/$pid/maps" 2>/dev/null || true)
+    [[ $maps == *'memfd:cohort-shm (deleted)'* && $maps == *'memfd:cohort-control (deleted)'* ]] &&
+      mapped=$((mapped + 1))
   done
   ((mapped == 3)) && break
   sleep 0.1
 done
-((mapped == 3)) || { cat "$tmp/out2"; fail "the workers did not all map a segment"; }
+((mapped == 3)) || { cat "$tmp/out2"; fail "the workers did not all map both segments"; }
 kill -9 "$launcher" "${workers[@]}"
 wait "$launcher" 2>/dev/null || true
 gone() {  # gone PID: exited, or a zombie (whose memory is already freed)

@@ -7,11 +7,12 @@
 
 namespace cohort::ops::testing {
 
-inline int mapped_segments() {
+// `label`: "cohort-shm" for the data plane's segment, "cohort-control" for the control plane's.
+inline int mapped_segments(const std::string& label = "cohort-shm") {
   std::ifstream maps("/proc/self/maps");
   int count = 0;
   for (std::string line; std::getline(maps, line);) {
-    if (line.find("memfd:cohort-shm") != std::string::npos) ++count;
+    if (line.find("memfd:" + label + " ") != std::string::npos) ++count;
   }
   return count;
 }

@@ -1,6 +1,7 @@
 // 100 elastic resets of a world on one host (cohortrun -H localhost:N --min-np N): every round
-// sets up a new shared-memory segment, and nothing of the earlier ones stays. In every round each
-// worker maps exactly one segment and holds no descriptor to one, and its open descriptors do not
+// sets up new shared-memory segments (the data plane's and the control plane's), and nothing of
+// the earlier ones stays. In every round each worker maps exactly one of each and holds no
+// descriptor to one, and its open descriptors do not
 // grow with the rounds (a few come and go with the launcher's connections; one leaked per round
 // would be a hundred); an allreduce checks the round's segment works. The ranks agree on every
 // round's verdict, so that a failure ends the run on all of them rather than leaving some waiting.
@@ -33,7 +34,7 @@ std::pair<int, int> descriptors() {
     char target[256] = {};
     std::string path = std::string("/proc/self/fd/") + entry->d_name;
     if (readlink(path.c_str(), target, sizeof(target) - 1) > 0 &&
-        std::string(target).find("memfd:cohort-shm") != std::string::npos) {
+        std::string(target).find("memfd:cohort-") != std::string::npos) {
       ++segments;
     }
   }
@@ -60,7 +61,9 @@ int main(int argc, char** argv) {
     double one = 1;
     cohort::allreduce("reset_check.sum", cohort::Tensor::of(std::span<double>(&one, 1)));
     check(one == cohort::size(), "the allreduce gave " + std::to_string(one));
-    check(mapped_segments() == 1, std::to_string(mapped_segments()) + " segments mapped");
+    check(mapped_segments() == 1, std::to_string(mapped_segments()) + " data segments mapped");
+    check(mapped_segments("cohort-control") == 1,
+          std::to_string(mapped_segments("cohort-control")) + " control segments mapped");
     auto [all, segments] = descriptors();
     check(segments == 0, std::to_string(segments) + " descriptors to a segment");
     if (first_round_descriptors < 0) first_round_descriptors = all;
