@@ -21,6 +21,7 @@
 #include "ops/gloo_guard.h"
 #include "ops/gloo_interrupt.h"
 #include "ops/gloo_reduce_scatter.h"
+#include "ops/gloo_send_buffers.h"
 #include "ops/gloo_split.h"
 #include "ops/gloo_wait_breaker.h"
 
@@ -45,7 +46,9 @@ class GlooBackend final : public Backend {
       : rank_(context->rank),
         size_(context->size),
         context_(std::move(context)),
-        interrupter_(*context_) {}
+        interrupter_(*context_) {
+    gloo_guard("connect", rank_, size_, [&] { size_gloo_send_buffers(*context_); });
+  }
 
   std::string_view name() const override { return "gloo"; }
   int rank() const override { return rank_; }
