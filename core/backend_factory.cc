@@ -100,10 +100,10 @@ void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& confi
     world = ops::make_shm_backend(world, shm);
     return;
   }
-  if (config.hierarchical_allreduce == Config::Hierarchy::kOff) return;
+  if (config.hierarchical == Config::Hierarchy::kOff) return;
   // Every rank decides alike from every rank's host.
   auto hosts = host_names(*world, config);
-  if (config.hierarchical_allreduce == Config::Hierarchy::kAuto && !some_host_shared(hosts)) return;
+  if (config.hierarchical == Config::Hierarchy::kAuto && !some_host_shared(hosts)) return;
   world = ops::make_hierarchical_backend(world, {.hosts = std::move(hosts), .shm = shm});
 }
 

@@ -78,10 +78,10 @@ struct Config {
   // own), how long the background thread looks for a control message in shared memory before
   // it sleeps; 0 sleeps at once.
   std::chrono::microseconds control_spin{50};
-  // COHORT_HIERARCHICAL_ALLREDUCE: in a Gloo world over several hosts, allreduce within each host
-  // through shared memory and across hosts among one rank per host (ops/hierarchical_backend.h).
-  // Automatic: where some host has several ranks.
-  Hierarchy hierarchical_allreduce = Hierarchy::kAuto;
+  // COHORT_HIERARCHICAL: in a Gloo world over several hosts, allreduce, broadcast and allgather
+  // within each host through shared memory and across hosts among one rank per host
+  // (ops/hierarchical_backend.h). Automatic: where some host has several ranks.
+  Hierarchy hierarchical = Hierarchy::kAuto;
   // COHORT_SHARED_MEMORY_SLOT_BYTES: how much of each rank's data one shared-memory step moves,
   // rounded up to a multiple of 4096; the segment holds 2 * (local ranks + 1) slots.
   size_t shared_memory_slot_bytes = size_t{1} << 20;

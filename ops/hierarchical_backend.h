@@ -1,8 +1,13 @@
-// Allreduce for worlds over several hosts with several ranks on some: reduce within each host
-// through shared memory, allreduce across hosts among one rank per host (the host's lowest rank)
-// over the world's Gloo, then broadcast within each host through shared memory. Moves the
-// cross-host bytes once per host instead of once per rank. Every other collective, and process
-// sets, stay on the flat Gloo world, which this backend wraps.
+// Collectives for worlds over several hosts with several ranks on some, which move the cross-host
+// bytes once per host instead of once per rank:
+// - allreduce: reduce within each host through shared memory, allreduce across hosts among one
+//   rank per host (the host's lowest) over the world's Gloo, broadcast within each host;
+// - broadcast: within the root's host, across hosts, then within every other host;
+// - allgather of results up to 256 KiB: gather within each host, trade the hosts' blocks across
+//   hosts, hand them out within each host (larger ones stay flat, where Gloo's ring is faster).
+// Alltoall (whose every byte has its own destination, so nothing to combine), barrier,
+// reducescatter (not written yet) and process sets stay on the flat Gloo world, which this backend
+// wraps.
 #pragma once
 
 #include <memory>
