@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Draws allreduce busbw against message size for Cohort, raw Gloo and raw Open MPI (gnuplot, SVG).
 #
-#   scripts/plot-busbw.sh --run BUILD_DIR OUT.svg      run allreduce_bench (2 ranks) under cohortrun
-#                                                      and under mpirun, keep both outputs beside
-#                                                      OUT.svg (.gloo.txt, .mpi.txt), plot them
-#   scripts/plot-busbw.sh --bench GLOO.txt MPI.txt OUT.svg   plot saved allreduce_bench outputs
-#   scripts/plot-busbw.sh --doc docs/benchmarks.md OUT.svg   plot the 2-rank tables recorded there
+#   scripts/plot-busbw.sh --run BUILD_DIR OUT.svg      run allreduce_bench (2 ranks) under mpirun
+#                                                      with COHORT_CPU_OPERATIONS=gloo (Cohort over
+#                                                      shared memory, raw Gloo and raw Open MPI in
+#                                                      one run), keep its output beside OUT.svg
+#                                                      (.txt) and plot it
+#   scripts/plot-busbw.sh --one-run BENCH.txt OUT.svg  plot such a saved output
+#   scripts/plot-busbw.sh --bench GLOO.txt MPI.txt OUT.svg   plot saved outputs of the first version
+#                                                      (cohortrun over Gloo, mpirun over Open MPI)
+#   scripts/plot-busbw.sh --doc docs/benchmarks.md OUT.svg   plot the first version's 2-rank tables
 #
-# The raw curve of each backend is the fastest raw algorithm at each size (the bench's "best raw").
+# A raw Gloo curve is the fastest raw Gloo algorithm at each size.
 # Needs gnuplot (gnuplot-nox, installed by scripts/install-deps.sh).
 set -euo pipefail
 
 usage() {
-  sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -57,6 +61,40 @@ doc_to_data() {
   ' "$1"
 }
 
+# A one-run output (raw columns [0]-[2] Gloo, [3] MPI_Allreduce) → "bytes cohort gloo mpi" lines,
+# the Gloo column being its fastest algorithm at that size.
+one_run_to_data() {
+  awk '
+    BEGIN { m["B"] = 1; m["KiB"] = 1024; m["MiB"] = 1048576; m["GiB"] = 1073741824 }
+    $1 ~ /^[0-9.]+$/ && ($2 in m) {
+      gloo = 0
+      for (i = 8; i <= 10; i++) if ($i != "-" && $i + 0 > gloo) gloo = $i + 0
+      printf "%.0f %s %s %s\n", $1 * m[$2], $5, gloo, $11
+    }
+  ' "$1"
+}
+
+plot_one_run() {  # plot_one_run DATA OUT.svg SUBTITLE
+  command -v gnuplot >/dev/null || { echo "plot-busbw: gnuplot not found (scripts/install-deps.sh)" >&2; exit 1; }
+  [[ -s $1 ]] || { echo "plot-busbw: no rows of allreduce figures found" >&2; exit 1; }
+  gnuplot <<EOF
+set terminal svg size 800,480 dynamic font 'sans,12'
+set output '$2'
+set title "Allreduce, float32 sum, 2 ranks on one host: bus bandwidth\n{/*0.8 $3}"
+set xlabel 'message size'
+set ylabel 'busbw (GB/s)'
+set logscale x 2
+set xtics ('8 B' 8, '64 B' 64, '512 B' 512, '4 KiB' 4096, '32 KiB' 32768, '256 KiB' 262144, \
+           '2 MiB' 2097152, '16 MiB' 16777216, '128 MiB' 134217728)
+set grid
+set key left top
+plot '$1' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1f77b4' title 'Cohort (shared memory)', \
+     '$1' using 1:3 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#2ca02c' title 'raw Gloo (best algorithm)', \
+     '$1' using 1:4 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#d62728' title 'raw Open MPI (MPI\_Allreduce)'
+EOF
+  echo "plot-busbw: wrote $2"
+}
+
 plot() {  # plot GLOO.dat MPI.dat OUT.svg SUBTITLE
   command -v gnuplot >/dev/null || { echo "plot-busbw: gnuplot not found (scripts/install-deps.sh)" >&2; exit 1; }
   for f in "$1" "$2"; do
@@ -87,12 +125,15 @@ case ${1:-} in
 --run)
   [[ $# -eq 3 ]] || usage
   build=$2 out=$3
-  "$build/bin/cohortrun" -np 2 "$build/bin/allreduce_bench" --trials 7 | tee "${out%.svg}.gloo.txt"
-  mpirun --allow-run-as-root --oversubscribe -np 2 "$build/bin/allreduce_bench" --trials 7 |
-    tee "${out%.svg}.mpi.txt"
-  bench_to_data "${out%.svg}.gloo.txt" >"$tmp/gloo.dat"
-  bench_to_data "${out%.svg}.mpi.txt" >"$tmp/mpi.dat"
-  plot "$tmp/gloo.dat" "$tmp/mpi.dat" "$out" "allreduce\\\\_bench --trials 7, $(date +%F)"
+  COHORT_CPU_OPERATIONS=gloo mpirun --allow-run-as-root --oversubscribe -np 2 \
+    -x COHORT_CPU_OPERATIONS "$build/bin/allreduce_bench" --trials 5 | tee "${out%.svg}.txt"
+  one_run_to_data "${out%.svg}.txt" >"$tmp/one.dat"
+  plot_one_run "$tmp/one.dat" "$out" "allreduce\\\\_bench --trials 5 under mpirun, $(date +%F)"
+  ;;
+--one-run)
+  [[ $# -eq 3 ]] || usage
+  one_run_to_data "$2" >"$tmp/one.dat"
+  plot_one_run "$tmp/one.dat" "$3" "from $(basename "$2")"
   ;;
 --bench)
   [[ $# -eq 4 ]] || usage
