@@ -69,10 +69,7 @@ void run_rank(const ShmRendezvous& meet, int rank, const Options& o) {
     size_t count = bytes / sizeof(float);
     std::vector<float> data(count, 1.0f), copy(count);
     double t = time_per_op(*group, o.batch_seconds, [&] {
-      shm::reduce(*group, "allreduce", data.data(), count, DataType::kFloat32, ReduceOp::kSum,
-                  [&](size_t first, size_t n, const std::byte* values) {
-                    std::memcpy(data.data() + first, values, n * sizeof(float));
-                  });
+      shm::allreduce(*group, data.data(), count, DataType::kFloat32, ReduceOp::kSum);
     });
     double m = time_per_op(*group, o.batch_seconds / 4,
                            [&] { std::memcpy(copy.data(), data.data(), bytes); });

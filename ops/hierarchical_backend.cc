@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cohort/errors.h"
+#include "ops/backend_args.h"
 #include "ops/shm_collectives.h"
 
 namespace cohort::ops {
@@ -63,21 +64,12 @@ class HierarchicalBackend final : public Backend {
 
   void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                  const BufferBinding& binding) override {
-    if (op == ReduceOp::kAverage) {
-      throw InvalidArgument("hierarchical allreduce: average is a sum followed by a scale");
-    }
+    check_reduce_op("hierarchical allreduce", op);
     if (count == 0) return;
-    auto* data = static_cast<std::byte*>(buffer);
-    size_t element = element_size(dtype);
-    if (host_) {
-      shm::reduce(*host_, "allreduce", buffer, count, dtype, op,
-                  [&](size_t first, size_t n, const std::byte* values) {
-                    shm::copy_bytes(data + first * element, values, n * element);
-                  });
-    }
+    if (host_) shm::allreduce(*host_, buffer, count, dtype, op);
     if (cross_)
       cross_->allreduce(buffer, count, dtype, op, {binding.key + "/cross", binding.rebind});
-    if (host_) shm::broadcast(*host_, buffer, count * element, 0);
+    if (host_) shm::broadcast(*host_, buffer, count * element_size(dtype), 0);
   }
 
   // Within the root's host, across hosts from its lowest rank, then within every other host.

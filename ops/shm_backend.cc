@@ -23,12 +23,7 @@ class ShmBackend final : public Backend {
   void allreduce(void* buffer, size_t count, DataType dtype, ReduceOp op,
                  const BufferBinding&) override {
     check_reduce_op("shared-memory allreduce", op);
-    auto* data = static_cast<std::byte*>(buffer);
-    size_t element = element_size(dtype);
-    shm::reduce(*group_, "allreduce", buffer, count, dtype, op,
-                [&](size_t first, size_t n, const std::byte* values) {
-                  shm::copy_bytes(data + first * element, values, n * element);
-                });
+    shm::allreduce(*group_, buffer, count, dtype, op);
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {

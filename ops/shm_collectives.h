@@ -31,6 +31,9 @@ using TakeReduced = std::function<void(size_t first, size_t count, const std::by
 void reduce(ShmGroup& group, std::string_view what, const void* input, size_t count, DataType dtype,
             ReduceOp op, const TakeReduced& take);
 
+// reduce() whose result replaces `buffer`'s `count` elements on every member.
+void allreduce(ShmGroup& group, void* buffer, size_t count, DataType dtype, ReduceOp op);
+
 void broadcast(ShmGroup& group, void* buffer, size_t bytes, int root);
 
 void allgatherv(ShmGroup& group, const void* input, void* output, std::span<const size_t> counts);

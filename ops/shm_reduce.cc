@@ -42,4 +42,33 @@ void reduce(ShmGroup& group, std::string_view what, const void* input, size_t co
   }
 }
 
+// Like reduce(), but in place, and copying less: a member puts into its slot only the parts the
+// others reduce, reduces its own share where it lies in its buffer (from the others' slots), and
+// publishes that share for them. Per step it moves about a third fewer bytes than reduce()
+// followed by a copy of the whole result.
+void allreduce(ShmGroup& group, void* buffer, size_t count, DataType dtype, ReduceOp op) {
+  size_t element = element_size(dtype);
+  size_t per_step = group.slot_bytes() / element;
+  auto* data = static_cast<std::byte*>(buffer);
+  for (size_t first = 0; first < count; first += per_step) {
+    size_t n = std::min(per_step, count - first);
+    std::byte* step = data + first * element;
+    auto bank = group.next_bank();
+    auto [begin, end] = share(n, element, group.rank(), group.size());
+    std::byte* slot = bank.slot(group.rank());
+    copy_bytes(slot, step, begin * element);
+    copy_bytes(slot + end * element, step + end * element, (n - end) * element);
+    group.barrier("allreduce");
+    std::byte* mine = step + begin * element;
+    for (int member = 0; member < group.size(); ++member) {
+      if (member == group.rank() || begin == end) continue;
+      reduce_into(mine, bank.slot(member) + begin * element, end - begin, dtype, op);
+    }
+    copy_bytes(bank.result() + begin * element, mine, (end - begin) * element);
+    group.barrier("allreduce");
+    copy_bytes(step, bank.result(), begin * element);
+    copy_bytes(step + end * element, bank.result() + end * element, (n - end) * element);
+  }
+}
+
 }  // namespace cohort::ops::shm
