@@ -21,10 +21,11 @@ std::unique_ptr<ops::Backend> make_backend(const Config& config,
 
 // Moves `world`'s collectives to shared memory where it is a Gloo world of several ranks and
 // COHORT_SHARED_MEMORY_DISABLE is not set: all of them when every rank shares this host
-// (ops/shm_backend.h); allreduce, broadcast and allgather through each host's shared memory and
-// across hosts (ops/hierarchical_backend.h) when the world spans hosts, some of them with several
-// ranks, or as COHORT_HIERARCHICAL says. Replaces `world` with the backend that wraps it; leaves
-// it as it is otherwise, or when the set-up throws. Collective over `world`'s ranks.
+// (ops/shm_backend.h); allreduce, broadcast, allgather and reducescatter through each host's
+// shared memory and across hosts (ops/hierarchical_backend.h) when the world spans hosts, some of
+// them with several ranks, or as COHORT_HIERARCHICAL says. Replaces `world` with the backend that
+// wraps it; leaves it as it is otherwise, or when the set-up throws. Collective over `world`'s
+// ranks.
 void use_shared_memory(std::unique_ptr<ops::Backend>& world, const Config& config,
                        const Placement& topology, const Cancellation* cancel = nullptr);
 

@@ -78,8 +78,8 @@ struct Config {
   // own), how long the background thread looks for a control message in shared memory before
   // it sleeps; 0 sleeps at once.
   std::chrono::microseconds control_spin{50};
-  // COHORT_HIERARCHICAL: in a Gloo world over several hosts, allreduce, broadcast and allgather
-  // within each host through shared memory and across hosts among one rank per host
+  // COHORT_HIERARCHICAL: in a Gloo world over several hosts, allreduce, broadcast, allgather and
+  // reducescatter within each host through shared memory and across hosts among one rank per host
   // (ops/hierarchical_backend.h). Automatic: where some host has several ranks.
   Hierarchy hierarchical = Hierarchy::kAuto;
   // COHORT_SHARED_MEMORY_SLOT_BYTES: how much of each rank's data one shared-memory step moves,

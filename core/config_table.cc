@@ -86,7 +86,7 @@ constexpr Setting kSettings[] = {
      "Ranks on one host: how long the background thread spins for a message before sleeping."},
     {"COHORT_HIERARCHICAL",
      Parsed<Config::Hierarchy>{&Config::hierarchical, hierarchy_named, hierarchy_text},
-     "auto, 1 or 0: allreduce, broadcast and allgather within hosts, then across hosts."},
+     "auto, 1 or 0: collectives within hosts through shared memory, then across hosts."},
     {"COHORT_SHARED_MEMORY_SLOT_BYTES",
      Count{&Config::shared_memory_slot_bytes, 4096, int64_t{1} << 30},
      "How much of each rank's data one shared-memory step moves (rounded up to 4 KiB)."},

@@ -4,9 +4,11 @@
 //   rank per host (the host's lowest) over the world's Gloo, broadcast within each host;
 // - broadcast: within the root's host, across hosts, then within every other host;
 // - allgather of results up to 256 KiB: gather within each host, trade the hosts' blocks across
-//   hosts, hand them out within each host (larger ones stay flat, where Gloo's ring is faster).
-// Alltoall (whose every byte has its own destination, so nothing to combine), barrier,
-// reducescatter (not written yet) and process sets stay on the flat Gloo world, which this backend
+//   hosts, hand them out within each host (larger ones stay flat, where Gloo's ring is faster);
+// - reducescatter of inputs up to 2 MiB: reduce within each host, reduce-scatter the hosts' parts
+//   across hosts, then hand each rank its block within its host (larger ones stay flat).
+// A host's ranks need not be consecutive. Alltoall (whose every byte has its own destination, so
+// nothing to combine), barrier and process sets stay on the flat Gloo world, which this backend
 // wraps.
 #pragma once
 
