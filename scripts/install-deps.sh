@@ -11,7 +11,7 @@ packages=(
   python3  # the timeline test parses the JSON it writes; the docs checks are Python
   doxygen  # the API reference (docs.doxygen)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (test/fuzz): bookworm's clang is clang 14
-  gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw.svg
+  gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw*.svg
   openssh-client openssh-server  # cohortrun's remote hosts; test/remote starts sshd in netns
   iproute2 util-linux  # ip netns for test/remote; setsid on remote hosts
   # The torch adapter and the Python package. python3-torch does not pull libtorch-dev without

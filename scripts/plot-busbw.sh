@@ -74,13 +74,16 @@ one_run_to_data() {
   ' "$1"
 }
 
-plot_one_run() {  # plot_one_run DATA OUT.svg SUBTITLE
+need_gnuplot() {
   command -v gnuplot >/dev/null || { echo "plot-busbw: gnuplot not found (scripts/install-deps.sh)" >&2; exit 1; }
-  [[ -s $1 ]] || { echo "plot-busbw: no rows of allreduce figures found" >&2; exit 1; }
-  gnuplot <<EOF
+}
+
+# The gnuplot commands every plot shares: axes OUT.svg TITLE SUBTITLE
+axes() {
+  cat <<EOF
 set terminal svg size 800,480 dynamic font 'sans,12'
-set output '$2'
-set title "Allreduce, float32 sum, 2 ranks on one host: bus bandwidth\n{/*0.8 $3}"
+set output '$1'
+set title "$2\n{/*0.8 $3}"
 set xlabel 'message size'
 set ylabel 'busbw (GB/s)'
 set logscale x 2
@@ -88,34 +91,37 @@ set xtics ('8 B' 8, '64 B' 64, '512 B' 512, '4 KiB' 4096, '32 KiB' 32768, '256 K
            '2 MiB' 2097152, '16 MiB' 16777216, '128 MiB' 134217728)
 set grid
 set key left top
+EOF
+}
+
+plot_one_run() {  # plot_one_run DATA OUT.svg SUBTITLE
+  need_gnuplot
+  [[ -s $1 ]] || { echo "plot-busbw: no rows of allreduce figures found" >&2; exit 1; }
+  {
+    axes "$2" "Allreduce, float32 sum, 2 ranks on one host: bus bandwidth" "$3"
+    cat <<EOF
 plot '$1' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1f77b4' title 'Cohort (shared memory)', \
      '$1' using 1:3 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#2ca02c' title 'raw Gloo (best algorithm)', \
      '$1' using 1:4 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#d62728' title 'raw Open MPI (MPI\_Allreduce)'
 EOF
+  } | gnuplot
   echo "plot-busbw: wrote $2"
 }
 
 plot() {  # plot GLOO.dat MPI.dat OUT.svg SUBTITLE
-  command -v gnuplot >/dev/null || { echo "plot-busbw: gnuplot not found (scripts/install-deps.sh)" >&2; exit 1; }
+  need_gnuplot
   for f in "$1" "$2"; do
     [[ -s $f ]] || { echo "plot-busbw: no rows of allreduce figures found for $f" >&2; exit 1; }
   done
-  gnuplot <<EOF
-set terminal svg size 800,480 dynamic font 'sans,12'
-set output '$3'
-set title "Allreduce, float32 sum, 2 ranks: bus bandwidth\n{/*0.8 $4}"
-set xlabel 'message size'
-set ylabel 'busbw (GB/s)'
-set logscale x 2
-set xtics ('8 B' 8, '64 B' 64, '512 B' 512, '4 KiB' 4096, '32 KiB' 32768, '256 KiB' 262144, \
-           '2 MiB' 2097152, '16 MiB' 16777216, '128 MiB' 134217728)
-set grid
-set key left top
+  {
+    axes "$3" "Allreduce, float32 sum, 2 ranks: bus bandwidth" "$4"
+    cat <<EOF
 plot '$1' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#1f77b4' title 'Cohort over Gloo (cohortrun)', \
      '$1' using 1:3 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#1f77b4' title 'raw Gloo (best algorithm)', \
      '$2' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#d62728' title 'Cohort over Open MPI (mpirun)', \
      '$2' using 1:3 with linespoints pt 6 ps 0.6 lw 1 dt 2 lc rgb '#d62728' title 'raw Open MPI (MPI\_Allreduce)'
 EOF
+  } | gnuplot
   echo "plot-busbw: wrote $3"
 }
 
