@@ -22,6 +22,7 @@
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "discovery/agent_cli.h"
+#include "discovery/build_info.h"
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/static_job.h"
@@ -38,6 +39,7 @@ struct Options {
   double term_grace_seconds = 5;
   double start_timeout_seconds = 120;
   bool verbose = false;
+  std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.
   std::string discovery_script;
@@ -297,7 +299,10 @@ std::vector<std::string> normalized_args(int argc, char** argv) {
                                               {"--node-name", 1},
                                               {"--node-address", 1},
                                               {"-v", 0},
+                                              {"--version", 0},
+                                              {"--check-build", 0},
                                               {"--verbose", 0},
+                                              {"--log-level", 1},
                                               {"-h", 0},
                                               {"--help", 0}};
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -418,7 +423,18 @@ void add_options(CLI::App& app, Options& o, std::string& program) {
   add_elastic_options(app, o);
   add_remote_options(app, o);
   add_agent_options(app, o);
-  app.add_flag("-v,--verbose", o.verbose, "log what cohortrun does");
+  // As horovodrun: -v is --version, and --verbose has no short form.
+  app.set_version_flag("-v,--version", version_text(), "print cohortrun's version and exit");
+  app.add_flag_callback(
+      "--check-build",
+      [] {
+        std::cout << build_report();
+        throw CLI::Success();
+      },
+      "print which backends, launchers and framework bindings this build has, and exit");
+  app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
+  app.add_option("--log-level", o.log_level,
+                 "trace, debug, info, warning or error: cohortrun's and the workers' log level");
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();
 }
@@ -432,6 +448,19 @@ std::vector<std::string> worker_command(const std::string& program, std::vector<
   if (separated && !rest.empty() && rest.front() == "--") rest.erase(rest.begin());
   rest.insert(rest.begin(), program);
   return rest;
+}
+
+// --log-level: this process's level, and the workers' through COHORT_LOG_LEVEL, which they
+// inherit (and remote workers are sent, as every COHORT_* variable is).
+void apply_log_level(const std::string& text) {
+  if (text.empty()) return;
+  try {
+    log::set_level(log::parse_level(text));
+  } catch (const InvalidArgument&) {
+    throw InvalidArgument("--log-level: '" + text +
+                          "' is not trace, debug, info, warning or error (see cohortrun --help)");
+  }
+  ::setenv("COHORT_LOG_LEVEL", text.c_str(), 1);
 }
 
 }  // namespace
@@ -461,6 +490,7 @@ int main(int argc, char** argv) {
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {
+    apply_log_level(o.log_level);
     return run(o, app);
   } catch (const std::exception& e) {
     std::cerr << "cohortrun: " << e.what() << std::endl;

@@ -9,7 +9,7 @@ source "$(dirname "$0")/elastic_test_lib.sh"
 ulimit -n 4096  # this shell holds the flood's descriptors
 
 set_hosts localhost:2
-start -v "${discovery[@]}" --min-np 2 -- --at '1:*' finish
+start --verbose "${discovery[@]}" --min-np 2 -- --at '1:*' finish
 wait_for "$tmp/err" "$(round 0 'size 2: .*')"
 addr=$(sed -n 's/.*rendezvous server on \(.*\)$/\1/p' "$tmp/err" | head -1)
 port=${addr##*:}

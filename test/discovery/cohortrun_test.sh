@@ -168,4 +168,25 @@ check_error "cohortrun: --ssh-port: Value 70000 not in range 1 to 65535 (see coh
   --ssh-port 70000 -np 1 "$probe" env
 check_error "cohortrun: program is required (see cohortrun --help)" -np 1
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"
+check_error "cohortrun: --log-level: 'loud' is not trace, debug, info, warning or error (see cohortrun --help)" \
+  --log-level loud -np 1 "$probe" env
+
+# --version (and -v, as horovodrun has it) and --check-build print and exit 0, with no program.
+for flag in --version -v; do
+  "$cohortrun" "$flag" >"$tmp/out" 2>&1 || fail "cohortrun $flag exited $?"
+  grep -qxE 'cohortrun \(Cohort\) [0-9]+\.[0-9]+\.[0-9]+' "$tmp/out" || { cat "$tmp/out"; fail "$flag"; }
+done
+"$cohortrun" --check-build >"$tmp/out" 2>&1 || fail "cohortrun --check-build exited $?"
+for line in "Available tensor operations:" "    [X] Gloo (CPU)" "    [X] MPI (CPU)" \
+  "    [X] shared memory (CPU, ranks of one host)"; do
+  expect_line "$tmp/out" "$line"
+done
+grep -qE '^    \[[X ]\] NCCL \(CUDA\)$' "$tmp/out" || { cat "$tmp/out"; fail "no NCCL line"; }
+grep -qE '^    \[[X ]\] Python package \(import cohort.torch\)$' "$tmp/out" || fail "no Python line"
+
+# --log-level reaches the workers as COHORT_LOG_LEVEL, and cohortrun logs at that level itself.
+"$cohortrun" --log-level debug -np 2 /usr/bin/env >"$tmp/out" 2>"$tmp/err"
+expect_line "$tmp/out" "[0] COHORT_LOG_LEVEL=debug"
+expect_line "$tmp/out" "[1] COHORT_LOG_LEVEL=debug"
+grep -q '^\[cohortrun\] cohort INFO: ' "$tmp/err" || { cat "$tmp/err"; fail "no info line at debug"; }
 echo "cohortrun end-to-end: all checks passed"
