@@ -21,6 +21,12 @@ void check_rank_counts(std::string_view what, std::span<const size_t> counts, in
   }
 }
 
+void check_root(std::string_view what, int root, int size) {
+  if (root < 0 || root >= size) {
+    fail(what, "root " + std::to_string(root) + " is not a rank of " + std::to_string(size));
+  }
+}
+
 void check_reduce_op(std::string_view what, ReduceOp op) {
   if (op == ReduceOp::kAverage) fail(what, "average is a sum followed by a scale");
   if (static_cast<int>(op) >= kNumReduceOps) {

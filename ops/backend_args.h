@@ -17,6 +17,9 @@ namespace cohort::ops {
 // One count per rank.
 void check_rank_counts(std::string_view what, std::span<const size_t> counts, int size);
 
+// A broadcast's root is a rank: within [0, size).
+void check_root(std::string_view what, int root, int size);
+
 // kSum, kMin, kMax or kProduct (the engine turns kAverage into a sum and a scale).
 void check_reduce_op(std::string_view what, ReduceOp op);
 

@@ -78,9 +78,7 @@ class GlooBackend final : public Backend {
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
-    if (root < 0 || root >= size_) {
-      throw InvalidArgument("Gloo broadcast: root " + std::to_string(root) + " is not a rank");
-    }
+    check_root("Gloo broadcast", root, size_);
     if (bytes == 0 || size_ == 1) return;
     guard("broadcast", [&](GlooWaitBreaker::InFlight& in_flight) {
       gloo::BroadcastOptions opts(context_);

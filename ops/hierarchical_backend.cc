@@ -24,7 +24,6 @@ struct Hosts {
   std::vector<std::vector<int>> ranks;
   std::vector<int> host_of;  // by world rank: an index into ranks
 
-  int leader(int host) const { return ranks[host].front(); }
   std::vector<int> leaders() const {
     std::vector<int> out;
     for (const auto& host : ranks) out.push_back(host.front());
@@ -57,8 +56,7 @@ Hosts group_hosts(const std::vector<std::string>& names) {
 // the caller has it, and host by host, as the collectives among the hosts' lowest ranks see it.
 class Layout {
  public:
-  Layout(const Hosts& hosts, std::span<const size_t> counts)
-      : counts_(counts.begin(), counts.end()), host_of_(hosts.host_of) {
+  Layout(const Hosts& hosts, std::span<const size_t> counts) : host_of_(hosts.host_of) {
     by_rank_.assign(counts.size() + 1, 0);
     for (size_t r = 0; r < counts.size(); ++r) by_rank_[r + 1] = by_rank_[r] + counts[r];
     by_host_.resize(counts.size());
@@ -83,7 +81,7 @@ class Layout {
   // `by_host` (units of `unit` bytes).
   void to_host_order(size_t first, size_t n, const std::byte* values, std::byte* by_host,
                      size_t unit) const {
-    for (size_t r = 0; r < counts_.size(); ++r) {
+    for (size_t r = 0; r < by_host_.size(); ++r) {
       size_t lo = std::max(first, by_rank_[r]), hi = std::min(first + n, by_rank_[r + 1]);
       if (lo >= hi) continue;
       shm::copy_bytes(by_host + (by_host_[r] + lo - by_rank_[r]) * unit,
@@ -92,14 +90,13 @@ class Layout {
   }
   // The whole host-by-host layout back to rank by rank.
   void to_rank_order(const std::byte* by_host, std::byte* by_rank, size_t unit) const {
-    for (size_t r = 0; r < counts_.size(); ++r) {
+    for (size_t r = 0; r < by_host_.size(); ++r) {
       shm::copy_bytes(by_rank + by_rank_[r] * unit, by_host + by_host_[r] * unit,
-                      counts_[r] * unit);
+                      (by_rank_[r + 1] - by_rank_[r]) * unit);
     }
   }
 
  private:
-  std::vector<size_t> counts_;
   std::vector<int> host_of_;
   std::vector<size_t> by_rank_;  // where each rank's block starts rank by rank; then the end
   std::vector<size_t> by_host_;  // where each rank's block starts host by host
@@ -131,6 +128,7 @@ class HierarchicalBackend final : public Backend {
 
   // Within the root's host, across hosts from its lowest rank, then within every other host.
   void broadcast(void* buffer, size_t bytes, int root) override {
+    check_root("hierarchical broadcast", root, size());
     int root_host = hosts_.host_of[root];
     bool root_here = root_host == hosts_.host_of[rank()];
     if (root_here && host_) shm::broadcast(*host_, buffer, bytes, hosts_.local(root));
@@ -142,6 +140,7 @@ class HierarchicalBackend final : public Backend {
   // each hands the whole to its host. That pays only while the result is small: it copies the
   // whole result twice more than Gloo's ring and leaves all but one rank per host idle meanwhile.
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
+    check_rank_counts("hierarchical allgather", counts, size());
     Layout layout(hosts_, counts);
     if (layout.total() > kHierarchicalAllgatherMaxBytes) {
       world_->allgatherv(input, output, counts);

@@ -164,9 +164,7 @@ class MpiBackend final : public Backend {
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
-    if (root < 0 || root >= size_) {
-      throw InvalidArgument("MPI broadcast: root " + std::to_string(root) + " is not a rank");
-    }
+    check_root("MPI broadcast", root, size_);
     auto* data = static_cast<char*>(buffer);
     for (size_t done = 0; done < bytes; done += kMaxCount) {
       int n = static_cast<int>(std::min(kMaxCount, bytes - done));

@@ -181,9 +181,7 @@ class NcclBackend final : public DeviceBackend {
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
-    if (root < 0 || root >= size_) {
-      throw InvalidArgument("NCCL broadcast: root " + std::to_string(root) + " is not a rank");
-    }
+    check_root("NCCL broadcast", root, size_);
     if (bytes == 0) return;
     run("broadcast", [&](ncclComm_t comm, cudaStream_t stream) {
       check_nccl(ncclBroadcast(buffer, buffer, bytes, ncclUint8, root, comm, stream),

@@ -27,10 +27,7 @@ class ShmBackend final : public Backend {
   }
 
   void broadcast(void* buffer, size_t bytes, int root) override {
-    if (root < 0 || root >= size()) {
-      throw InvalidArgument("shared-memory broadcast: root " + std::to_string(root) +
-                            " is not a rank of " + std::to_string(size()));
-    }
+    check_root("shared-memory broadcast", root, size());
     shm::broadcast(*group_, buffer, bytes, root);
   }
 

@@ -146,6 +146,11 @@ class BackendChecks {
     expect_invalid("reduce_scatter with average", [&] {
       b_.reduce_scatter(in.data(), out.data(), right, DataType::kFloat32, ReduceOp::kAverage);
     });
+    expect_invalid("broadcast from a root beyond the world",
+                   [&] { b_.broadcast(&x, sizeof x, b_.size()); });
+    expect_invalid("broadcast from a negative root", [&] { b_.broadcast(&x, sizeof x, -1); });
+    expect_invalid("allgatherv with a count too many",
+                   [&] { b_.allgatherv(in.data(), out.data(), wrong); });
     std::vector<int> beyond = {b_.rank(), b_.size()};
     expect_invalid("split beyond the world", [&] { b_.split(beyond, "x"); });
   }
