@@ -96,6 +96,7 @@ class Agent {
   int noticed_generation_ = 0;  // the last host notice this agent raised
   std::optional<RoundPlanning> planning_;
   PlanningLimits limits_;
+  LastCall last_call_{options_.last_call, options_.max_nodes};
   std::optional<TimePoint> cooldown_until_;
   int failures_ = 0;
   const TimePoint started_ = steady_now();
@@ -438,7 +439,7 @@ void Agent::plan(const AgentSnapshot& s) {
     return;
   }
   auto why = round_needed(s.view, options_.min_nodes);
-  if (!why) return;
+  if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
   int round = s.view.last_round_number + 1;
   auto claim = s.planners.find(round);
   if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
@@ -473,6 +474,7 @@ int Agent::poll_timeout() const {
     consider(cooldown_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_) consider(started_ + options_.elastic_timeout);
+    if (!formed_) consider(last_call_.deadline());
     for (const auto& [id, w] : local_) {
       if (!w.checked_in && !w.killed) consider(w.checkin_by);
     }

@@ -29,6 +29,7 @@ struct AgentOptions {
   std::chrono::seconds lease_ttl{10};
   std::chrono::milliseconds checkin_timeout{10000};
   std::chrono::milliseconds elastic_timeout{600000};
+  std::chrono::milliseconds last_call{0};  // --rdzv-last-call
   std::chrono::milliseconds start_timeout{120000};
   std::chrono::milliseconds term_grace{5000};
   std::optional<int> reset_limit;

@@ -82,6 +82,25 @@ void RoundPlanning::publish(const AgentRound& round) {
            std::to_string(round.members.size()) + ": " + describe_members(round));
 }
 
+bool LastCall::over(const AgentJobView& view, TimePoint now) {
+  int nodes = static_cast<int>(view.nodes.size());
+  if (nodes >= max_) return true;
+  if (!began_) {
+    began_ = now;
+    if (length_.count() > 0) {
+      announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
+               " nodes are ready; the first round waits up to --rdzv-last-call " +
+               seconds_text(length_) + " for more");
+    }
+  }
+  return now >= *began_ + length_;
+}
+
+std::optional<TimePoint> LastCall::deadline() const {
+  if (!began_) return std::nullopt;
+  return *began_ + length_;
+}
+
 std::string describe_members(const AgentRound& round) {
   std::string out;
   for (size_t i = 0; i < round.members.size(); ++i) {

@@ -52,6 +52,24 @@ class RoundPlanning {
   int raised_notice_ = 0;
 };
 
+// The first round's last call (--rdzv-last-call, torchrun's last_call_timeout): once MIN nodes
+// are ready, the first round waits this long for more, unless MAX are there already. Without it,
+// agents started together form the first round with whichever MIN registered first, and the rest
+// join one reset later.
+class LastCall {
+ public:
+  LastCall(std::chrono::milliseconds length, int max_nodes) : length_(length), max_(max_nodes) {}
+  // Whether the first round may form now; `view` has MIN nodes ready for it.
+  bool over(const AgentJobView& view, TimePoint now);
+  // When it ends, once it has begun.
+  std::optional<TimePoint> deadline() const;
+
+ private:
+  const std::chrono::milliseconds length_;
+  const int max_;
+  std::optional<TimePoint> began_;
+};
+
 // "[0] a.0.0 on a, [1] a.1.0 on a", for the log.
 std::string describe_members(const AgentRound& round);
 

@@ -167,6 +167,11 @@ check_error "cohortrun: --min-np: Value 0 not in range 1 to 1048576 (see cohortr
 check_error "cohortrun: --ssh-port: Value 70000 not in range 1 to 65535 (see cohortrun --help)" \
   --ssh-port 70000 -np 1 "$probe" env
 check_error "cohortrun: program is required (see cohortrun --help)" -np 1
+check_error "cohortrun: --rdzv-last-call: 'nan' is not a number of seconds from 0 to 3600 (see cohortrun --help)" \
+  --rdzv-last-call nan -np 1 "$probe" env
+check_error "cohortrun: --rdzv-last-call needs --rdzv-backend etcd" --rdzv-last-call 5 -np 1 "$probe" env
+# -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
+"$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"
 check_error "cohortrun: --log-level: 'loud' is not trace, debug, info, warning or error (see cohortrun --help)" \
   --log-level loud -np 1 "$probe" env

@@ -151,6 +151,16 @@ wait_for_any() {  # wait_for_any REGEX: prints the node whose output has a line 
   done
   fail "no output line matching '$1' within 60 s" >&2
 }
+wait_for_any_err() {  # wait_for_any_err REGEX: as wait_for_any, in the agents' own logs
+  local f
+  for _ in $(seq 1200); do
+    for f in "$tmp"/*.err; do
+      grep -qx -- "$1" "$f" 2>/dev/null && { basename "$f" .err; return 0; }
+    done
+    sleep 0.05
+  done
+  fail "no agent log line matching '$1' within 60 s" >&2
+}
 expect_exit() {  # expect_exit NODE CODE: NODE's agent ends within 90 s with CODE
   local pid=${agents[$1]} rc=0
   for _ in $(seq 1800); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
@@ -196,7 +206,7 @@ two_agents)  # two nodes of two workers form one world of 4 and train to the end
 kill_agent)  # SIGKILL of one of three agents: its lease expires, the other two go on
   start_etcd 1
   for node in a b c; do agent $node --nnodes 2:3 --nproc-per-node 2 -- "${trainer[@]}" "${until_stop[@]}"; done
-  # The first round may form with two nodes and grow: find rank 0 once all six train.
+  # The first round waits for all three (the last call): find rank 0 once all six train.
   home=$(wait_for_any "$(epoch_at 6 '[0-9]*')")
   victim=c
   [[ $home == c ]] && victim=b
@@ -228,7 +238,10 @@ kill_planner)  # a worker dies; the agent that claims the next round's planning 
   ;;
 add_agent)  # a third agent joins mid-training: the job grows from 2 to 3 at a commit
   start_etcd 1
-  for node in a b; do agent $node --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"; done
+  # No last call: the first round forms with the two, without waiting for a third.
+  for node in a b; do
+    agent $node --nnodes 2:3 --rdzv-last-call 0 -- "${trainer[@]}" "${until_stop[@]}"
+  done
   wait_for "$tmp/a.out" "$(epoch_at 2 0)"
   agent c --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"
   wait_for "$tmp/a.out" "$(epoch_at 3 1)"
@@ -236,6 +249,19 @@ add_agent)  # a third agent joins mid-training: the job grows from 2 to 3 at a c
   for node in a b c; do expect_exit $node 0; done
   trained_once a
   expect "$tmp/c.out" "\[2\] trainer: start worker=c.0.0 rank=2 size=3 resets=0 epoch=[0-9]*"
+  ;;
+last_call)  # agents started apart: the first round waits --rdzv-last-call for the third node
+  start_etcd 1
+  for node in a b; do agent $node --nnodes 1:3 -- "${trainer[@]}" "${until_stop[@]}"; done
+  # The first to see MIN nodes ready says so; both wait (the default last call is 30 s).
+  wait_for_any_err "\[cohortrun\] [12] of at most 3 nodes are ready; the first round waits up to --rdzv-last-call 30 s for more" >/dev/null
+  agent c --nnodes 1:3 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 3 0)"
+  touch "$tmp/stop"
+  for node in a b c; do expect_exit $node 0; done
+  trained_once a
+  grep -h "round [0-9]* (" "$tmp"/*.err | grep -v "^\[cohortrun\] round 0 (" &&
+    fail "a round after the first: the job did not start with all three nodes"
   ;;
 max_nodes)  # --nnodes 1:2: a third agent waits outside the job until a node leaves
   start_etcd 1
