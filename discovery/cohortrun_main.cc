@@ -22,6 +22,7 @@
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/static_job.h"
+#include "discovery/worker_exports.h"
 
 namespace {
 
@@ -191,6 +192,12 @@ void apply_log_level(const std::string& text) {
   ::setenv("COHORT_LOG_LEVEL", text.c_str(), 1);
 }
 
+// -x and --log-level, in that order: the workers' environment, before anything starts.
+void apply_environment(Options& o) {
+  for (const auto& spec : o.exports) o.launch.exports.push_back(apply_export(spec));
+  apply_log_level(o.log_level);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,7 +225,7 @@ int main(int argc, char** argv) {
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {
-    apply_log_level(o.log_level);
+    apply_environment(o);
     return run(o, app);
   } catch (const std::exception& e) {
     std::cerr << "cohortrun: " << e.what() << std::endl;

@@ -185,6 +185,11 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
         throw CLI::Success();
       },
       "print which backends, launchers and framework bindings this build has, and exit");
+  app.add_option("-x", o.exports,
+                 "NAME=VALUE or NAME (its value here): an environment variable for every worker, "
+                 "as mpirun -x; may be repeated")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
   app.add_option("--log-level", o.log_level,
                  "trace, debug, info, warning or error: cohortrun's and the workers' log level");

@@ -19,6 +19,7 @@ struct CohortrunOptions {
   double term_grace_seconds = 5;
   double start_timeout_seconds = 120;
   bool verbose = false;
+  std::vector<std::string> exports;  // -x NAME or NAME=VALUE
   std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.

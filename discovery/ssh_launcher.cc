@@ -12,8 +12,7 @@
 #include "base/launch_env.h"
 #include "cohort/errors.h"
 #include "discovery/spawn.h"
-
-extern char** environ;
+#include "discovery/worker_exports.h"
 
 namespace cohort::discovery {
 namespace {
@@ -27,20 +26,16 @@ std::string current_directory() {
   return dir;
 }
 
-// What a remote worker gets, besides the secret: the launcher's own COHORT_* settings (the
-// remote shell does not inherit them) overridden by the worker's `env`.
+// What a remote worker gets, besides the secret: cohortrun's exported variables (the remote
+// shell does not inherit them) overridden by the worker's `env`.
 std::map<std::string, std::string> remote_environment(const std::vector<std::string>& env,
-                                                      const std::string& network_interface) {
-  std::map<std::string, std::string> vars;
-  auto add = [&](const std::string& entry) {
+                                                      const LaunchOptions& options) {
+  std::map<std::string, std::string> vars = exported_environment(options.exports);
+  for (const auto& entry : env) {
     auto eq = entry.find('=');
     if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
-  };
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "COHORT_", 7) == 0) add(*e);
   }
-  for (const auto& entry : env) add(entry);
-  if (!network_interface.empty()) vars[env::kNetworkInterface] = network_interface;
+  if (!options.network_interface.empty()) vars[env::kNetworkInterface] = options.network_interface;
   return vars;
 }
 
@@ -91,7 +86,7 @@ std::string SshLauncher::remote_command(const std::string& cwd,
                                         const std::vector<std::string>& argv,
                                         const std::vector<std::string>& env) const {
   std::string worker = "setsid env";
-  for (const auto& [name, value] : remote_environment(env, options_.network_interface)) {
+  for (const auto& [name, value] : remote_environment(env, options_)) {
     if (name != env::kSecret) worker += " " + shell_quote(name + "=" + value);
   }
   for (const auto& arg : argv) worker += " " + shell_quote(arg);

@@ -29,6 +29,9 @@ struct LaunchOptions {
   std::string network_interface;  // empty: workers listen on the address of their host's name
   // After the remote worker's ssh connection closes, how long it gets between SIGTERM and SIGKILL.
   int remote_term_grace_seconds = 5;
+  // -x names: cohortrun's variables that remote workers receive beside the default set
+  // (worker_exports.h).
+  std::vector<std::string> exports;
 };
 
 class WorkerLauncher {

@@ -170,6 +170,15 @@ check_error "cohortrun: program is required (see cohortrun --help)" -np 1
 check_error "cohortrun: --rdzv-last-call: 'nan' is not a number of seconds from 0 to 3600 (see cohortrun --help)" \
   --rdzv-last-call nan -np 1 "$probe" env
 check_error "cohortrun: --rdzv-last-call needs --rdzv-backend etcd" --rdzv-last-call 5 -np 1 "$probe" env
+# -x NAME=VALUE and -x NAME (its value here) reach every worker; bad names are refused.
+FROM_LAUNCHER=yes "$cohortrun" -x GIVEN=a=b -x FROM_LAUNCHER -np 2 /usr/bin/env >"$tmp/out" 2>&1
+for r in 0 1; do expect_line "$tmp/out" "[$r] GIVEN=a=b"; expect_line "$tmp/out" "[$r] FROM_LAUNCHER=yes"; done
+check_error "cohortrun: -x: NOT_SET_HERE is not set in cohortrun's environment (give -x NAME=VALUE)" \
+  -x NOT_SET_HERE -np 1 "$probe" env
+check_error "cohortrun: -x: cohortrun sets COHORT_RANK for each worker itself" \
+  -x COHORT_RANK=3 -np 1 "$probe" env
+check_error "cohortrun: -x: '1A' is not an environment variable name" -x 1A=2 -np 1 "$probe" env
+check_error "cohortrun: -x: '' is not an environment variable name" -x =2 -np 1 "$probe" env
 # -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
 "$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"

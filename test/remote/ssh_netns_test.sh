@@ -110,6 +110,16 @@ static)  # hello_allreduce on two namespace hosts, 3 ranks
     fail "not every rank reported the right sum"
   no_workers_left
   ;;
+env)  # a remote worker gets the default set and -x, and nothing else of cohortrun's environment
+  PYTHONPATH=/from/launcher NCCL_DEBUG=WARN NAMED=yes UNLISTED=no "$cohortrun" "${ssh_flags[@]}" \
+    -H 10.213.0.2:1 -x NAMED -x GIVEN=value /usr/bin/env >"$tmp/out" 2>"$tmp/err" ||
+    fail "the env job failed"
+  for line in PYTHONPATH=/from/launcher NCCL_DEBUG=WARN NAMED=yes GIVEN=value "PATH=$PATH"; do
+    expect "$tmp/out" "\[0\] $line"
+  done
+  grep -q "UNLISTED" "$tmp/out" && fail "a variable neither -x nor in the default set reached the worker"
+  no_workers_left
+  ;;
 kill_worker)  # elastic: the worker inside one namespace is SIGKILLed; the job goes on
   set_hosts 10.213.0.2:2 10.213.0.3:1
   start "${ssh_flags[@]}" "${discovery[@]}" --min-np 2 -- "${trainer[@]}" \
