@@ -117,7 +117,7 @@ Agent::Agent(const AgentOptions& options)
                      .prefix = agent_job_prefix(options.job_id),
                      .secret = options.secret},
       store_(store_options_),
-      workers_(options.term_grace),
+      workers_(options.term_grace, options.output),
       limits_{.min_nodes = options.min_nodes,
               .max_nodes = options.max_nodes,
               .reset_limit = options.reset_limit,
@@ -340,7 +340,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
                rendezvous::format_assignment(assignment));
     w->assigned_round = s.view.last_round_number;
     for (auto& [id, lw] : local_) {
-      if (&lw == w) workers_.relabel(id, std::to_string(rank));
+      if (&lw == w) workers_.place(id, rank, s.view.last_round_number);
     }
   }
   if (followed_round_ == s.view.last_round_number) return;
@@ -373,7 +373,8 @@ void Agent::start_worker(int slot) {
   int key = spawns_++;
   auto env = agent_worker_environment(id, options_.address, options_.secret, store_options_.prefix,
                                       options_.etcd);
-  workers_.add(key, launcher_.launch(options_.node, "worker " + id, options_.command, env), "");
+  workers_.add(key, launcher_.launch(options_.node, "worker " + id, options_.command, env),
+               {id, {}, {}});
   local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
   log::info("started worker ", id);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "discovery/elastic_hosts.h"
+#include "discovery/worker_output.h"
 #include "rendezvous/etcd_client.h"
 
 namespace cohort::discovery {
@@ -33,6 +34,7 @@ struct AgentOptions {
   std::chrono::milliseconds start_timeout{120000};
   std::chrono::milliseconds term_grace{5000};
   std::optional<int> reset_limit;
+  OutputOptions output;                   // where the workers' lines go
   std::optional<CooldownRange> cooldown;  // none: a node whose worker failed leaves the job
   // For tests (COHORT_FAULT_AGENT_KILL_AT=ROUND:MARKER): the first agent to claim the planning
   // of `round` that creates the file `marker` SIGKILLs itself there, before publishing anything.

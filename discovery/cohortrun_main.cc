@@ -59,12 +59,19 @@ LaunchOptions launch_options(const Options& o) {
   return launch;
 }
 
+OutputOptions output_options(const Options& o) {
+  OutputOptions output{.directory = o.output_directory, .timestamps = o.prefix_timestamp};
+  if (!o.console_ranks.empty()) output.console = parse_rank_list(o.console_ranks);
+  return output;
+}
+
 int run_static(const Options& o) {
   return run_static_job(job_hosts(o), {.np = parse_np(o.np),
                                        .command = o.command,
                                        .term_grace = millis(o.term_grace_seconds),
                                        .start_timeout = millis(o.start_timeout_seconds),
-                                       .launch = launch_options(o)});
+                                       .launch = launch_options(o),
+                                       .output = output_options(o)});
 }
 
 // Refuses flag combinations that contradict each other, naming them.
@@ -109,7 +116,8 @@ ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
                       .checkin_timeout = millis(o.checkin_timeout_seconds),
                       .term_grace = millis(o.term_grace_seconds),
                       .start_timeout = millis(o.start_timeout_seconds),
-                      .launch = launch_options(o)};
+                      .launch = launch_options(o),
+                      .output = output_options(o)};
   if (!o.discovery_script.empty()) {
     e.discovery_script = o.discovery_script;
   } else {
@@ -154,7 +162,8 @@ AgentOptions agent_options(const Options& o, const CLI::App& app) {
                  .elastic_timeout = millis(o.elastic_timeout_seconds),
                  .last_call = millis(o.rdzv_last_call_seconds),
                  .start_timeout = millis(o.start_timeout_seconds),
-                 .term_grace = millis(o.term_grace_seconds)};
+                 .term_grace = millis(o.term_grace_seconds),
+                 .output = output_options(o)};
   std::tie(a.min_nodes, a.max_nodes) = parse_nnodes(o.nnodes);
   a.address = o.node_address.empty() ? default_node_address(a.etcd.endpoints[0]) : o.node_address;
   if (app.count("--reset-limit") > 0) a.reset_limit = o.reset_limit;

@@ -151,7 +151,7 @@ std::map<std::string, int> option_arity(const CLI::App& app) {
   std::map<std::string, int> arity;
   for (const CLI::Option* option : app.get_options()) {
     if (!option->nonpositional()) continue;
-    int values = option->get_type_size_max();  // 0 for a flag, 2 for a pair
+    int values = option->get_items_expected_max();  // 0 for a flag, 2 for a pair
     for (const auto& name : option->get_snames()) arity["-" + name] = values;
     for (const auto& name : option->get_lnames()) arity["--" + name] = values;
   }
@@ -190,6 +190,12 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
                  "as mpirun -x; may be repeated")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--output-filename", o.output_directory,
+                 "DIR: also write each rank's stdout and stderr to files under DIR, as horovodrun");
+  app.add_flag("--prefix-timestamp,--prefix-output-with-timestamp", o.prefix_timestamp,
+               "put the UTC time before every line of the workers' output");
+  app.add_option("--console-ranks", o.console_ranks,
+                 "LIST, e.g. 0 or 0,2-3: only these ranks' lines reach the console (default all)");
   app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
   app.add_option("--log-level", o.log_level,
                  "trace, debug, info, warning or error: cohortrun's and the workers' log level");

@@ -20,6 +20,9 @@ struct CohortrunOptions {
   double start_timeout_seconds = 120;
   bool verbose = false;
   std::vector<std::string> exports;  // -x NAME or NAME=VALUE
+  std::string output_directory;      // --output-filename
+  bool prefix_timestamp = false;
+  std::string console_ranks;
   std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.

@@ -92,7 +92,7 @@ class ElasticJob {
 ElasticJob::ElasticJob(const ElasticJobOptions& options)
     : options_(options),
       hosts_(options.hosts),
-      workers_(options.term_grace),
+      workers_(options.term_grace, options.output),
       hold_(options.hosts.min_np, options.hosts.elastic_timeout) {
   if (options_.discovery_script) {
     discovery_ = std::make_unique<HostDiscovery>(
@@ -331,7 +331,7 @@ void ElasticJob::start_worker(const SlotRef& slot) {
     workers_.add(w.id,
                  launcher->launch(slot.host, "worker " + id, options_.command,
                                   elastic_worker_environment(id, slot.host, towards)),
-                 w.label());
+                 {w.label(), w.rank, std::nullopt});
     w.checkin_by = steady_now() + options_.start_timeout;
     log::info("started ", w.name());
   } catch (const Error& e) {
@@ -379,7 +379,7 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
         .round = round_, .placement = a.placement, .generation = generation_};
     w.rank = a.placement.rank;
     w.in_round = true;
-    workers_.relabel(w.id, w.label());
+    workers_.place(w.id, *w.rank, round_);
     board_->assign(w.id, w.entry, assignment);
     w.checkin.reset();
     ++w.entry;

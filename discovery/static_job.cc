@@ -38,7 +38,9 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
   endpoint.port = server.port();
   log::info("rendezvous server on ", endpoint.addr, ":", endpoint.port, "; starting ", np,
             " workers");
-  Supervisor supervisor(std::move(signals), options.term_grace);
+  OutputOptions output = options.output;
+  output.rank_digits = static_cast<int>(std::to_string(np - 1).size());  // as horovodrun
+  Supervisor supervisor(std::move(signals), options.term_grace, output);
   for (size_t i = 0; i < slots.size(); ++i) {
     try {
       int rank = slots[i].placement.rank;

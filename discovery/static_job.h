@@ -8,6 +8,7 @@
 
 #include "discovery/host_manager.h"
 #include "discovery/worker_launcher.h"
+#include "discovery/worker_output.h"
 
 namespace cohort::discovery {
 
@@ -17,6 +18,7 @@ struct StaticJobOptions {
   std::chrono::milliseconds term_grace{5000};
   std::chrono::milliseconds start_timeout{120000};  // the longest rendezvous wait
   LaunchOptions launch;                             // ssh and the workers' network interface
+  OutputOptions output;                             // where the workers' lines go
 };
 
 // Runs the job to its end and returns cohortrun's exit status (0 when every worker exited 0).

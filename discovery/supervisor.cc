@@ -14,11 +14,12 @@
 
 namespace cohort::discovery {
 
-Supervisor::Supervisor(Fd signals, std::chrono::milliseconds term_grace)
-    : signals_(std::move(signals)), workers_(term_grace) {}
+Supervisor::Supervisor(Fd signals, std::chrono::milliseconds term_grace,
+                       const OutputOptions& output)
+    : signals_(std::move(signals)), workers_(term_grace, output) {}
 
 void Supervisor::add(int rank, LaunchedWorker worker) {
-  workers_.add(rank, std::move(worker), std::to_string(rank));
+  workers_.add(rank, std::move(worker), {std::to_string(rank), rank, std::nullopt});
 }
 
 int Supervisor::run() {

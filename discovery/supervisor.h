@@ -16,7 +16,7 @@ namespace cohort::discovery {
 class Supervisor {
  public:
   // `signals` comes from block_job_signals().
-  Supervisor(Fd signals, std::chrono::milliseconds term_grace);
+  Supervisor(Fd signals, std::chrono::milliseconds term_grace, const OutputOptions& output);
 
   void add(int rank, LaunchedWorker worker);
   // The job cannot go on (e.g. a worker failed to start): say why and stop the workers added.

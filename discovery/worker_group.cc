@@ -12,19 +12,20 @@
 
 namespace cohort::discovery {
 
-WorkerGroup::WorkerGroup(std::chrono::milliseconds term_grace) : term_grace_(term_grace) {}
+WorkerGroup::WorkerGroup(std::chrono::milliseconds term_grace, const OutputOptions& output)
+    : term_grace_(term_grace), output_(output) {}
 
-void WorkerGroup::add(int id, LaunchedWorker worker, std::string label) {
-  Worker w{.info = std::move(worker), .label = std::move(label)};
+void WorkerGroup::add(int id, LaunchedWorker worker, OutputSource source) {
+  Worker w{.info = std::move(worker), .source = std::move(source)};
   w.out.fd = std::move(w.info.out);
   w.err.fd = std::move(w.info.err);
   w.err.is_stderr = true;
   workers_[id] = std::move(w);
 }
 
-void WorkerGroup::relabel(int id, std::string label) {
+void WorkerGroup::place(int id, int rank, int round) {
   auto it = workers_.find(id);
-  if (it != workers_.end()) it->second.label = std::move(label);
+  if (it != workers_.end()) it->second.source = {std::to_string(rank), rank, round};
 }
 
 bool WorkerGroup::running(int id) const {
@@ -121,7 +122,8 @@ void WorkerGroup::on_time() {
   std::string who = "workers";
   if (due.size() < running) {
     who.clear();
-    for (int id : due) who += (who.empty() ? "" : ", ") + ("[" + workers_.at(id).label + "]");
+    for (int id : due)
+      who += (who.empty() ? "" : ", ") + ("[" + workers_.at(id).source.label + "]");
   }
   report(who + " still running " + std::to_string(term_grace_.count()) +
          " ms after being asked to stop; sending SIGKILL");
@@ -130,7 +132,7 @@ void WorkerGroup::on_time() {
 
 void WorkerGroup::give_up_output(Worker& w) {
   if (!w.out.fd.valid() && !w.err.fd.valid()) return;
-  log::warning("[", w.label,
+  log::warning("[", w.source.label,
                "] exited but its output is still open (a child it left running?); no longer "
                "forwarding it");
   for (Stream* s : {&w.out, &w.err}) {
@@ -141,7 +143,7 @@ void WorkerGroup::give_up_output(Worker& w) {
 
 void WorkerGroup::flush_partial(const Worker& w, Stream& s) {
   if (s.partial.empty()) return;
-  write_all(s.is_stderr ? STDERR_FILENO : STDOUT_FILENO, "[" + w.label + "] " + s.partial + "\n");
+  output_.write(w.source, s.is_stderr, s.partial + "\n");
   s.partial.clear();
 }
 
@@ -154,17 +156,11 @@ void WorkerGroup::forward(Worker& w, Stream& s) {
     s.fd.reset();
     return;
   }
-  std::string prefix = "[" + w.label + "] ";
   s.partial.append(buf, static_cast<size_t>(n));
-  std::string lines;
-  size_t start = 0, nl;
-  while ((nl = s.partial.find('\n', start)) != std::string::npos) {
-    lines += prefix;
-    lines.append(s.partial, start, nl - start + 1);
-    start = nl + 1;
-  }
-  s.partial.erase(0, start);
-  if (!lines.empty()) write_all(s.is_stderr ? STDERR_FILENO : STDOUT_FILENO, lines);
+  size_t end = s.partial.rfind('\n');
+  if (end == std::string::npos) return;
+  output_.write(w.source, s.is_stderr, std::string_view(s.partial).substr(0, end + 1));
+  s.partial.erase(0, end + 1);
 }
 
 }  // namespace cohort::discovery

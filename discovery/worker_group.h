@@ -1,8 +1,8 @@
 // The worker processes of a cohortrun job, static or elastic: their output forwarded line by line
-// behind a label ("[3] "), their exits collected by pid, and signals to their process groups with
-// a SIGKILL deadline. waitpid() is only called for the group's own pids, so other children of
-// cohortrun (the host discovery script) keep their exit status to themselves. What an exit means,
-// and whom to stop when, is the job's decision.
+// (worker_output.h: behind a label such as "[3] ", and into files), their exits collected by pid,
+// and signals to their process groups with a SIGKILL deadline. waitpid() is only called for the
+// group's own pids, so other children of cohortrun (the host discovery script) keep their exit
+// status to themselves. What an exit means, and whom to stop when, is the job's decision.
 #pragma once
 
 #include <poll.h>
@@ -16,6 +16,7 @@
 
 #include "discovery/clock.h"
 #include "discovery/worker_launcher.h"
+#include "discovery/worker_output.h"
 
 namespace cohort::discovery {
 
@@ -28,11 +29,13 @@ struct WorkerExit {
 
 class WorkerGroup {
  public:
-  explicit WorkerGroup(std::chrono::milliseconds term_grace);
+  WorkerGroup(std::chrono::milliseconds term_grace, const OutputOptions& output);
 
-  // `id` is the job's name for the worker (its rank in a static job); `label` prefixes its lines.
-  void add(int id, LaunchedWorker worker, std::string label);
-  void relabel(int id, std::string label);
+  // `id` is the job's name for the worker (its rank in a static job); `source` says whose its
+  // lines are.
+  void add(int id, LaunchedWorker worker, OutputSource source);
+  // The worker has rank `rank` in round `round` from now on.
+  void place(int id, int rank, int round);
   bool empty() const { return workers_.empty(); }
   bool running(int id) const;
   bool all_exited() const;
@@ -64,7 +67,7 @@ class WorkerGroup {
   };
   struct Worker {
     LaunchedWorker info;
-    std::string label;
+    OutputSource source;
     Stream out, err;
     std::optional<int> status;             // waitpid status once exited
     std::optional<TimePoint> kill_at;      // SIGKILL due
@@ -79,6 +82,7 @@ class WorkerGroup {
   void give_up_output(Worker& worker);
 
   std::chrono::milliseconds term_grace_;
+  WorkerOutput output_;
   std::map<int, Worker> workers_;
   std::vector<std::pair<int, Stream*>> polled_;  // fds appended by add_poll_fds, in order
   size_t polled_from_ = 0;                       // where they start in the caller's vector

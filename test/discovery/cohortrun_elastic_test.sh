@@ -35,8 +35,13 @@ add_remove)  # a host added then removed
   ;;
 sigkill)  # a worker killed on a one-host job: its slot is retired, the job goes on with 3
   set_hosts localhost:4
-  start "${discovery[@]}" --min-np 2 -- --at 0:3 die --at '1:*' finish
+  start "${discovery[@]}" --min-np 2 --output-filename "$tmp/logs" -- --at 0:3 die --at '1:*' finish
   expect_exit 0
+  # --output-filename: a file per rank and round, the round's lines only.
+  expect "$tmp/logs/round.1/rank.2/stdout" "worker 2 round 1 rank 2 size 3"
+  [[ -e $tmp/logs/round.1/rank.3/stdout ]] && fail "a rank 3 in round 1"
+  expect "$tmp/logs/round.0/rank.0/stdout" "worker 0 round 0 rank 0 size 4"
+  grep -q "round 1" "$tmp/logs/round.0/rank.0/stdout" && fail "round 1's lines in round 0's file"
   expect "$tmp/err" "\[cohortrun\] worker 3 (rank 3 on localhost slot 3) (pid [0-9]*) was killed by signal 9 (SIGKILL)"
   expect "$tmp/err" ".*retiring slot localhost:3 .*"
   expect "$tmp/err" "$(round 1 'size 3: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1, \[2\] worker 2 localhost:2')"

@@ -179,6 +179,24 @@ check_error "cohortrun: -x: cohortrun sets COHORT_RANK for each worker itself" \
   -x COHORT_RANK=3 -np 1 "$probe" env
 check_error "cohortrun: -x: '1A' is not an environment variable name" -x 1A=2 -np 1 "$probe" env
 check_error "cohortrun: -x: '' is not an environment variable name" -x =2 -np 1 "$probe" env
+# --output-filename: every rank's lines in DIR/rank.R/{stdout,stderr}; --console-ranks: only
+# rank 1 on the console; --prefix-timestamp: the UTC time before each line, in both.
+talk='echo "out $COHORT_RANK"; echo "err $COHORT_RANK" >&2'
+"$cohortrun" --output-filename "$tmp/logs" --console-ranks 1 --prefix-timestamp -np 3 \
+  /bin/sh -c "$talk" >"$tmp/out" 2>"$tmp/err"
+stamp='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z'
+grep -qxE "$stamp \[1\] out 1" "$tmp/out" || { cat "$tmp/out"; fail "no stamped rank 1 line"; }
+grep -qxE "$stamp \[1\] err 1" "$tmp/err" || { cat "$tmp/err"; fail "no stamped rank 1 error"; }
+[[ $(wc -l <"$tmp/out") -eq 1 && $(wc -l <"$tmp/err") -eq 1 ]] || fail "ranks 0 and 2 reached the console"
+for r in 0 1 2; do
+  grep -qxE "$stamp out $r" "$tmp/logs/rank.$r/stdout" || fail "no rank.$r/stdout"
+  grep -qxE "$stamp err $r" "$tmp/logs/rank.$r/stderr" || fail "no rank.$r/stderr"
+done
+check_error "cohortrun: --console-ranks: '1-' is not a list of ranks such as 0 or 0,2-3" \
+  --console-ranks 1- -np 1 "$probe" env
+: >"$tmp/a_file"
+check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file/logs': Not a directory" \
+  --output-filename "$tmp/a_file/logs" -np 1 "$probe" env
 # -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
 "$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"

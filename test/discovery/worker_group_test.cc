@@ -35,10 +35,10 @@ void await_output(WorkerGroup& group) {
 }  // namespace
 
 TEST_CASE("a worker group reaps its own workers and leaves other children alone") {
-  WorkerGroup group(1000ms);
+  WorkerGroup group(1000ms, {});
   LaunchedWorker worker = start("exit 3");
   pid_t worker_pid = worker.pid;
-  group.add(7, std::move(worker), "7");
+  group.add(7, std::move(worker), {"7", 7, {}});
   Spawned other =
       spawn_in_own_group({"/bin/sh", "-c", "exit 5"}, nullptr, {.out_fd = 1, .err_fd = 2},
                          /*search_path=*/false);
@@ -58,10 +58,10 @@ TEST_CASE("a worker group reaps its own workers and leaves other children alone"
 }
 
 TEST_CASE("a worker that ignores SIGTERM gets SIGKILL once the grace has passed") {
-  WorkerGroup group(100ms);
+  WorkerGroup group(100ms, {});
   LaunchedWorker worker = start("trap '' TERM; echo ready; while :; do sleep 1; done");
   pid_t pid = worker.pid;
-  group.add(0, std::move(worker), "0");
+  group.add(0, std::move(worker), {"0", 0, {}});
   await_output(group);  // the trap is set
   CHECK_FALSE(group.next_deadline().has_value());
   group.stop(0, SIGTERM);
