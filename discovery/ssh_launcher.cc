@@ -92,8 +92,9 @@ std::string SshLauncher::remote_command(const std::string& cwd,
   for (const auto& arg : argv) worker += " " + shell_quote(arg);
   std::string grace = std::to_string(options_.remote_term_grace_seconds);
   // An asynchronous command's stdin is /dev/null unless redirected, so the watcher reads ssh's
-  // stdin through fd 3. It sees end-of-file when the local ssh goes away (or cohortrun closes
-  // the pipe) and then stops the worker's whole session: SIGTERM, SIGKILL after the grace.
+  // stdin through fd 3. A line USR1 or USR2 there is a signal cohortrun passes on (ssh has no
+  // way to send one). End-of-file means the local ssh went away (or cohortrun closed the pipe):
+  // the watcher then stops the worker's whole session: SIGTERM, SIGKILL after the grace.
   std::string script =
       "exec 3<&0\n"
       "cd " +
@@ -107,7 +108,8 @@ std::string SshLauncher::remote_command(const std::string& cwd,
       env::kSecret + "\n" + worker +
       " </dev/null 3<&- &\n"
       "worker=$!\n"
-      "( while IFS= read -r _; do :; done; kill -s TERM -- -$worker; sleep " +
+      "( while IFS= read -r s; do case $s in USR1|USR2) kill -s $s -- -$worker;; esac; done; "
+      "kill -s TERM -- -$worker; sleep " +
       grace +
       "; kill -s KILL -- -$worker ) <&3 >/dev/null 2>&1 &\n"
       "watcher=$!\n"

@@ -42,7 +42,7 @@ int Supervisor::run() {
 }
 
 void Supervisor::on_signals() {
-  for (int sig : read_job_signals(signals_.get())) {
+  for (int sig : read_job_signals(signals_.get(), workers_)) {
     report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
     if (exit_code_ == 0) exit_code_ = 128 + sig;
     stop_all(sig);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 
 #include "base/log.h"
 #include "discovery/job_report.h"
@@ -94,6 +95,17 @@ void WorkerGroup::stop(int id, int sig) {
 
 void WorkerGroup::stop_all(int sig) {
   for (auto& [id, w] : workers_) stop(id, sig);
+}
+
+void WorkerGroup::pass_on(int sig) {
+  for (auto& [id, w] : workers_) {
+    if (w.status) continue;
+    if (w.info.in.valid()) {
+      write_all(w.info.in.get(), std::string(sigabbrev_np(sig)) + "\n");
+    } else {
+      ::kill(-w.info.pid, sig);
+    }
+  }
 }
 
 std::optional<TimePoint> WorkerGroup::next_deadline() const {

@@ -53,6 +53,9 @@ class WorkerGroup {
   // `term_grace` has passed, if the worker is still running by then.
   void stop(int id, int sig);
   void stop_all(int sig);
+  // Sends `sig` to every running worker, and nothing follows: a local worker's process group gets
+  // it, a remote worker's ssh session is asked to send it on (ssh_launcher.h).
+  void pass_on(int sig);
 
   // The next moment on_time() has work: a SIGKILL due, or giving up on output that something a
   // worker left running still holds open after it exited. None: sleep until an event.

@@ -115,6 +115,29 @@ exec 3<&-
 expect_line "$tmp/err" "cohortrun: received SIGINT; stopping the workers"
 [[ $(grep -c SIGKILL "$tmp/err" || true) -eq 0 ]] || fail "SIGINT did not stop the worker"
 
+# SIGUSR1 and SIGUSR2 are passed on and the job goes on; SIGHUP is forwarded and stops it.
+rm "$tmp/fifo"; mkfifo "$tmp/fifo"
+traps='trap "echo got USR1" USR1; trap "echo got USR2" USR2; trap "echo got HUP; exit 0" HUP'
+"$cohortrun" -np 2 /bin/sh -c "$traps; echo ready; while :; do sleep 0.05; done" \
+  >"$tmp/fifo" 2>"$tmp/err" &
+pid=$!
+exec 3<"$tmp/fifo"
+read_two() {  # read_two WHAT: the next two lines are both workers' "WHAT"
+  local a b
+  read -r -t 20 a <&3 && read -r -t 20 b <&3 || fail "no two lines '$1'"
+  [[ $(printf '%s\n' "$a" "$b" | sort | tr '\n' ' ') == "[0] $1 [1] $1 " ]] ||
+    fail "expected both workers' '$1', got '$a' and '$b'"
+}
+read_two ready
+for sig in USR1 USR2; do kill -$sig $pid; read_two "got $sig"; done
+kill -HUP $pid
+read_two "got HUP"
+rc=0; wait $pid || rc=$?
+exec 3<&-
+[[ $rc -eq $((128 + 1)) ]] || fail "cohortrun exited $rc after SIGHUP, expected 129"
+expect_line "$tmp/err" "[cohortrun] received SIGUSR1; passing it on to the workers"
+expect_line "$tmp/err" "cohortrun: received SIGHUP; stopping the workers"
+
 # Bad arguments give precise errors, exit status 2 (as documented), and nothing starts.
 check_error() {  # check_error EXPECTED ARGS...
   local expected=$1; shift

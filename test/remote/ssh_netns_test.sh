@@ -110,7 +110,7 @@ static)  # hello_allreduce on two namespace hosts, 3 ranks
     fail "not every rank reported the right sum"
   no_workers_left
   ;;
-env)  # a remote worker gets the default set and -x, and nothing else of cohortrun's environment
+env)  # a remote worker gets the default set and -x, nothing else; SIGUSR1 and SIGUSR2 reach it
   PYTHONPATH=/from/launcher NCCL_DEBUG=WARN NAMED=yes UNLISTED=no "$cohortrun" "${ssh_flags[@]}" \
     -H 10.213.0.2:1 -x NAMED -x GIVEN=value /usr/bin/env >"$tmp/out" 2>"$tmp/err" ||
     fail "the env job failed"
@@ -118,6 +118,18 @@ env)  # a remote worker gets the default set and -x, and nothing else of cohortr
     expect "$tmp/out" "\[0\] $line"
   done
   grep -q "UNLISTED" "$tmp/out" && fail "a variable neither -x nor in the default set reached the worker"
+  # Signals passed on through the ssh session's stdin: the job goes on until SIGTERM.
+  traps='trap "echo got USR1" USR1; trap "echo got USR2" USR2'
+  "$cohortrun" "${ssh_flags[@]}" -H 10.213.0.2:1 /bin/sh -c \
+    "$traps; echo ready; while :; do sleep 0.05; done" >"$tmp/out" 2>"$tmp/err" &
+  job=$!
+  wait_for "$tmp/out" "\[0\] ready"
+  kill -USR1 "$job"
+  wait_for "$tmp/out" "\[0\] got USR1"
+  kill -USR2 "$job"
+  wait_for "$tmp/out" "\[0\] got USR2"
+  kill -TERM "$job"
+  expect_exit 143
   no_workers_left
   ;;
 kill_worker)  # elastic: the worker inside one namespace is SIGKILLed; the job goes on
