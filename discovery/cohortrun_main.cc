@@ -21,6 +21,7 @@
 #include "discovery/cohortrun_options.h"
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
+#include "discovery/job_tunables.h"
 #include "discovery/static_job.h"
 #include "discovery/worker_exports.h"
 
@@ -201,9 +202,11 @@ void apply_log_level(const std::string& text) {
   ::setenv("COHORT_LOG_LEVEL", text.c_str(), 1);
 }
 
-// -x and --log-level, in that order: the workers' environment, before anything starts.
+// -x, the tunables' flags and --log-level, in that order (a flag wins over -x): the workers'
+// environment, before anything starts.
 void apply_environment(Options& o) {
   for (const auto& spec : o.exports) o.launch.exports.push_back(apply_export(spec));
+  apply_tunables(o.tunables);
   apply_log_level(o.log_level);
 }
 

@@ -9,6 +9,7 @@
 
 #include "cohort/errors.h"
 #include "discovery/build_info.h"
+#include "discovery/job_tunables.h"
 
 namespace cohort::discovery {
 
@@ -146,6 +147,22 @@ void add_agent_options(CLI::App& app, CohortrunOptions& o) {
       "agent mode: where this node's workers listen (default: the address towards etcd)");
 }
 
+// The flags of job_tunables.h, each under horovodrun's name too where that differs.
+void add_tunable_options(CLI::App& app, CohortrunOptions& o) {
+  for (const auto& t : job_tunables()) {
+    std::string names = std::string(t.flag) + (t.horovod ? std::string(",") + t.horovod : "");
+    std::string help = std::string(t.help) + " (" + t.variable + ")";
+    if (t.kind == JobTunable::Kind::kSwitch) {
+      app.add_flag_callback(
+          names, [&o, flag = t.flag] { o.tunables[flag] = "1"; }, help);
+    } else {
+      app.add_option_function<std::string>(
+             names, [&o, flag = t.flag](const std::string& v) { o.tunables[flag] = v; }, help)
+          ->type_name(t.value);
+    }
+  }
+}
+
 // Each option `app` knows, by every name, with the number of values one use of it takes.
 std::map<std::string, int> option_arity(const CLI::App& app) {
   std::map<std::string, int> arity;
@@ -176,6 +193,7 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
   add_elastic_options(app, o);
   add_remote_options(app, o);
   add_agent_options(app, o);
+  add_tunable_options(app, o);
   // As horovodrun: -v is --version, and --verbose has no short form.
   app.set_version_flag("-v,--version", version_text(), "print cohortrun's version and exit");
   app.add_flag_callback(
@@ -214,7 +232,10 @@ std::vector<std::string> normalized_args(const CLI::App& app, int argc, char** a
       throw InvalidArgument("unknown option '" + option +
                             "' before the program (see cohortrun --help)");
     }
-    bool values_follow = option == args[i];       // not "--option=value"
+    bool values_follow = option == args[i];  // not "--option=value"
+    if (!values_follow && args[i].size() == option.size() + 1) {
+      throw InvalidArgument("'" + args[i] + "' has no value after '=' (see cohortrun --help)");
+    }
     if (option == "-np") args[i].insert(0, "-");  // "--np" or "--np=N"
     if (values_follow) i += static_cast<size_t>(known->second);
   }

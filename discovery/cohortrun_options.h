@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ struct CohortrunOptions {
   std::string output_directory;      // --output-filename
   bool prefix_timestamp = false;
   std::string console_ranks;
+  std::map<std::string, std::string> tunables;  // job_tunables.h: flag -> value as typed
   std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.

@@ -220,6 +220,16 @@ check_error "cohortrun: --console-ranks: '1-' is not a list of ranks such as 0 o
 : >"$tmp/a_file"
 check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file/logs': Not a directory" \
   --output-filename "$tmp/a_file/logs" -np 1 "$probe" env
+# The tunables' flags set their variables for the workers, over -x; horovodrun's names work too.
+"$cohortrun" -x COHORT_CYCLE_TIME=9 --cycle-time-ms 2.5 --no-stall-check --hierarchical 0 -np 1 \
+  /usr/bin/env >"$tmp/out" 2>&1
+for line in COHORT_CYCLE_TIME=2.5 COHORT_STALL_CHECK_DISABLE=1 COHORT_HIERARCHICAL=0; do
+  expect_line "$tmp/out" "[0] $line"
+done
+check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invalid: expected an integer" \
+  --cache-capacity lots -np 1 "$probe" env
+check_error "cohortrun: '--timeline-filename=' has no value after '=' (see cohortrun --help)" \
+  --timeline-filename= -np 1 "$probe" env
 # -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
 "$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"
