@@ -14,6 +14,8 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "discovery/agent_cli.h"
+#include "discovery/agent_events.h"
+#include "discovery/agent_name.h"
 #include "discovery/agent_planner.h"
 #include "discovery/agent_watch.h"
 #include "discovery/job_report.h"
@@ -65,7 +67,6 @@ class Agent {
   void start_workers(const AgentSnapshot& s);
   void start_worker(int slot);
   void check_start_timeouts();
-  void claim_node_name();
   void register_node();
   void stop_job(int code, const std::string& why);
   int poll_timeout() const;
@@ -80,6 +81,7 @@ class Agent {
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
   WorkerGroup workers_;
+  AgentEvents events_{options_};
   LocalLauncher launcher_{"", /*die_with_parent=*/true};
   std::map<int, LocalWorker> local_;       // by WorkerGroup id
   int spawns_ = 0;                         // workers started, for WorkerGroup ids
@@ -141,7 +143,8 @@ Agent::Agent(const AgentOptions& options)
 int Agent::run() {
   announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
            store_.describe());
-  claim_node_name();
+  claim_node_name(store_, options_, lease_->id());
+  events_.job_start(options_);
   auto first = parse_agent_snapshot(store_.list("").values);
   if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
@@ -166,6 +169,7 @@ int Agent::run() {
     workers_.on_time();
     if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
   }
+  events_.job_end(exit_code_);
   return exit_code_;
 }
 
@@ -173,6 +177,7 @@ void Agent::on_signals() {
   for (int sig : read_job_signals(signals_.get(), workers_)) {
     report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
     if (exit_code_ == 0) exit_code_ = 128 + sig;
+    events_.job_stopping(std::string("received SIG") + sigabbrev_np(sig));
     stopping_ = true;
     workers_.stop_all(sig);
   }
@@ -190,11 +195,14 @@ void Agent::on_exit(const WorkerExit& exit) {
   local_.erase(exit.id);
   dirty_ = true;
   unreported_exits_[w.id] = exit_text(exit.status);
-  if (stopping_ || w.expected_exit) {
+  bool finished = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed;
+  bool stopped = stopping_ || w.expected_exit;
+  events_.worker_exit(w.id, exit, stopped ? "stopped" : finished ? "finished" : "failed");
+  if (stopped) {
     log::info("worker ", w.id, " ", describe_exit(exit.status));
     return;
   }
-  if (WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed) {
+  if (finished) {
     // Finished: never a reason to end the others; the rest of its round regroup without it.
     announce("worker " + w.id + " finished (exit status 0)");
     exit_notice_ = {"worker " + w.id + " finished", followed_round_};
@@ -215,6 +223,7 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
   }
   auto wait = cooldown_after(*options_.cooldown, failures_, 0.0);
   announce("node " + options_.node + " is blacklisted for " + seconds_text(wait));
+  events_.blacklist(options_.node, failures_, wait);
   cooldown_until_ = steady_now() + wait;
   try {
     store_.remove(agent_key(options_.node));
@@ -240,6 +249,7 @@ void Agent::refresh() {
     flush_exits();
     auto listing = store_.list("");
     if (unreachable_since_) announce("etcd answers again");
+    if (unreachable_since_) events_.etcd_recovered();
     unreachable_since_.reset();
     last_answer_ = steady_now();
     act(parse_agent_snapshot(listing.values));
@@ -257,6 +267,7 @@ void Agent::on_etcd_unreachable(const std::string& why) {
     announce("etcd cannot be reached; waiting up to --elastic-timeout " +
              seconds_text(options_.elastic_timeout) + " for it: " + why);
     unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
+    events_.etcd_unreachable(why);
   }
   if (now - *unreachable_since_ >= options_.elastic_timeout) {
     return stop_job(1, "etcd could not be reached for --elastic-timeout " +
@@ -306,6 +317,7 @@ void Agent::obey_kills(const AgentSnapshot& s) {
     auto kill = s.kills.find(w.id);
     if (kill == s.kills.end() || w.killed) continue;
     announce("killing worker " + w.id + ": the planner gave up on it (" + kill->second + ")");
+    events_.worker_timeout(w.id, "planner");
     w.killed = true;
     workers_.stop(id, SIGKILL);  // its exit then counts as a failure
   }
@@ -317,6 +329,7 @@ void Agent::check_start_timeouts() {
     if (w.checked_in || w.killed || now < w.checkin_by) continue;
     announce("worker " + w.id + " did not check in within --start-timeout " +
              seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    events_.worker_timeout(w.id, "start");
     w.killed = true;
     workers_.stop(id, SIGKILL);
   }
@@ -346,6 +359,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
   if (followed_round_ == s.view.last_round_number) return;
   followed_round_ = s.view.last_round_number;
   log::info("round ", followed_round_, ": ", describe_members(round));
+  events_.round(followed_round_, round);
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
@@ -373,28 +387,11 @@ void Agent::start_worker(int slot) {
   int key = spawns_++;
   auto env = agent_worker_environment(id, options_.address, options_.secret, store_options_.prefix,
                                       options_.etcd);
-  workers_.add(key, launcher_.launch(options_.node, "worker " + id, options_.command, env),
-               {id, {}, {}});
+  LaunchedWorker launched = launcher_.launch(options_.node, "worker " + id, options_.command, env);
+  events_.worker_start(id, slot, launched.pid);
+  workers_.add(key, std::move(launched), {id, {}, {}});
   local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
   log::info("started worker ", id);
-}
-
-// Holds the node's name under this agent's lease before any worker starts: workers are named
-// after their node, and a second live agent of the same name would start workers that take the
-// first one's places. An agent restarted after a crash waits for its predecessor's lease to run
-// out.
-void Agent::claim_node_name() {
-  auto deadline = steady_now() + options_.lease_ttl + std::chrono::seconds(1);
-  while (!store_.create(name_key(options_.node), std::to_string(::getpid()), lease_->id())) {
-    auto listing = store_.list(name_key(options_.node));
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now());
-    if (left.count() <= 0 ||
-        !store_.wait_for_change(name_key(options_.node), listing.revision, left)) {
-      throw InvalidArgument("node name '" + options_.node +
-                            "' is held by another live agent of job '" + options_.job_id +
-                            "' (give each agent its own --node-name)");
-    }
-  }
 }
 
 // The node's record: its slots and running workers.
@@ -453,6 +450,7 @@ void Agent::plan(const AgentSnapshot& s) {
 void Agent::stop_job(int code, const std::string& why) {
   if (stopping_) return;
   if (!why.empty()) report(why + "; stopping the workers");
+  if (!why.empty()) events_.job_stopping(why);
   stopping_ = true;
   exit_code_ = code;
   try {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "discovery/elastic_hosts.h"
+#include "discovery/job_events.h"
 #include "discovery/worker_output.h"
 #include "rendezvous/etcd_client.h"
 
@@ -35,6 +36,7 @@ struct AgentOptions {
   std::chrono::milliseconds term_grace{5000};
   std::optional<int> reset_limit;
   OutputOptions output;                   // where the workers' lines go
+  JobEventsOptions events;                // --event-log (its job id and node are the two above)
   std::optional<CooldownRange> cooldown;  // none: a node whose worker failed leaves the job
   // For tests (COHORT_FAULT_AGENT_KILL_AT=ROUND:MARKER): the first agent to claim the planning
   // of `round` that creates the file `marker` SIGKILLs itself there, before publishing anything.

@@ -67,12 +67,14 @@ OutputOptions output_options(const Options& o) {
 }
 
 int run_static(const Options& o) {
-  return run_static_job(job_hosts(o), {.np = parse_np(o.np),
-                                       .command = o.command,
-                                       .term_grace = millis(o.term_grace_seconds),
-                                       .start_timeout = millis(o.start_timeout_seconds),
-                                       .launch = launch_options(o),
-                                       .output = output_options(o)});
+  return run_static_job(job_hosts(o),
+                        {.np = parse_np(o.np),
+                         .command = o.command,
+                         .term_grace = millis(o.term_grace_seconds),
+                         .start_timeout = millis(o.start_timeout_seconds),
+                         .launch = launch_options(o),
+                         .output = output_options(o),
+                         .events = {.event_log = o.event_log, .job_id = new_job_id()}});
 }
 
 // Refuses flag combinations that contradict each other, naming them.
@@ -118,7 +120,8 @@ ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
                       .term_grace = millis(o.term_grace_seconds),
                       .start_timeout = millis(o.start_timeout_seconds),
                       .launch = launch_options(o),
-                      .output = output_options(o)};
+                      .output = output_options(o),
+                      .events = {.event_log = o.event_log, .job_id = new_job_id()}};
   if (!o.discovery_script.empty()) {
     e.discovery_script = o.discovery_script;
   } else {
@@ -164,7 +167,8 @@ AgentOptions agent_options(const Options& o, const CLI::App& app) {
                  .last_call = millis(o.rdzv_last_call_seconds),
                  .start_timeout = millis(o.start_timeout_seconds),
                  .term_grace = millis(o.term_grace_seconds),
-                 .output = output_options(o)};
+                 .output = output_options(o),
+                 .events = {.event_log = o.event_log}};
   std::tie(a.min_nodes, a.max_nodes) = parse_nnodes(o.nnodes);
   a.address = o.node_address.empty() ? default_node_address(a.etcd.endpoints[0]) : o.node_address;
   if (app.count("--reset-limit") > 0) a.reset_limit = o.reset_limit;

@@ -214,6 +214,8 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
                "put the UTC time before every line of the workers' output");
   app.add_option("--console-ranks", o.console_ranks,
                  "LIST, e.g. 0 or 0,2-3: only these ranks' lines reach the console (default all)");
+  app.add_option("--event-log", o.event_log,
+                 "FILE: append one JSON object per line for every launcher event");
   app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
   app.add_option("--log-level", o.log_level,
                  "trace, debug, info, warning or error: cohortrun's and the workers' log level");

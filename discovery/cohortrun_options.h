@@ -25,6 +25,7 @@ struct CohortrunOptions {
   bool prefix_timestamp = false;
   std::string console_ranks;
   std::map<std::string, std::string> tunables;  // job_tunables.h: flag -> value as typed
+  std::string event_log;                        // --event-log
   std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.

@@ -143,37 +143,47 @@ SlotChanges ElasticHosts::worker_failed(const std::string& host, int slot,
   if (slot < 0) throw InvalidArgument("slot " + std::to_string(slot) + " of '" + host + "'");
   TimePoint now = now_();
   catch_up(now);
+  Penalized penalized;
   if (others_on_host_alive) {
-    penalize(slot_penalties_[{host, slot}], now,
-             "retiring slot " + host + ":" + std::to_string(slot) +
-                 " (its worker failed while others on the host are alive)");
+    penalized = penalize(slot_penalties_[{host, slot}], now,
+                         "retiring slot " + host + ":" + std::to_string(slot) +
+                             " (its worker failed while others on the host are alive)");
+    penalized.slot = slot;
   } else {
-    penalize(host_penalties_[host], now,
-             "blacklisting host " + host + " (every worker on it has failed)");
+    penalized = penalize(host_penalties_[host], now,
+                         "blacklisting host " + host + " (every worker on it has failed)");
   }
-  return observe(now);
+  penalized.host = host;
+  SlotChanges changes = observe(now);
+  changes.penalized = penalized;
+  return changes;
 }
 
 SlotChanges ElasticHosts::launch_failed(const std::string& host) {
   TimePoint now = now_();
   catch_up(now);
-  penalize(host_penalties_[host], now,
-           "blacklisting host " + host + " (a worker could not be started on it)");
-  return observe(now);
+  Penalized penalized =
+      penalize(host_penalties_[host], now,
+               "blacklisting host " + host + " (a worker could not be started on it)");
+  penalized.host = host;
+  SlotChanges changes = observe(now);
+  changes.penalized = penalized;
+  return changes;
 }
 
-void ElasticHosts::penalize(Penalty& penalty, TimePoint now, const std::string& what) {
+Penalized ElasticHosts::penalize(Penalty& penalty, TimePoint now, const std::string& what) {
   ++penalty.failures;
   if (!options_.cooldown) {
     penalty.until = TimePoint::max();
     log::warning(what, " for good after ", failures_text(penalty.failures),
                  ": no --blacklist-cooldown-range");
-    return;
+    return {.failures = penalty.failures};
   }
   double jitter = options_.jitter ? options_.jitter() : 0.0;
   milliseconds delay = cooldown_after(*options_.cooldown, penalty.failures, jitter);
   penalty.until = now + delay;
   log::warning(what, " for ", seconds_text(delay), " after ", failures_text(penalty.failures));
+  return {.failures = penalty.failures, .cooldown = delay};
 }
 
 RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors,

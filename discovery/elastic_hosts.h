@@ -26,9 +26,18 @@ struct SlotRef {
 };
 
 // How the usable slots changed. Workers on removed slots must be stopped.
+// A slot retired or a host blacklisted by a failure.
+struct Penalized {
+  std::string host;
+  std::optional<int> slot;                            // none: the whole host
+  int failures = 0;                                   // of that slot or host so far
+  std::optional<std::chrono::milliseconds> cooldown;  // none: for good
+};
+
 struct SlotChanges {
   std::vector<SlotRef> added;
   std::vector<SlotRef> removed;
+  std::optional<Penalized> penalized;  // by the failure that made these changes
   bool empty() const { return added.empty() && removed.empty(); }
   // "added b:0-3; removed a:2", or "no change".
   std::string describe() const;
@@ -123,7 +132,7 @@ class ElasticHosts {
   bool usable_at(const SlotRef& slot, TimePoint t) const;
   int usable_count(TimePoint t) const;
   std::vector<SlotRef> usable_list(TimePoint t) const;
-  void penalize(Penalty& penalty, TimePoint now, const std::string& what);
+  Penalized penalize(Penalty& penalty, TimePoint now, const std::string& what);
   // When the current shortage of slots began, as of `now`, following cooldowns that ended since
   // the last observation.
   std::optional<TimePoint> shortage_since(TimePoint now) const;

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "discovery/discovery_hold.h"
+#include "discovery/elastic_events.h"
 #include "discovery/elastic_roster.h"
 #include "discovery/elastic_timeouts.h"
 #include "discovery/host_discovery.h"
@@ -75,6 +76,7 @@ class ElasticJob {
   ElasticHosts hosts_;
   ElasticRoster roster_;
   WorkerGroup workers_;
+  ElasticEvents events_;
 
   int round_ = -1;            // the current round; -1 before the first
   std::vector<int> members_;  // the current round's workers, by rank
@@ -93,6 +95,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
     : options_(options),
       hosts_(options.hosts),
       workers_(options.term_grace, options.output),
+      events_(options.events),
       hold_(options.hosts.min_np, options.hosts.elastic_timeout) {
   if (options_.discovery_script) {
     discovery_ = std::make_unique<HostDiscovery>(
@@ -133,6 +136,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
 
 int ElasticJob::run() {
   log::info("rendezvous server on ", endpoint_.addr, ":", endpoint_.port);
+  events_.job_start(options_.command, options_.hosts.min_np, options_.hosts.max_np);
   step();
   while (!(stopping_ && workers_.finished())) {
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.fd(), POLLIN, 0}};
@@ -155,6 +159,7 @@ int ElasticJob::run() {
     if (!stopping_) step();
   }
   server_->stop();
+  events_.job_end(exit_code_);
   return exit_code_;
 }
 
@@ -186,6 +191,7 @@ void ElasticJob::on_signals() {
   for (int sig : read_job_signals(signals_.get(), workers_)) {
     report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
     if (exit_code_ == 0) exit_code_ = 128 + sig;
+    events_.job_stopping(std::string("received SIG") + sigabbrev_np(sig));
     stopping_ = true;
     discovery_.reset();
     workers_.stop_all(sig);
@@ -198,7 +204,12 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
   w->running = false;
   bool was_member = w->in_round;
   w->in_round = false;
-  if (stopping_ || w->leaving) {
+  bool stopped = stopping_ || w->leaving;
+  events_.worker_exit(*w, exit,
+                      stopped                    ? "stopped"
+                      : exited_zero(exit.status) ? "finished"
+                                                 : "failed");
+  if (stopped) {
     log::info(w->name(), " ", describe_exit(exit.status));
     return;
   }
@@ -208,11 +219,13 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
   w->finished = true;
   finishing_ = true;
   announce(w->name() + " finished (exit status 0)");
+  events_.note_cause("worker_finished", w->name() + " finished");
   if (was_member) notice_change();
 }
 
 void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
   announce(w.name() + " (pid " + std::to_string(exit.pid) + ") " + describe_exit(exit.status));
+  events_.note_cause("failure", w.name() + " " + describe_exit(exit.status));
   bool others_alive = roster_.others_running_on(w.slot.host, w.id);
   on_slot_changes(hosts_.worker_failed(w.slot.host, w.slot.slot, others_alive));
   notice_change();
@@ -235,6 +248,7 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
   w.in_round = false;
   if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart) {
     abandon_round(w.name() + " left it (" + kind_word(w.checkin->kind) + ")");
+    events_.note_cause("worker_left", w.name() + " left it (" + kind_word(w.checkin->kind) + ")");
   }
   if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart && !checkin_deadline_) {
     // The rest of its round is on its way (a failed collective fails everywhere, an interrupt
@@ -249,10 +263,12 @@ void ElasticJob::on_discovery(const DiscoveryResult& result) {
   if (result.status == DiscoveryStatus::kFailed) {
     // A script that keeps failing the same way is reported once, not every interval.
     if (result.error != last_discovery_error_) announce(result.error);
+    if (result.error != last_discovery_error_) events_.discovery_failure(result.error);
     last_discovery_error_ = result.error;
     return;
   }
   if (!last_discovery_error_.empty()) announce("the host discovery script works again");
+  if (!last_discovery_error_.empty()) events_.discovery_recovered();
   last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
   auto running = [&](const std::string& host) {
@@ -264,6 +280,7 @@ void ElasticJob::on_discovery(const DiscoveryResult& result) {
 }
 
 void ElasticJob::on_slot_changes(const SlotChanges& changes) {
+  events_.slot_changes(changes);
   if (changes.empty()) return;
   announce("usable slots changed: " + changes.describe());
   for (const auto& slot : changes.removed) {
@@ -291,6 +308,7 @@ void ElasticJob::on_time() {
     if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
     announce(w.name() + " did not check in within --start-timeout " +
              seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    events_.worker_timeout(w, "start");
     w.checkin_by.reset();
     workers_.stop(id, SIGKILL);
   }
@@ -301,6 +319,7 @@ void ElasticJob::on_time() {
     announce(w->name() + " did not check in within --checkin-timeout " +
              seconds_text(options_.checkin_timeout) +
              " after its round broke up; taking it for failed and killing it");
+    events_.worker_timeout(*w, "checkin");
     workers_.stop(w->id, SIGKILL);  // its exit then counts as a failure
   }
 }
@@ -328,15 +347,16 @@ void ElasticJob::start_worker(const SlotRef& slot) {
   try {
     auto launcher = launcher_for(slot.host, options_.launch);
     auto towards = endpoint_towards(endpoint_, slot.host, options_.launch.network_interface);
-    workers_.add(w.id,
-                 launcher->launch(slot.host, "worker " + id, options_.command,
-                                  elastic_worker_environment(id, slot.host, towards)),
-                 {w.label(), w.rank, std::nullopt});
+    LaunchedWorker launched = launcher->launch(slot.host, "worker " + id, options_.command,
+                                               elastic_worker_environment(id, slot.host, towards));
+    events_.worker_start(w, launched.pid);
+    workers_.add(w.id, std::move(launched), {w.label(), w.rank, std::nullopt});
     w.checkin_by = steady_now() + options_.start_timeout;
     log::info("started ", w.name());
   } catch (const Error& e) {
     w.running = false;
     announce(std::string(e.what()));
+    events_.launch_failed(w, e.what());
     on_slot_changes(hosts_.launch_failed(slot.host));
   }
 }
@@ -398,6 +418,9 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   announce("round " + std::to_string(round_) + " (" + std::to_string(hosts_.resets()) +
            (hosts_.resets() == 1 ? " reset" : " resets") + "): size " +
            std::to_string(plan.slots.size()) + ": " + list);
+  std::vector<const ElasticWorker*> members;
+  for (int id : members_) members.push_back(roster_.find(id));
+  events_.round(round_, hosts_.resets(), members);
 }
 
 void ElasticJob::finish_when_done() {
@@ -433,6 +456,7 @@ void ElasticJob::tell_exit(ElasticWorker& w) {
   w.leaving = true;
   w.in_round = false;
   board_->tell_exit(w.id, w.entry);
+  events_.worker_told_exit(w);
   // One that has not checked in yet may still be finishing a step of its old round.
   w.leave_by = steady_now() + options_.checkin_timeout + options_.term_grace;
   announce(w.name() + " is not in the job any more; told it to exit");
@@ -441,6 +465,7 @@ void ElasticJob::tell_exit(ElasticWorker& w) {
 void ElasticJob::stop_job(int code, const std::string& why) {
   if (stopping_) return;
   if (!why.empty()) report(why + "; stopping the workers");
+  if (!why.empty()) events_.job_stopping(why);
   stopping_ = true;
   exit_code_ = code;
   discovery_.reset();

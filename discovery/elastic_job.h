@@ -11,6 +11,7 @@
 
 #include "discovery/elastic_hosts.h"
 #include "discovery/hosts.h"
+#include "discovery/job_events.h"
 #include "discovery/worker_launcher.h"
 #include "discovery/worker_output.h"
 
@@ -33,6 +34,7 @@ struct ElasticJobOptions {
   std::chrono::milliseconds start_timeout{120000};  // the longest rendezvous wait, at least
   LaunchOptions launch;                             // ssh and the workers' network interface
   OutputOptions output;                             // where the workers' lines go
+  JobEventsOptions events;                          // --event-log
 };
 
 // Runs the job to its end and returns cohortrun's exit status: 0 when every worker of the last

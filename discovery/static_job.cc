@@ -40,7 +40,9 @@ int run_static_job(const HostManager& hosts, const StaticJobOptions& options) {
             " workers");
   OutputOptions output = options.output;
   output.rank_digits = static_cast<int>(std::to_string(np - 1).size());  // as horovodrun
-  Supervisor supervisor(std::move(signals), options.term_grace, output);
+  JobEvents events(options.events);
+  events.emit("job_start", {{"launcher", "static"}, {"command", options.command}, {"np", np}});
+  Supervisor supervisor(std::move(signals), options.term_grace, output, events);
   for (size_t i = 0; i < slots.size(); ++i) {
     try {
       int rank = slots[i].placement.rank;

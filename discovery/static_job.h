@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "discovery/host_manager.h"
+#include "discovery/job_events.h"
 #include "discovery/worker_launcher.h"
 #include "discovery/worker_output.h"
 
@@ -19,6 +20,7 @@ struct StaticJobOptions {
   std::chrono::milliseconds start_timeout{120000};  // the longest rendezvous wait
   LaunchOptions launch;                             // ssh and the workers' network interface
   OutputOptions output;                             // where the workers' lines go
+  JobEventsOptions events;                          // --event-log
 };
 
 // Runs the job to its end and returns cohortrun's exit status (0 when every worker exited 0).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/fd.h"
+#include "discovery/job_events.h"
 #include "discovery/worker_group.h"
 #include "discovery/worker_launcher.h"
 
@@ -15,8 +16,9 @@ namespace cohort::discovery {
 
 class Supervisor {
  public:
-  // `signals` comes from block_job_signals().
-  Supervisor(Fd signals, std::chrono::milliseconds term_grace, const OutputOptions& output);
+  // `signals` comes from block_job_signals(); the job's events go to `events`.
+  Supervisor(Fd signals, std::chrono::milliseconds term_grace, const OutputOptions& output,
+             JobEvents& events);
 
   void add(int rank, LaunchedWorker worker);
   // The job cannot go on (e.g. a worker failed to start): say why and stop the workers added.
@@ -32,6 +34,8 @@ class Supervisor {
 
   Fd signals_;
   WorkerGroup workers_;
+  JobEvents& events_;
+  std::string end_reason_ = "the workers finished";
   bool stopping_ = false;
   int exit_code_ = 0;
 };

@@ -4,30 +4,16 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 
 #include "cohort/errors.h"
 #include "discovery/agent_records.h"
 #include "discovery/job_report.h"
+#include "discovery/utc_time.h"
 
 namespace cohort::discovery {
 namespace {
-
-// "2026-11-25T01:40:00.123Z ": UTC, milliseconds, sortable.
-std::string timestamp() {
-  auto now = std::chrono::system_clock::now();
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  std::time_t seconds = static_cast<std::time_t>(ms / 1000);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char text[40];
-  size_t n = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text + n, sizeof text - n, ".%03dZ ", static_cast<int>(ms % 1000));
-  return text;
-}
 
 // `lines` with `prefix` before each line.
 std::string prefixed(std::string_view lines, const std::string& prefix) {
@@ -81,7 +67,7 @@ WorkerOutput::WorkerOutput(OutputOptions options) : options_(std::move(options))
 }
 
 void WorkerOutput::write(const OutputSource& from, bool is_stderr, std::string_view lines) {
-  std::string stamp = options_.timestamps ? timestamp() : "";
+  std::string stamp = options_.timestamps ? utc_timestamp() + " " : "";
   if (!options_.directory.empty()) write_file(from, is_stderr, prefixed(lines, stamp));
   bool shown = !options_.console || (from.rank && options_.console->contains(*from.rank));
   if (shown) {

@@ -33,6 +33,44 @@ add_remove)  # a host added then removed
   expect "$tmp/err" "\[cohortrun\] worker 2 (rank 2 on 127.0.0.3 slot 0) is not in the job any more; told it to exit"
   expect "$tmp/out" "\[1\] worker 1 round 2 rank 1 size 2"
   ;;
+event_log)  # --event-log: a failure, a discovery outage and a new host, as JSON lines
+  set_hosts localhost:3
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- --at 0:1 exit=3 \
+    --at '2:*' finish
+  wait_for "$tmp/err" "$(round 1 'size 2: .*')"
+  touch "$tmp/broken"
+  wait_for "$tmp/err" "\[cohortrun\] host discovery script .*"
+  rm "$tmp/broken"
+  wait_for "$tmp/err" "\[cohortrun\] the host discovery script works again"
+  set_hosts localhost:3 127.0.0.2:1
+  expect_exit 0
+  here=$(dirname "$0")
+  python3 "$here/check_event_log.py" "$tmp/events.jsonl" "$here/../../docs/operations.md" \
+    >"$tmp/events" || fail "the event log does not match docs/operations.md"
+  # The events in order, and the fields that tell the story.
+  [[ $(grep -v "^worker_start$\|^worker_exit$\|^worker_told_exit$" "$tmp/events" | tr '\n' ' ') == \
+    "job_start slots_changed round blacklist slots_changed round discovery_failure discovery_recovered slots_changed round job_end " ]] ||
+    fail "events: $(tr '\n' ' ' <"$tmp/events")"
+  python3 - "$tmp/events.jsonl" <<'PY' || fail "the event log's fields are wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+by = lambda name: [l for l in lines if l["event"] == name]
+assert len({l["job"] for l in lines}) == 1
+rounds = by("round")
+assert [(r["round"], r["size"], r["cause"]) for r in rounds] == \
+    [(0, 3, "start"), (1, 2, "failure"), (2, 3, "hosts_changed")], rounds
+assert [m["rank"] for m in rounds[2]["members"]] == [0, 1, 2]
+failed = [e for e in by("worker_exit") if e["verdict"] == "failed"]
+assert [(e["rank"], e["exit_code"]) for e in failed] == [(1, 3)], failed
+assert by("blacklist")[0] == {**by("blacklist")[0], "host": "localhost", "slot": 1,
+                               "failures": 1, "cooldown_seconds": None}
+assert by("slots_changed")[0]["added"] == ["localhost:0", "localhost:1", "localhost:2"]
+assert by("slots_changed")[2]["added"] == ["127.0.0.2:0"]
+assert "discovery backend unreachable" in by("discovery_failure")[0]["error"]
+assert len(by("worker_start")) == 4
+assert by("job_end")[0]["exit_code"] == 0
+PY
+  ;;
 sigkill)  # a worker killed on a one-host job: its slot is retired, the job goes on with 3
   set_hosts localhost:4
   start "${discovery[@]}" --min-np 2 --output-filename "$tmp/logs" -- --at 0:3 die --at '1:*' finish

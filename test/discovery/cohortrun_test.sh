@@ -230,6 +230,15 @@ check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invali
   --cache-capacity lots -np 1 "$probe" env
 check_error "cohortrun: '--timeline-filename=' has no value after '=' (see cohortrun --help)" \
   --timeline-filename= -np 1 "$probe" env
+# --event-log of a static job: checked against docs/operations.md's table.
+"$cohortrun" --event-log "$tmp/events.jsonl" -np 2 "$probe" exit 3 1 >/dev/null 2>&1 || true
+python3 "$(dirname "$0")/check_event_log.py" "$tmp/events.jsonl" \
+  "$(dirname "$0")/../../docs/operations.md" job_start worker_start worker_exit job_end \
+  >"$tmp/events" || fail "the static event log does not match docs/operations.md"
+grep '"event":"worker_exit"' "$tmp/events.jsonl" | grep '"rank":1,' | grep '"verdict":"failed"' |
+  grep -q '"exit_code":3' || { cat "$tmp/events.jsonl"; fail "no failed worker_exit of rank 1"; }
+check_error "cohortrun: --event-log: cannot open '$tmp/no/such/dir/log': No such file or directory" \
+  --event-log "$tmp/no/such/dir/log" -np 1 "$probe" env
 # -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
 "$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }
 "$cohortrun" --help >/dev/null || fail "cohortrun --help exited $?"

@@ -115,6 +115,12 @@ TEST_CASE("a single host job localhost:4 losing one worker keeps 3 slots") {
   hosts.update({{"localhost", 4}});
   auto changes = hosts.worker_failed("localhost", 1, /*others_on_host_alive=*/true);
   CHECK(changes.describe() == "removed localhost:1");
+  REQUIRE(changes.penalized);  // for the event log: this slot, for good
+  CHECK(changes.penalized->host == "localhost");
+  CHECK(changes.penalized->slot == 1);
+  CHECK(changes.penalized->failures == 1);
+  CHECK_FALSE(changes.penalized->cooldown);
+  CHECK_FALSE(hosts.refresh().penalized);
   CHECK(hosts.usable_slots() == 3);
   CHECK_FALSE(hosts.blacklisted("localhost"));
   CHECK_FALSE(hosts.stop_reason());
@@ -175,6 +181,9 @@ TEST_CASE("a host whose last worker fails is blacklisted and the others continue
   hosts.worker_failed("b", 1, true);
   auto changes = hosts.worker_failed("b", 0, /*others_on_host_alive=*/false);
   CHECK(changes.describe() == "removed b:0");  // b:1 was already retired
+  REQUIRE(changes.penalized);  // the whole host, for its cooldown
+  CHECK_FALSE(changes.penalized->slot);
+  CHECK(changes.penalized->cooldown == 10s);
   CHECK(hosts.blacklisted("b"));
   CHECK(hosts.usable_slots() == 2);
   CHECK_FALSE(hosts.stop_reason());

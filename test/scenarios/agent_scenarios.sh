@@ -299,7 +299,8 @@ min_nodes)  # --nnodes 2 with one node for --elastic-timeout: the agent gives up
 cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a fresh worker
   start_etcd 1
   for node in a b; do
-    agent $node --nnodes 1:2 --blacklist-cooldown-range 1 1 -- "${trainer[@]}" "${until_stop[@]}" \
+    agent $node --nnodes 1:2 --blacklist-cooldown-range 1 1 --event-log "$tmp/$node.events" -- \
+      "${trainer[@]}" "${until_stop[@]}" \
       --fail-step 6 --fail-rank 1 --fail-how kill --fail-marker "$tmp/failed"
   done
   wait_for "$tmp/b.err" "\[cohortrun\] node b is blacklisted for 1 s"
@@ -308,6 +309,20 @@ cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a
   expect_exit a 0
   expect_exit b 0
   trained_once a
+  # --event-log: each agent's own, checked against docs/operations.md.
+  here=$(dirname "$0")
+  python3 "$here/../discovery/check_event_log.py" "$tmp/b.events" "$here/../../docs/operations.md" \
+    job_start worker_start round worker_exit blacklist job_end >/dev/null ||
+    fail "node b's event log does not match docs/operations.md"
+  python3 - "$tmp/b.events" <<'PY' || fail "node b's event log has wrong fields"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert {(l["job"], l["node"]) for l in lines} == {("job-cooldown", "b")}
+black = [l for l in lines if l["event"] == "blacklist"]
+assert [(b["host"], b["cooldown_seconds"]) for b in black] == [("b", 1.0)], black
+failed = [l for l in lines if l["event"] == "worker_exit" and l["verdict"] == "failed"]
+assert [(f["worker"], f["signal"]) for f in failed] == [("b.0.0", "SIGKILL")], failed
+PY
   ;;
 reset_limit)  # --reset-limit 0: the first failure stops the job on every node
   start_etcd 1

@@ -1,0 +1,95 @@
+#include "discovery/elastic_events.h"
+
+#include "discovery/event_fields.h"
+
+namespace cohort::discovery {
+
+using nlohmann::json;
+
+void ElasticEvents::job_start(const std::vector<std::string>& command, int min_np,
+                              std::optional<int> max_np) {
+  events_.emit("job_start", {{"launcher", "elastic"},
+                             {"command", command},
+                             {"min_np", min_np},
+                             {"max_np", max_np ? json(*max_np) : json(nullptr)}});
+}
+
+void ElasticEvents::job_end(int exit_code) {
+  events_.emit("job_end", {{"exit_code", exit_code},
+                           {"reason", end_reason_.empty() ? "the workers finished" : end_reason_}});
+}
+
+void ElasticEvents::job_stopping(const std::string& why) {
+  if (end_reason_.empty()) end_reason_ = why;
+}
+
+void ElasticEvents::worker_start(const ElasticWorker& w, pid_t pid) {
+  events_.emit("worker_start",
+               {{"worker", w.id}, {"host", w.slot.host}, {"slot", w.slot.slot}, {"pid", pid}});
+}
+
+void ElasticEvents::launch_failed(const ElasticWorker& w, const std::string& error) {
+  events_.emit("launch_failed", {{"worker", w.id}, {"host", w.slot.host}, {"error", error}});
+}
+
+void ElasticEvents::worker_exit(const ElasticWorker& w, const WorkerExit& exit,
+                                const char* verdict) {
+  json fields = {{"worker", w.id},
+                 {"host", w.slot.host},
+                 {"slot", w.slot.slot},
+                 {"pid", exit.pid},
+                 {"rank", w.rank ? json(*w.rank) : json(nullptr)},
+                 {"verdict", verdict}};
+  fields.update(exit_fields(exit.status));
+  events_.emit("worker_exit", fields);
+}
+
+void ElasticEvents::worker_timeout(const ElasticWorker& w, const char* which) {
+  events_.emit("worker_timeout", {{"worker", w.id}, {"host", w.slot.host}, {"timeout", which}});
+}
+
+void ElasticEvents::worker_told_exit(const ElasticWorker& w) {
+  events_.emit("worker_told_exit", {{"worker", w.id}, {"host", w.slot.host}});
+}
+
+void ElasticEvents::slot_changes(const SlotChanges& changes) {
+  if (changes.penalized) events_.emit("blacklist", penalty_fields(*changes.penalized));
+  if (changes.empty()) return;
+  events_.emit("slots_changed",
+               {{"added", slot_list(changes.added)}, {"removed", slot_list(changes.removed)}});
+  note_cause("hosts_changed", "usable slots changed: " + changes.describe());
+}
+
+void ElasticEvents::discovery_failure(const std::string& error) {
+  events_.emit("discovery_failure", {{"error", error}});
+}
+
+void ElasticEvents::discovery_recovered() {
+  events_.emit("discovery_recovered");
+}
+
+void ElasticEvents::note_cause(const char* cause, const std::string& why) {
+  if (!cause_.empty()) return;
+  cause_ = cause;
+  reason_ = why;
+}
+
+void ElasticEvents::round(int round, int resets, const std::vector<const ElasticWorker*>& members) {
+  json list = json::array();
+  for (const ElasticWorker* w : members) {
+    list.push_back({{"rank", w->rank ? json(*w->rank) : json(nullptr)},
+                    {"worker", w->id},
+                    {"host", w->slot.host},
+                    {"slot", w->slot.slot}});
+  }
+  events_.emit("round", {{"round", round},
+                         {"size", members.size()},
+                         {"resets", resets},
+                         {"cause", cause_},
+                         {"reason", reason_},
+                         {"members", list}});
+  cause_.clear();
+  reason_.clear();
+}
+
+}  // namespace cohort::discovery

@@ -1,0 +1,52 @@
+#include "discovery/job_events.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "base/net.h"
+#include "cohort/errors.h"
+#include "discovery/job_report.h"
+#include "discovery/utc_time.h"
+
+namespace cohort::discovery {
+
+JobEvents::JobEvents(JobEventsOptions options) : options_(std::move(options)) {
+  if (options_.event_log.empty()) return;
+  log_ = Fd(::open(options_.event_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!log_.valid()) {
+    throw InvalidArgument("--event-log: cannot open '" + options_.event_log +
+                          "': " + std::strerror(errno));
+  }
+}
+
+void JobEvents::emit(const std::string& event, nlohmann::json fields) {
+  if (!log_.valid()) return;
+  // Ordered: the time, the job and the event first on every line, for people reading it too.
+  nlohmann::ordered_json line = {
+      {"time", utc_timestamp()}, {"job", options_.job_id}, {"event", event}};
+  if (!options_.node.empty()) line["node"] = options_.node;
+  for (const auto& [key, value] : fields.items()) line[key] = value;
+  // One write(2) per line, appended: lines of agents sharing the file never interleave.
+  std::string text =
+      line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  if (::write(log_.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) &&
+      !write_error_reported_) {
+    write_error_reported_ = true;
+    report("--event-log: cannot write to '" + options_.event_log + "': " + std::strerror(errno));
+  }
+}
+
+std::string new_job_id() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &utc);
+  return net::local_host_name() + "-" + when + "-" + std::to_string(::getpid());
+}
+
+}  // namespace cohort::discovery
