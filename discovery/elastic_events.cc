@@ -52,8 +52,13 @@ void ElasticEvents::worker_told_exit(const ElasticWorker& w) {
   events_.emit("worker_told_exit", {{"worker", w.id}, {"host", w.slot.host}});
 }
 
-void ElasticEvents::slot_changes(const SlotChanges& changes) {
+void ElasticEvents::slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by) {
   if (changes.penalized) events_.emit("blacklist", penalty_fields(*changes.penalized));
+  for (const auto& host : changes.drained) {
+    events_.emit("drain", {{"host", host},
+                           {"worker", drained_by ? json(drained_by->id) : json(nullptr)},
+                           {"source", drained_by ? "worker" : "discovery"}});
+  }
   if (changes.empty()) return;
   events_.emit("slots_changed",
                {{"added", slot_list(changes.added)}, {"removed", slot_list(changes.removed)}});
@@ -69,7 +74,9 @@ void ElasticEvents::discovery_recovered() {
 }
 
 void ElasticEvents::note_cause(const char* cause, const std::string& why) {
-  if (!cause_.empty()) return;
+  // A member that left its round usually left because of something the launcher learns of a
+  // moment later (a failure, a drain): that names the round better.
+  if (!cause_.empty() && cause_ != "worker_left") return;
   cause_ = cause;
   reason_ = why;
 }

@@ -31,12 +31,13 @@ class ElasticEvents {
   void worker_exit(const ElasticWorker& w, const WorkerExit& exit, const char* verdict);
   void worker_timeout(const ElasticWorker& w, const char* which);  // "start" or "checkin"
   void worker_told_exit(const ElasticWorker& w);
-  void slot_changes(const SlotChanges& changes);
+  // `drained_by`: the worker whose drain made these changes, if one did.
+  void slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by = nullptr);
   void discovery_failure(const std::string& error);
   void discovery_recovered();
 
-  // Why the next round is needed: "failure", "worker_left", "worker_finished", "hosts_changed".
-  // The first since the last round counts.
+  // Why the next round is needed: "failure", "worker_left", "worker_finished", "hosts_changed",
+  // "drain". The first since the last round counts, but "worker_left" gives way to any other.
   void note_cause(const char* cause, const std::string& why);
   // `members` in rank order.
   void round(int round, int resets, const std::vector<const ElasticWorker*>& members);

@@ -118,20 +118,29 @@ SlotChanges ElasticHosts::update(const std::vector<HostSlots>& discovered) {
   validate(discovered);
   TimePoint now = now_();
   catch_up(now);
-  std::map<std::string, int> slots;
-  for (const auto& h : discovered) slots[h.host] = h.slots;
+  std::map<std::string, HostSlots> listed;
+  for (const auto& h : discovered) listed[h.host] = h;
+  std::vector<std::string> began_draining;
+  for (const auto& h : discovered) {
+    if (h.drain && !draining(h.host)) began_draining.push_back(h.host);
+  }
   std::vector<HostSlots> next;
   for (const auto& h : hosts_) {
-    auto it = slots.find(h.host);
-    if (it == slots.end()) continue;  // gone
-    next.push_back({h.host, it->second});
-    slots.erase(it);
+    auto it = listed.find(h.host);
+    if (it == listed.end()) {  // gone
+      drained_.erase(h.host);
+      continue;
+    }
+    next.push_back(it->second);
+    listed.erase(it);
   }
   for (const auto& h : discovered) {
-    if (slots.contains(h.host)) next.push_back(h);  // new, in discovery order
+    if (listed.contains(h.host)) next.push_back(h);  // new, in discovery order
   }
   hosts_ = std::move(next);
-  return observe(now);
+  SlotChanges changes = observe(now);
+  changes.drained = std::move(began_draining);
+  return changes;
 }
 
 SlotChanges ElasticHosts::refresh() {
@@ -169,6 +178,20 @@ SlotChanges ElasticHosts::launch_failed(const std::string& host) {
   SlotChanges changes = observe(now);
   changes.penalized = penalized;
   return changes;
+}
+
+SlotChanges ElasticHosts::drain(const std::string& host) {
+  bool fresh = !draining(host);
+  drained_.insert(host);
+  SlotChanges changes = observe(now_());
+  if (fresh) changes.drained.push_back(host);
+  return changes;
+}
+
+bool ElasticHosts::draining(const std::string& host) const {
+  if (drained_.contains(host)) return true;
+  return std::any_of(hosts_.begin(), hosts_.end(),
+                     [&](const HostSlots& h) { return h.host == host && h.drain; });
 }
 
 Penalized ElasticHosts::penalize(Penalty& penalty, TimePoint now, const std::string& what) {
@@ -228,7 +251,7 @@ bool ElasticHosts::usable_at(const SlotRef& slot, TimePoint t) const {
   auto host = std::find_if(hosts_.begin(), hosts_.end(),
                            [&](const HostSlots& h) { return h.host == slot.host; });
   if (host == hosts_.end() || slot.slot < 0 || slot.slot >= host->slots) return false;
-  if (blacklisted_at(slot.host, t)) return false;
+  if (blacklisted_at(slot.host, t) || draining(slot.host)) return false;
   auto it = slot_penalties_.find(slot);
   return !active(it == slot_penalties_.end() ? nullptr : &it->second, t);
 }
@@ -236,7 +259,7 @@ bool ElasticHosts::usable_at(const SlotRef& slot, TimePoint t) const {
 std::vector<SlotRef> ElasticHosts::usable_list(TimePoint t) const {
   std::vector<SlotRef> out;
   for (const auto& h : hosts_) {
-    if (blacklisted_at(h.host, t)) continue;
+    if (blacklisted_at(h.host, t) || draining(h.host)) continue;
     for (int slot = 0; slot < h.slots; ++slot) {
       auto it = slot_penalties_.find({h.host, slot});
       if (!active(it == slot_penalties_.end() ? nullptr : &it->second, t)) {
@@ -330,6 +353,11 @@ std::optional<std::string> ElasticHosts::reset_limit_exceeded() const {
 
 std::optional<std::string> ElasticHosts::stop_reason() const {
   if (auto why = all_hosts_blacklisted()) return why;
+  TimePoint now = now_();
+  bool none_left = !hosts_.empty() && std::all_of(hosts_.begin(), hosts_.end(), [&](const auto& h) {
+    return draining(h.host) || blacklisted_at(h.host, now);
+  });
+  if (none_left) return std::string("every host drains or is blacklisted");
   if (auto why = elastic_timeout_expired()) return why;
   return reset_limit_exceeded();
 }

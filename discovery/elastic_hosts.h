@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct SlotChanges {
   std::vector<SlotRef> added;
   std::vector<SlotRef> removed;
   std::optional<Penalized> penalized;  // by the failure that made these changes
+  std::vector<std::string> drained;    // hosts that began draining (drain(), or discovery)
   bool empty() const { return added.empty() && removed.empty(); }
   // "added b:0-3; removed a:2", or "no change".
   std::string describe() const;
@@ -92,6 +94,11 @@ class ElasticHosts {
   SlotChanges worker_failed(const std::string& host, int slot, bool others_on_host_alive);
   // Starting a worker on `host` failed: the host is blacklisted.
   SlotChanges launch_failed(const std::string& host);
+  // A worker on `host` drained (its machine is going): the host takes no work until discovery
+  // stops listing it (a host that returns after that is new).
+  SlotChanges drain(const std::string& host);
+  // Drained, or listed by discovery as "host:slots:drain".
+  bool draining(const std::string& host) const;
 
   // The ranks of a new round. `survivors` are the slots whose workers are alive, in their old
   // rank order; they keep that order (the lowest surviving rank becomes rank 0), then free
@@ -146,6 +153,7 @@ class ElasticHosts {
   NowFn now_;
   std::vector<HostSlots> hosts_;
   std::map<std::string, Penalty> host_penalties_;
+  std::set<std::string> drained_;  // by drain(); discovery's marks are in hosts_
   std::map<SlotRef, Penalty> slot_penalties_;
   std::vector<SlotRef> last_usable_;
   TimePoint last_observed_;

@@ -49,7 +49,8 @@ class ElasticJob {
   void collect_checkins();
   void on_checkin(ElasticWorker& w);
   void on_discovery(const DiscoveryResult& result);
-  void on_slot_changes(const SlotChanges& changes);
+  void on_slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by = nullptr);
+  void drain(ElasticWorker& w);
   void on_time();
   // Decisions, after every wake-up.
   void step();
@@ -120,16 +121,8 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   for (const auto& h : options_.fixed_hosts) any_remote = any_remote || !is_local_host(h.host);
   endpoint_ = {rendezvous_bind_address(any_remote), 0,
                rendezvous::random_bytes(rendezvous::kSecretSize)};
-  const Wakeup* wake = &checkins_;
-  rendezvous::RendezvousServerOptions server_options{
-      .max_get_wait = std::max(options_.start_timeout, options_.hosts.elastic_timeout),
-      .on_set = [wake](const std::string& scope, const std::string& key) {
-        if (scope != rendezvous::kElasticScope || !key.starts_with("checkin/")) return;
-        wake->signal();
-      }};
-  server_ = std::make_unique<rendezvous::RendezvousServer>(endpoint_.addr, endpoint_.secret,
-                                                           server_options);
-  endpoint_.port = server_->port();
+  server_ = start_elastic_server(
+      endpoint_, std::max(options_.start_timeout, options_.hosts.elastic_timeout), checkins_);
   store_ = server_->store(rendezvous::kElasticScope);
   board_.emplace(*store_);
 }
@@ -243,7 +236,8 @@ void ElasticJob::collect_checkins() {
 void ElasticJob::on_checkin(ElasticWorker& w) {
   log::info(w.name(), " checked in for entry ", w.entry, ": ", kind_word(w.checkin->kind),
             w.checkin->reason.empty() ? "" : " (" + w.checkin->reason + ")");
-  if (w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
+  if (w.checkin->kind == rendezvous::CheckIn::Kind::kDrained) drain(w);
+  if (stopping_ || w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
   bool left_round = w.in_round;
   w.in_round = false;
   if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart) {
@@ -256,6 +250,17 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
     checkin_deadline_ = steady_now() + options_.checkin_timeout;
   }
   // A member leaving, or a new worker ready: the others learn it at their next commit.
+  notice_change();
+}
+
+// The worker left its round at a commit because its machine is going (SIGTERM): its host leaves
+// the job, and the rest of the round, interrupted at the same commit, regroup without it.
+void ElasticJob::drain(ElasticWorker& w) {
+  announce(w.name() + " drained");
+  if (w.in_round) abandon_round(w.name() + " drained");
+  w.in_round = false;
+  events_.note_cause("drain", w.name() + " drained");
+  on_slot_changes(hosts_.drain(w.slot.host), &w);
   notice_change();
 }
 
@@ -279,8 +284,11 @@ void ElasticJob::on_discovery(const DiscoveryResult& result) {
   on_slot_changes(hosts_.update(hold_.apply(discovery_->hosts(), hosts_, running)));
 }
 
-void ElasticJob::on_slot_changes(const SlotChanges& changes) {
-  events_.slot_changes(changes);
+void ElasticJob::on_slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by) {
+  events_.slot_changes(changes, drained_by);
+  for (const auto& host : changes.drained) {
+    announce("host " + host + " drains: its workers leave the job at their next commit");
+  }
   if (changes.empty()) return;
   announce("usable slots changed: " + changes.describe());
   for (const auto& slot : changes.removed) {

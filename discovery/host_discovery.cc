@@ -37,6 +37,13 @@ std::optional<HostSlots> parse_line(std::string_view line, int number, int defau
     throw InvalidArgument(context + ": " + quoted(content) +
                           ": IPv6 address literals are not supported; use a host name");
   }
+  // "host", "host:slots", "host:drain" or "host:slots:drain".
+  bool drain = false;
+  if (size_t last = content.rfind(':');
+      last != std::string_view::npos && trim(content.substr(last + 1)) == "drain") {
+    drain = true;
+    content = trim(content.substr(0, last));
+  }
   size_t colon = content.find(':');
   std::string_view host = trim(content.substr(0, colon));
   if (!valid_host_name(host)) {
@@ -47,7 +54,7 @@ std::optional<HostSlots> parse_line(std::string_view line, int number, int defau
   int slots = colon == std::string_view::npos
                   ? default_slots
                   : line_slots(trim(content.substr(colon + 1)), context);
-  return HostSlots{std::string(host), slots};
+  return HostSlots{std::string(host), slots, drain};
 }
 
 std::vector<HostSlots> sorted(std::vector<HostSlots> hosts) {

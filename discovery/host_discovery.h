@@ -18,9 +18,10 @@
 
 namespace cohort::discovery {
 
-// Lines "host" or "host:slots"; surrounding whitespace is trimmed, blank lines and text from '#'
-// on are ignored. A host without slots gets `default_slots`. Throws InvalidArgument naming the
-// line for a bad host name, a bad slot count (1..4096), or a host listed twice. No lines at all
+// Lines "host" or "host:slots", either followed by ":drain" (the host takes no new work and its
+// workers leave at their next commit); surrounding whitespace is trimmed, blank lines and text
+// from '#' on are ignored. A host without slots gets `default_slots`. Throws InvalidArgument naming
+// the line for a bad host name, a bad slot count (1..4096), or a host listed twice. No lines at all
 // is a valid answer: there are no hosts right now.
 std::vector<HostSlots> parse_discovered_hosts(std::string_view text, int default_slots);
 

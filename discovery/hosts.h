@@ -12,6 +12,7 @@ namespace cohort::discovery {
 struct HostSlots {
   std::string host;
   int slots = 1;
+  bool drain = false;  // a discovery script's "host:slots:drain": no new work, its workers leave
   bool operator==(const HostSlots&) const = default;
 };
 

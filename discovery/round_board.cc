@@ -34,6 +34,20 @@ void RoundBoard::abandon(int round, const std::string& why) {
   store_.set(rendezvous::abandon_key(round), why);
 }
 
+std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(
+    RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, const Wakeup& checkins) {
+  const Wakeup* wake = &checkins;
+  rendezvous::RendezvousServerOptions options{
+      .max_get_wait = max_get_wait,
+      .on_set = [wake](const std::string& scope, const std::string& key) {
+        if (scope == rendezvous::kElasticScope && key.starts_with("checkin/")) wake->signal();
+      }};
+  auto server =
+      std::make_unique<rendezvous::RendezvousServer>(endpoint.addr, endpoint.secret, options);
+  endpoint.port = server->port();
+  return server;
+}
+
 const char* kind_word(rendezvous::CheckIn::Kind kind) {
   switch (kind) {
     case rendezvous::CheckIn::Kind::kStart:
@@ -42,6 +56,8 @@ const char* kind_word(rendezvous::CheckIn::Kind kind) {
       return "a collective failed";
     case rendezvous::CheckIn::Kind::kInterrupted:
       return "interrupted";
+    case rendezvous::CheckIn::Kind::kDrained:
+      return "drained";
   }
   return "?";
 }

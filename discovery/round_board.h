@@ -3,8 +3,14 @@
 // abandoned rounds. The launcher decides; this is where its decisions meet the keys.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "discovery/wakeup.h"
+#include "discovery/worker_env.h"
+#include "rendezvous/server.h"
 
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/store.h"
@@ -30,6 +36,11 @@ class RoundBoard {
  private:
   rendezvous::Store& store_;
 };
+
+// The elastic launcher's rendezvous server on `endpoint` (its port is filled in): its GETs wait
+// up to `max_get_wait`, and every worker's check-in signals `checkins`, which must outlive it.
+std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(
+    RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, const Wakeup& checkins);
 
 // How a check-in's kind reads in the launcher's log.
 const char* kind_word(rendezvous::CheckIn::Kind kind);

@@ -24,12 +24,12 @@ std::shared_ptr<Runtime> take_elastic_runtime(const rendezvous::CheckIn& why) {
 }
 
 // A failed world is abandoned: waiting for peers that may be dead would only delay recovery. An
-// interrupted world is healthy and every rank is leaving it at the same commit, so it shuts down
-// collectively: a rank that closed its connections at once could cut off a peer that has not yet
-// read the last collective's data (the host-update broadcast itself), turning that peer's
-// interrupt into a failure.
+// interrupted world (a drain is one too) is healthy and every rank is leaving it at the same
+// commit, so it shuts down collectively: a rank that closed its connections at once could cut off
+// a peer that has not yet read the last collective's data (the host-update allreduce itself),
+// turning that peer's interrupt into a failure.
 void leave(Runtime& old, const rendezvous::CheckIn& why) {
-  if (why.kind == rendezvous::CheckIn::Kind::kInterrupted) {
+  if (why.kind != rendezvous::CheckIn::Kind::kFailed) {
     old.shutdown();
   } else {
     old.abandon(why.reason.empty() ? "the runtime was reset" : why.reason);

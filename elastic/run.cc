@@ -6,16 +6,25 @@
 #include "core/fault_injection.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
+#include "elastic/drain.h"
 #include "elastic/reset.h"
 #include "elastic/session.h"
 
 namespace cohort::elastic {
 namespace {
 
-// The broadcast through which rank 0 tells every rank what the launcher said.
+// The allreduce (max) through which rank 0 tells every rank what the launcher said, and every
+// rank tells the others whether it drains.
 constexpr const char* kHostsUpdatedName = "cohort.elastic.hosts_updated";
 
-enum HostsAnswer : uint8_t { kUnchanged = 0, kUpdated = 1, kLauncherUnreachable = 2 };
+// In the order of the max: a worker of the round drains, or hosts changed, both interrupt; a
+// launcher that cannot be reached fails the round whatever else happened.
+enum HostsAnswer : uint8_t {
+  kUnchanged = 0,
+  kDraining = 1,
+  kUpdated = 2,
+  kLauncherUnreachable = 3
+};
 
 HostsAnswer ask_launcher(const detail::Session& m, std::string& error) {
   try {
@@ -67,16 +76,18 @@ void check_host_updates() {
   detail::Session* session = detail::session_of(*rt);
   if (!session) return;
   int notice = session->assignment.generation + 1;
-  uint8_t answer = kUnchanged;
+  uint8_t answer = drain_requested() ? kDraining : kUnchanged;
   if (rt->topology().rank == 0) {
     std::string error;
-    answer = tolerate_outage(*session, ask_launcher(*session, error), error);
+    answer =
+        std::max<uint8_t>(answer, tolerate_outage(*session, ask_launcher(*session, error), error));
   }
-  broadcast(kHostsUpdatedName, Tensor::of(std::span<uint8_t>(&answer, 1)), 0);
+  allreduce(kHostsUpdatedName, Tensor::of(std::span<uint8_t>(&answer, 1)), {.op = ReduceOp::kMax});
   if (answer == kUpdated) {
     throw HostsUpdatedInterrupt("the launcher announced a change of hosts (notice " +
                                 std::to_string(notice) + ")");
   }
+  if (answer == kDraining) throw HostsUpdatedInterrupt("a worker of this round drains");
   if (answer == kLauncherUnreachable) {
     throw InternalError("rank 0 could not ask the launcher whether hosts changed");
   }
@@ -84,6 +95,10 @@ void check_host_updates() {
 
 void run(State& state, const std::function<void(State&)>& fn) {
   const bool elastic = is_elastic();
+  // Agents on etcd do not take a node out for a drained worker yet: SIGTERM keeps its meaning.
+  if (elastic && cohort::detail::current_runtime()->config().etcd_endpoints.empty()) {
+    detail::install_drain_handler();
+  }
   CommitHook hook(state);
   for (;;) {
     rendezvous::CheckIn why;
@@ -102,6 +117,11 @@ void run(State& state, const std::function<void(State&)>& fn) {
     } catch (const InternalError& e) {
       if (!elastic) throw;
       why = {rendezvous::CheckIn::Kind::kFailed, e.what()};
+    }
+    // A drain leaves a healthy world: after a failure the worker joins the next round first,
+    // and drains at its first commit there.
+    if (drain_requested() && why.kind == rendezvous::CheckIn::Kind::kInterrupted) {
+      why.kind = rendezvous::CheckIn::Kind::kDrained;
     }
     // Outside the try: a reset that fails (the launcher is gone) ends run() with its error.
     if (state.has_commit()) state.restore();

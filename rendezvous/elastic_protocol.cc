@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kStartWord = "start";
 constexpr std::string_view kFailedWord = "failed";
 constexpr std::string_view kInterruptedWord = "interrupted";
+constexpr std::string_view kDrainedWord = "drained";
 
 int parse_int(std::string_view text, std::string_view field, std::string_view whole) {
   int value = 0;
@@ -72,9 +73,10 @@ std::string abandon_key(int round) {
 }
 
 std::string format_checkin(const CheckIn& checkin) {
-  std::string_view word = checkin.kind == CheckIn::Kind::kStart    ? kStartWord
-                          : checkin.kind == CheckIn::Kind::kFailed ? kFailedWord
-                                                                   : kInterruptedWord;
+  std::string_view word = checkin.kind == CheckIn::Kind::kStart         ? kStartWord
+                          : checkin.kind == CheckIn::Kind::kFailed      ? kFailedWord
+                          : checkin.kind == CheckIn::Kind::kInterrupted ? kInterruptedWord
+                                                                        : kDrainedWord;
   std::string text(word);
   if (!checkin.reason.empty()) text += " " + checkin.reason;
   return text;
@@ -89,9 +91,11 @@ CheckIn parse_checkin(std::string_view text) {
     checkin.kind = CheckIn::Kind::kFailed;
   } else if (word == kInterruptedWord) {
     checkin.kind = CheckIn::Kind::kInterrupted;
+  } else if (word == kDrainedWord) {
+    checkin.kind = CheckIn::Kind::kDrained;
   } else {
     throw InvalidArgument("check-in '" + std::string(text.substr(0, 80)) +
-                          "' does not start with start, failed or interrupted");
+                          "' does not start with start, failed, interrupted or drained");
   }
   if (word.size() < text.size()) checkin.reason = std::string(text.substr(word.size() + 1));
   return checkin;

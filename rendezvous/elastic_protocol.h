@@ -53,6 +53,7 @@ struct CheckIn {
     kStart,        // a new worker, entry 0
     kFailed,       // a collective failed: the launcher waits a bounded time for the others
     kInterrupted,  // HostsUpdatedInterrupt: the others are coming too
+    kDrained,      // it was asked to leave (SIGTERM) and has left at a commit: remove its host
   };
   Kind kind = Kind::kStart;
   std::string reason;  // free text for the log; may be empty

@@ -181,7 +181,7 @@ TEST_CASE("a host whose last worker fails is blacklisted and the others continue
   hosts.worker_failed("b", 1, true);
   auto changes = hosts.worker_failed("b", 0, /*others_on_host_alive=*/false);
   CHECK(changes.describe() == "removed b:0");  // b:1 was already retired
-  REQUIRE(changes.penalized);  // the whole host, for its cooldown
+  REQUIRE(changes.penalized);                  // the whole host, for its cooldown
   CHECK_FALSE(changes.penalized->slot);
   CHECK(changes.penalized->cooldown == 10s);
   CHECK(hosts.blacklisted("b"));
@@ -191,6 +191,36 @@ TEST_CASE("a host whose last worker fails is blacklisted and the others continue
   CHECK(slots_of(plan) == std::vector<SlotRef>{{"a", 0}, {"a", 1}});
   clock.now += 10s;  // b's blacklisting and b:1's retirement both end
   CHECK(hosts.refresh().describe() == "added b:0-1");
+}
+
+TEST_CASE("a drained host takes no work until discovery stops listing it") {
+  FakeClock clock;
+  ElasticHosts hosts({.min_np = 1}, clock.fn());
+  hosts.update({{"a", 2}, {"b", 2}});
+  auto changes = hosts.drain("b");
+  CHECK(changes.describe() == "removed b:0-1");
+  CHECK(changes.drained == std::vector<std::string>{"b"});
+  CHECK(hosts.draining("b"));
+  CHECK(hosts.drain("b").drained.empty());  // once
+  CHECK_FALSE(hosts.usable({"b", 0}));
+  CHECK(hosts.update({{"a", 2}, {"b", 2}}).empty());  // still listed: still drained
+  CHECK(hosts.update({{"a", 2}}).empty());            // gone: forgotten
+  CHECK(hosts.update({{"a", 2}, {"b", 2}}).describe() == "added b:0-1");  // back: a new host
+  CHECK_FALSE(hosts.draining("b"));
+}
+
+TEST_CASE("discovery's ':drain' removes a host's slots while it is listed so") {
+  FakeClock clock;
+  ElasticHosts hosts({.min_np = 1}, clock.fn());
+  hosts.update({{"a", 2}, {"b", 1}});
+  auto changes = hosts.update({{"a", 2}, {"b", 1, true}});
+  CHECK(changes.describe() == "removed b:0");
+  CHECK(changes.drained == std::vector<std::string>{"b"});
+  CHECK(hosts.update({{"a", 2}, {"b", 1, true}}).drained.empty());
+  CHECK(hosts.update({{"a", 2}, {"b", 1}}).describe() == "added b:0");  // unmarked: back
+  CHECK_FALSE(hosts.stop_reason());
+  hosts.update({{"a", 2, true}, {"b", 1, true}});
+  CHECK(hosts.stop_reason() == "every host drains or is blacklisted");
 }
 
 TEST_CASE("a host where launching fails is blacklisted and its survivors dropped") {

@@ -6,6 +6,8 @@ tmp=$(mktemp -d)
 job=""
 cleanup() {
   if [[ -n $job ]] && kill -0 "$job" 2>/dev/null; then kill -KILL "$job" 2>/dev/null || true; fi
+  # Workers of a job cut short (their arguments name $tmp): none may outlive the test.
+  pkill -KILL -f -- "$tmp/" 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -89,6 +89,16 @@ TEST_CASE("discovered hosts parse with slots defaults comments and blank lines")
         std::vector<HostSlots>{{"node-1.example_x", 4096}});
 }
 
+TEST_CASE("a discovered host marked ':drain' keeps its slots and is draining") {
+  auto hosts = parse_discovered_hosts("a:2:drain\nb:drain\nc : 3 : drain # going\ndrain:1\n", 5);
+  CHECK(hosts == std::vector<HostSlots>{
+                     {"a", 2, true}, {"b", 5, true}, {"c", 3, true}, {"drain", 1, false}});
+  CHECK_THROWS_WITH(parse_discovered_hosts("a:2:drained", 1), Contains("slot count '2:drained'"));
+  CHECK_THROWS_WITH(parse_discovered_hosts("a:drain:2", 1), Contains("slot count 'drain:2'"));
+  CHECK_THROWS_WITH(parse_discovered_hosts("a:2:drain:drain", 1), Contains("slot count '2:drain'"));
+  CHECK_THROWS_WITH(parse_discovered_hosts(":drain", 1), Contains("not a valid host name"));
+}
+
 TEST_CASE("bad discovery lines are refused with their line number") {
   CHECK_THROWS_WITH(parse_discovered_hosts("a:2\nb:0\n", 1), Contains("line 2") && Contains("'0'"));
   CHECK_THROWS_WITH(parse_discovered_hosts("a:x", 1), Contains("line 1: slot count 'x'"));

@@ -59,5 +59,8 @@ TEST_CASE("elastic protocol: check-ins carry their kind and reason", "[elastic_p
   CHECK(failed.reason == "control connection to rank 2 closed");
   CHECK(parse_checkin(format_checkin({})).kind == CheckIn::Kind::kStart);
   CHECK(parse_checkin("interrupted").kind == CheckIn::Kind::kInterrupted);
+  CheckIn drained = parse_checkin(format_checkin({.kind = CheckIn::Kind::kDrained, .reason = "x"}));
+  CHECK(drained.kind == CheckIn::Kind::kDrained);
+  CHECK(format_checkin(drained) == "drained x");
   CHECK_THROWS_WITH(parse_checkin("hello"), Contains("does not start with"));
 }

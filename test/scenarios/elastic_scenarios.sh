@@ -21,7 +21,73 @@ epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
   echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"
 }
 
+worker_pid() {  # worker_pid ID: this job's trainer process with COHORT_WORKER_ID=ID
+  local p exe
+  exe=$(readlink -f "$worker")
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/exe" 2>/dev/null) == "$exe" ]] || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$tmp/" || continue  # another job's
+    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COHORT_WORKER_ID=$1" &&
+      { echo "${p#/proc/}"; return; }
+  done
+  fail "no running trainer with worker id $1"
+}
+gone_within() {  # gone_within PID SECONDS: the process has ended by then
+  for _ in $(seq $(($2 * 20))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  fail "process $1 still running $2 s after it was asked to drain"
+}
+check_events() {  # check_events EVENT...: the event log matches docs/operations.md and has these
+  local here
+  here=$(dirname "$0")
+  python3 "$here/../discovery/check_event_log.py" "$tmp/events.jsonl" \
+    "$here/../../docs/operations.md" "$@" >/dev/null || fail "the event log is wrong"
+}
+
 case $scenario in
+drain_sigterm)  # SIGTERM to one worker mid-epoch: it drains at its next commit, its host leaves
+  set_hosts localhost:2 127.0.0.2:2
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 4 0)"
+  victim=$(worker_pid 3)  # 127.0.0.2 slot 1
+  kill -TERM "$victim"
+  wait_for "$tmp/err" "\[cohortrun\] worker 3 (rank 3 on 127.0.0.2 slot 1) drained"
+  wait_for "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1')"
+  gone_within "$victim" 10
+  wait_for "$tmp/out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  trained_once
+  expect_no "$tmp/err" ".*exited with status.*"
+  expect_no "$tmp/err" ".*killed by signal.*"
+  check_events drain worker_told_exit
+  python3 - "$tmp/events.jsonl" <<'PY' || fail "the event log's drain is wrong"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+drain = [l for l in lines if l["event"] == "drain"]
+assert [(d["host"], d["worker"], d["source"]) for d in drain] == [("127.0.0.2", 3, "worker")], drain
+exits = {l["worker"]: l for l in lines if l["event"] == "worker_exit"}
+assert exits[3]["exit_code"] == 0 and exits[3]["verdict"] == "stopped", exits[3]
+assert exits[2]["exit_code"] == 0 and exits[2]["verdict"] == "stopped", exits[2]
+rounds = [l for l in lines if l["event"] == "round"]
+assert rounds[1]["cause"] == "drain", rounds[1]
+PY
+  ;;
+drain_discovery)  # the discovery script marks a host ':drain': its workers leave at a commit
+  set_hosts localhost:2 127.0.0.2:2
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 4 0)"
+  set_hosts localhost:2 127.0.0.2:2:drain
+  wait_for "$tmp/err" "\[cohortrun\] host 127.0.0.2 drains: its workers leave the job at their next commit"
+  wait_for "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1')"
+  wait_for "$tmp/out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  trained_once
+  expect_no "$tmp/err" ".*exited with status.*"
+  check_events drain
+  grep -q '"event":"drain".*"source":"discovery"' "$tmp/events.jsonl" ||
+    fail "no drain event from discovery"
+  ;;
 add_remove)  # a host joins (the job grows to 3), trains, then leaves (back to 2)
   set_hosts localhost:2
   start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2

@@ -55,6 +55,16 @@ void run(State& state, const std::function<void(State&)>& fn);
 // the launcher. Outside elastic mode it returns at once and communicates nothing.
 void check_host_updates();
 
+// Draining, for a worker whose machine is about to go (docs/operations.md, "Draining"). In elastic
+// mode under cohortrun's launcher, run() makes SIGTERM request a drain (a second SIGTERM ends
+// the process as usual). At the next commit every rank learns of it and raises
+// HostsUpdatedInterrupt, so nothing committed is lost; the drained worker then leaves the job
+// with status 0, its host is removed, and the others go on without it.
+// Asks for a drain from the program itself, as SIGTERM does (e.g. on a cloud preemption notice).
+void request_drain();
+// Whether a drain has been asked for in this process.
+bool drain_requested();
+
 // Whether this process is an elastic worker (COHORT_WORKER_ID). Needs init().
 bool is_elastic();
 
