@@ -7,9 +7,10 @@ namespace cohort::discovery {
 using nlohmann::json;
 
 AgentEvents::AgentEvents(const AgentOptions& options)
-    : events_(
-          {.event_log = options.events.event_log, .job_id = options.job_id, .node = options.node}) {
-}
+    : events_({.event_log = options.events.event_log,
+               .metrics_file = options.events.metrics_file,
+               .job_id = options.job_id,
+               .node = options.node}) {}
 
 void AgentEvents::job_start(const AgentOptions& o) {
   events_.emit("job_start", {{"launcher", "agent"},

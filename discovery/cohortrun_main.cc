@@ -66,15 +66,18 @@ OutputOptions output_options(const Options& o) {
   return output;
 }
 
+JobEventsOptions events_options(const Options& o) {
+  return {.event_log = o.event_log, .metrics_file = o.metrics_file, .job_id = new_job_id()};
+}
+
 int run_static(const Options& o) {
-  return run_static_job(job_hosts(o),
-                        {.np = parse_np(o.np),
-                         .command = o.command,
-                         .term_grace = millis(o.term_grace_seconds),
-                         .start_timeout = millis(o.start_timeout_seconds),
-                         .launch = launch_options(o),
-                         .output = output_options(o),
-                         .events = {.event_log = o.event_log, .job_id = new_job_id()}});
+  return run_static_job(job_hosts(o), {.np = parse_np(o.np),
+                                       .command = o.command,
+                                       .term_grace = millis(o.term_grace_seconds),
+                                       .start_timeout = millis(o.start_timeout_seconds),
+                                       .launch = launch_options(o),
+                                       .output = output_options(o),
+                                       .events = events_options(o)});
 }
 
 // Refuses flag combinations that contradict each other, naming them.
@@ -121,7 +124,7 @@ ElasticJobOptions elastic_options(const Options& o, const CLI::App& app) {
                       .start_timeout = millis(o.start_timeout_seconds),
                       .launch = launch_options(o),
                       .output = output_options(o),
-                      .events = {.event_log = o.event_log, .job_id = new_job_id()}};
+                      .events = events_options(o)};
   if (!o.discovery_script.empty()) {
     e.discovery_script = o.discovery_script;
   } else {
@@ -168,7 +171,7 @@ AgentOptions agent_options(const Options& o, const CLI::App& app) {
                  .start_timeout = millis(o.start_timeout_seconds),
                  .term_grace = millis(o.term_grace_seconds),
                  .output = output_options(o),
-                 .events = {.event_log = o.event_log}};
+                 .events = {.event_log = o.event_log, .metrics_file = o.metrics_file}};
   std::tie(a.min_nodes, a.max_nodes) = parse_nnodes(o.nnodes);
   a.address = o.node_address.empty() ? default_node_address(a.etcd.endpoints[0]) : o.node_address;
   if (app.count("--reset-limit") > 0) a.reset_limit = o.reset_limit;

@@ -216,6 +216,9 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
                  "LIST, e.g. 0 or 0,2-3: only these ranks' lines reach the console (default all)");
   app.add_option("--event-log", o.event_log,
                  "FILE: append one JSON object per line for every launcher event");
+  app.add_option("--metrics-file", o.metrics_file,
+                 "FILE: keep the job's metrics there in Prometheus' text format (node_exporter's "
+                 "textfile collector)");
   app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
   app.add_option("--log-level", o.log_level,
                  "trace, debug, info, warning or error: cohortrun's and the workers' log level");

@@ -26,6 +26,7 @@ struct CohortrunOptions {
   std::string console_ranks;
   std::map<std::string, std::string> tunables;  // job_tunables.h: flag -> value as typed
   std::string event_log;                        // --event-log
+  std::string metrics_file;                     // --metrics-file
   std::string log_level;  // empty: warning for cohortrun, the workers' own COHORT_LOG_LEVEL
   std::vector<std::string> command;
   // Elastic mode.

@@ -6,12 +6,16 @@
 
 #include <sys/types.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "discovery/clock.h"
 #include "discovery/elastic_hosts.h"
 #include "discovery/elastic_roster.h"
 #include "discovery/job_events.h"
+#include "discovery/round_board.h"
 #include "discovery/worker_group.h"
 
 namespace cohort::discovery {
@@ -42,10 +46,18 @@ class ElasticEvents {
   // `members` in rank order.
   void round(int round, int resets, const std::vector<const ElasticWorker*>& members);
 
+  // The workers' reports since the last look (rendezvous/worker_reports.h): rank 0's progress
+  // (metrics only) and a "reset" event for each member of the current round that reported its
+  // reset into it.
+  void collect_reports(RoundBoard& board, const std::vector<const ElasticWorker*>& members);
+
  private:
   JobEvents events_;
   std::string cause_ = "start", reason_ = "the first round";
+  std::optional<TimePoint> cause_at_;  // when the cause was noted: the recovery starts
   std::string end_reason_;
+  std::optional<rendezvous::Progress> progress_;
+  std::set<std::pair<int, int>> reset_reported_;  // (worker, entry)
 };
 
 }  // namespace cohort::discovery

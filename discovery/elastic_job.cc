@@ -78,6 +78,7 @@ class ElasticJob {
   ElasticRoster roster_;
   WorkerGroup workers_;
   ElasticEvents events_;
+  SlotChanges initial_slots_;  // fixed hosts: recorded once the job starts
 
   int round_ = -1;            // the current round; -1 before the first
   std::vector<int> members_;  // the current round's workers, by rank
@@ -107,7 +108,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   } else {
     // Fixed hosts: an unreachable one fails the job now rather than at its first launch.
     for (const auto& h : options_.fixed_hosts) launcher_for(h.host, options_.launch);
-    hosts_.update(options_.fixed_hosts);
+    initial_slots_ = hosts_.update(options_.fixed_hosts);
   }
   if (options_.checkin_timeout.count() <= 0) {
     throw InvalidArgument("--checkin-timeout must be > 0");
@@ -130,6 +131,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
 int ElasticJob::run() {
   log::info("rendezvous server on ", endpoint_.addr, ":", endpoint_.port);
   events_.job_start(options_.command, options_.hosts.min_np, options_.hosts.max_np);
+  events_.slot_changes(initial_slots_);
   step();
   while (!(stopping_ && workers_.finished())) {
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.fd(), POLLIN, 0}};
@@ -145,6 +147,7 @@ int ElasticJob::run() {
     }
     for (const auto& exit : workers_.reap()) on_exit(exit);
     collect_checkins();
+    events_.collect_reports(*board_, roster_.of(members_));
     if (discovery_ && !stopping_) {
       if (auto result = discovery_->advance()) on_discovery(*result);
     }
@@ -426,9 +429,7 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
   announce("round " + std::to_string(round_) + " (" + std::to_string(hosts_.resets()) +
            (hosts_.resets() == 1 ? " reset" : " resets") + "): size " +
            std::to_string(plan.slots.size()) + ": " + list);
-  std::vector<const ElasticWorker*> members;
-  for (int id : members_) members.push_back(roster_.find(id));
-  events_.round(round_, hosts_.resets(), members);
+  events_.round(round_, hosts_.resets(), roster_.of(members_));
 }
 
 void ElasticJob::finish_when_done() {

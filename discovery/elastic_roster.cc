@@ -22,6 +22,12 @@ ElasticWorker& ElasticRoster::add(const SlotRef& slot) {
   return worker;
 }
 
+std::vector<const ElasticWorker*> ElasticRoster::of(const std::vector<int>& ids) const {
+  std::vector<const ElasticWorker*> out;
+  for (int id : ids) out.push_back(&workers_.at(id));
+  return out;
+}
+
 ElasticWorker* ElasticRoster::find(int id) {
   auto it = workers_.find(id);
   return it == workers_.end() ? nullptr : &it->second;

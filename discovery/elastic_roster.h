@@ -37,6 +37,8 @@ class ElasticRoster {
  public:
   ElasticWorker& add(const SlotRef& slot);
   ElasticWorker* find(int id);
+  // The workers of `ids`, in that order; every id must be known.
+  std::vector<const ElasticWorker*> of(const std::vector<int>& ids) const;
   std::map<int, ElasticWorker>& all() { return workers_; }
   const std::map<int, ElasticWorker>& all() const { return workers_; }
 

@@ -15,6 +15,14 @@
 namespace cohort::discovery {
 
 JobEvents::JobEvents(JobEventsOptions options) : options_(std::move(options)) {
+  if (!options_.metrics_file.empty()) {
+    metrics_.emplace(options_.job_id, options_.node);
+    try {
+      write_file_atomically(options_.metrics_file, metrics_->text());
+    } catch (const Error& e) {
+      throw InvalidArgument(std::string("--metrics-file: ") + e.what());
+    }
+  }
   if (options_.event_log.empty()) return;
   log_ = Fd(::open(options_.event_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!log_.valid()) {
@@ -24,6 +32,10 @@ JobEvents::JobEvents(JobEventsOptions options) : options_(std::move(options)) {
 }
 
 void JobEvents::emit(const std::string& event, nlohmann::json fields) {
+  if (metrics_) {
+    metrics_->observe(event, fields);
+    write_metrics();
+  }
   if (!log_.valid()) return;
   // Ordered: the time, the job and the event first on every line, for people reading it too.
   nlohmann::ordered_json line = {
@@ -37,6 +49,21 @@ void JobEvents::emit(const std::string& event, nlohmann::json fields) {
       !write_error_reported_) {
     write_error_reported_ = true;
     report("--event-log: cannot write to '" + options_.event_log + "': " + std::strerror(errno));
+  }
+}
+
+void JobEvents::progress(uint64_t commits, uint64_t samples) {
+  if (!metrics_) return;
+  metrics_->progress(commits, samples);
+  write_metrics();
+}
+
+void JobEvents::write_metrics() {
+  try {
+    write_file_atomically(options_.metrics_file, metrics_->text());
+  } catch (const Error& e) {
+    if (!metrics_error_reported_) report(std::string("--metrics-file: ") + e.what());
+    metrics_error_reported_ = true;
   }
 }
 

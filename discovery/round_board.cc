@@ -34,13 +34,39 @@ void RoundBoard::abandon(int round, const std::string& why) {
   store_.set(rendezvous::abandon_key(round), why);
 }
 
+std::optional<rendezvous::Progress> RoundBoard::progress() {
+  auto text = store_.lookup(rendezvous::progress_key());
+  if (!text) return std::nullopt;
+  try {
+    return rendezvous::parse_progress(*text);
+  } catch (const InvalidArgument& e) {
+    log::limited(log::Level::kWarning, "bad-progress", "ignoring rank 0's progress: ", e.what());
+    return std::nullopt;
+  }
+}
+
+std::optional<rendezvous::ResetReport> RoundBoard::reset_report(int id, int entry) {
+  auto text = store_.lookup(rendezvous::reset_report_key(std::to_string(id), entry));
+  if (!text) return std::nullopt;
+  try {
+    return rendezvous::parse_reset_report(*text);
+  } catch (const InvalidArgument& e) {
+    log::warning("ignoring worker ", id, "'s reset report: ", e.what());
+    return std::nullopt;
+  }
+}
+
 std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(
     RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, const Wakeup& checkins) {
   const Wakeup* wake = &checkins;
   rendezvous::RendezvousServerOptions options{
       .max_get_wait = max_get_wait,
       .on_set = [wake](const std::string& scope, const std::string& key) {
-        if (scope == rendezvous::kElasticScope && key.starts_with("checkin/")) wake->signal();
+        if (scope != rendezvous::kElasticScope) return;
+        if (key.starts_with("checkin/") || key.starts_with("reset/") ||
+            key == rendezvous::progress_key()) {
+          wake->signal();
+        }
       }};
   auto server =
       std::make_unique<rendezvous::RendezvousServer>(endpoint.addr, endpoint.secret, options);

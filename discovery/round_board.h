@@ -11,6 +11,7 @@
 #include "discovery/wakeup.h"
 #include "discovery/worker_env.h"
 #include "rendezvous/server.h"
+#include "rendezvous/worker_reports.h"
 
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/store.h"
@@ -32,13 +33,18 @@ class RoundBoard {
   void notice(int generation);
   // Ends the waits of members still joining `round` (their round watch), with `why`.
   void abandon(int round, const std::string& why);
+  // The workers' reports (rendezvous/worker_reports.h), once made; one that does not parse is
+  // logged and ignored.
+  std::optional<rendezvous::Progress> progress();
+  std::optional<rendezvous::ResetReport> reset_report(int id, int entry);
 
  private:
   rendezvous::Store& store_;
 };
 
 // The elastic launcher's rendezvous server on `endpoint` (its port is filled in): its GETs wait
-// up to `max_get_wait`, and every worker's check-in signals `checkins`, which must outlive it.
+// up to `max_get_wait`, and every worker's check-in or report signals `checkins`, which must
+// outlive it.
 std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(
     RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, const Wakeup& checkins);
 

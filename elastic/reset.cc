@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "core/runtime_slot.h"
+#include "elastic/reports.h"
 #include "elastic/round_entry.h"
 #include "elastic/session.h"
 
@@ -67,6 +68,7 @@ void reset(const rendezvous::CheckIn& why) {
   timings.assignment = entry_timings.assignment;
   timings.connect = entry_timings.connect;
   now.last_reset = timings;
+  report_reset(now, config.worker_id);
   cohort::detail::install_runtime(next);
   log::info("elastic reset ", now.entry, " (", rendezvous::format_checkin(why), "): rank ",
             timings.old_rank, " of ", timings.old_size, " -> rank ", timings.new_rank, " of ",

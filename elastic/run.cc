@@ -7,6 +7,7 @@
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
 #include "elastic/drain.h"
+#include "elastic/reports.h"
 #include "elastic/reset.h"
 #include "elastic/session.h"
 
@@ -57,10 +58,29 @@ HostsAnswer tolerate_outage(detail::Session& m, HostsAnswer answer, const std::s
   return kUnchanged;
 }
 
-// Installs check_host_updates() as the State's commit hook for as long as run() runs.
+// After every commit, for as long as run() runs: the host check, then rank 0's progress report.
+void after_commit(const State& state) {
+  check_host_updates();
+  auto rt = cohort::detail::current_runtime();
+  if (detail::Session* session = detail::session_of(*rt)) {
+    detail::report_progress(*session, rt->topology().rank, state);
+  }
+}
+
+// When run() is done: the launcher's metrics end with the job's true totals.
+void report_final_progress(const State& state) {
+  auto rt = cohort::detail::current_runtime();
+  if (detail::Session* session = detail::session_of(*rt)) {
+    detail::report_progress(*session, rt->topology().rank, state, /*now=*/true);
+  }
+}
+
+// Installs after_commit() as the State's commit hook for as long as run() runs.
 class CommitHook {
  public:
-  explicit CommitHook(State& state) : state_(state) { state_.set_commit_hook(check_host_updates); }
+  explicit CommitHook(State& state) : state_(state) {
+    state_.set_commit_hook([&state] { after_commit(state); });
+  }
   ~CommitHook() { state_.set_commit_hook({}); }
   CommitHook(const CommitHook&) = delete;
   CommitHook& operator=(const CommitHook&) = delete;
@@ -110,6 +130,7 @@ void run(State& state, const std::function<void(State&)>& fn) {
       }
       state.sync();
       fn(state);
+      report_final_progress(state);
       return;
     } catch (const HostsUpdatedInterrupt& e) {
       if (!elastic) throw;

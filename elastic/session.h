@@ -30,6 +30,8 @@ struct Session final : RuntimeAttachment {
   int entry = 0;
   rendezvous::Assignment assignment;
   ResetTimings last_reset;  // all zero before the first reset
+  // When rank 0 last reported the job's progress (elastic/reports.h).
+  std::optional<std::chrono::steady_clock::time_point> progress_sent_at;
 };
 
 // The session `runtime` belongs to; nullptr outside elastic mode.

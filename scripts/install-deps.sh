@@ -12,6 +12,7 @@ packages=(
   doxygen  # the API reference (docs.doxygen)
   clang libclang-rt-14-dev  # the libFuzzer harnesses (test/fuzz): bookworm's clang is clang 14
   gnuplot-nox  # scripts/plot-busbw.sh draws docs/img/busbw*.svg
+  prometheus  # promtool checks cohortrun --metrics-file in the tests
   openssh-client openssh-server  # cohortrun's remote hosts; test/remote starts sshd in netns
   iproute2 util-linux  # ip netns for test/remote; setsid on remote hosts
   # The torch adapter and the Python package. python3-torch does not pull libtorch-dev without

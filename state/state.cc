@@ -190,6 +190,14 @@ const std::string& State::label() const {
 uint64_t State::commit_count() const {
   return impl_->commit_count;
 }
+
+uint64_t State::samples_committed() const {
+  uint64_t total = 0;
+  for (const ElasticSampler* s : impl_->samplers) {
+    total += s->epoch() * s->dataset_size() + (s->dataset_size() - s->unprocessed());
+  }
+  return total;
+}
 bool State::has_commit() const {
   return impl_->has_commit;
 }

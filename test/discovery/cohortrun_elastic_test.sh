@@ -33,10 +33,11 @@ add_remove)  # a host added then removed
   expect "$tmp/err" "\[cohortrun\] worker 2 (rank 2 on 127.0.0.3 slot 0) is not in the job any more; told it to exit"
   expect "$tmp/out" "\[1\] worker 1 round 2 rank 1 size 2"
   ;;
-event_log)  # --event-log: a failure, a discovery outage and a new host, as JSON lines
+event_log)  # --event-log and --metrics-file: a failure, a discovery outage and a new host
+  command -v promtool >/dev/null || fail "no promtool (apt-get install prometheus)"
   set_hosts localhost:3
-  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- --at 0:1 exit=3 \
-    --at '2:*' finish
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" \
+    --metrics-file "$tmp/metrics.prom" -- --at 0:1 exit=3 --at '2:*' finish
   wait_for "$tmp/err" "$(round 1 'size 2: .*')"
   touch "$tmp/broken"
   wait_for "$tmp/err" "\[cohortrun\] host discovery script .*"
@@ -69,7 +70,20 @@ assert by("slots_changed")[2]["added"] == ["127.0.0.2:0"]
 assert "discovery backend unreachable" in by("discovery_failure")[0]["error"]
 assert len(by("worker_start")) == 4
 assert by("job_end")[0]["exit_code"] == 0
+assert rounds[1]["recovery_seconds"] > 0 and "recovery_seconds" not in rounds[0]
 PY
+  promtool check metrics <"$tmp/metrics.prom" || fail "promtool refuses the metrics file"
+  job=$(grep -o '"job":"[^"]*"' "$tmp/events.jsonl" | head -1 | cut -d'"' -f4)
+  for sample in "cohort_rounds_total 3" 'cohort_resets_total{cause="failure"} 1' \
+    'cohort_resets_total{cause="hosts_changed"} 1' "cohort_workers_started_total 4" \
+    "cohort_workers_failed_total 1" "cohort_discovery_failures_total 1" \
+    "cohort_usable_slots 3" "cohort_world_size 3" "cohort_blacklistings_total 1"; do
+    name=${sample%% *} value=${sample##* }
+    labels="job=\"$job\""
+    [[ $name == *"{"* ]] && labels="$labels,${name#*\{}" && name=${name%%\{*} && labels=${labels%\}}
+    grep -qxF "$name{$labels} $value" "$tmp/metrics.prom" ||
+      { cat "$tmp/metrics.prom"; fail "no sample '$name{$labels} $value'"; }
+  done
   ;;
 sigkill)  # a worker killed on a one-host job: its slot is retired, the job goes on with 3
   set_hosts localhost:4

@@ -1,4 +1,5 @@
 #include "rendezvous/elastic_protocol.h"
+#include "rendezvous/worker_reports.h"
 
 #include <catch2/catch.hpp>
 
@@ -63,4 +64,31 @@ TEST_CASE("elastic protocol: check-ins carry their kind and reason", "[elastic_p
   CHECK(drained.kind == CheckIn::Kind::kDrained);
   CHECK(format_checkin(drained) == "drained x");
   CHECK_THROWS_WITH(parse_checkin("hello"), Contains("does not start with"));
+}
+
+TEST_CASE("worker reports: progress and reset reports survive formatting", "[elastic_protocol]") {
+  Progress p{.commits = 40, .samples = uint64_t{1} << 40};
+  CHECK(format_progress(p) == "commits=40 samples=1099511627776");
+  CHECK(parse_progress(format_progress(p)) == p);
+  ResetReport r{.round = 3,
+                .old_rank = 2,
+                .old_size = 4,
+                .new_rank = 1,
+                .new_size = 3,
+                .teardown_us = 812,
+                .assignment_us = 40211,
+                .connect_us = 9120};
+  CHECK(parse_reset_report(format_reset_report(r)) == r);
+  CHECK(reset_report_key("7", 2) == "reset/7/2");
+}
+
+TEST_CASE("worker reports: malformed ones are refused with the reason", "[elastic_protocol]") {
+  CHECK_THROWS_WITH(parse_progress("commits=1"), Contains("no samples"));
+  CHECK_THROWS_WITH(parse_progress("commits=1 samples=2 extra=3"), Contains("unknown fields"));
+  CHECK_THROWS_WITH(parse_progress("commits=-1 samples=2"), Contains("not name=number"));
+  CHECK_THROWS_WITH(parse_progress("commits=1 commits=1"), Contains("commits twice"));
+  CHECK_THROWS_WITH(parse_progress("commits= samples=1"), Contains("not name=number"));
+  CHECK_THROWS_WITH(parse_reset_report("round=99999999999 old_rank=0 old_size=1 new_rank=0 "
+                                       "new_size=1 teardown_us=0 assignment_us=0 connect_us=0"),
+                    Contains("too large"));
 }

@@ -46,8 +46,8 @@ check_events() {  # check_events EVENT...: the event log matches docs/operations
 case $scenario in
 drain_sigterm)  # SIGTERM to one worker mid-epoch: it drains at its next commit, its host leaves
   set_hosts localhost:2 127.0.0.2:2
-  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
-    --until-file "$tmp/stop" --step-delay-ms 2
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" \
+    --metrics-file "$tmp/metrics.prom" -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
   wait_for "$tmp/out" "$(epoch_at 4 0)"
   victim=$(worker_pid 3)  # 127.0.0.2 slot 1
   kill -TERM "$victim"
@@ -59,8 +59,10 @@ drain_sigterm)  # SIGTERM to one worker mid-epoch: it drains at its next commit,
   trained_once
   expect_no "$tmp/err" ".*exited with status.*"
   expect_no "$tmp/err" ".*killed by signal.*"
-  check_events drain worker_told_exit
-  python3 - "$tmp/events.jsonl" <<'PY' || fail "the event log's drain is wrong"
+  check_events drain worker_told_exit reset
+  epochs=$(sed -n 's/^\[0\] trainer: finished epochs=\([0-9]*\) .*/\1/p' "$tmp/out")
+  python3 - "$tmp/events.jsonl" "$tmp/metrics.prom" "$epochs" <<'PY' ||
+    fail "the event log's drain is wrong"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 drain = [l for l in lines if l["event"] == "drain"]
@@ -70,7 +72,17 @@ assert exits[3]["exit_code"] == 0 and exits[3]["verdict"] == "stopped", exits[3]
 assert exits[2]["exit_code"] == 0 and exits[2]["verdict"] == "stopped", exits[2]
 rounds = [l for l in lines if l["event"] == "round"]
 assert rounds[1]["cause"] == "drain", rounds[1]
+resets = sorted((r["worker"], r["round"], r["old_size"], r["new_size"])
+                for r in lines if r["event"] == "reset")
+assert resets == [(0, 1, 4, 2), (1, 1, 4, 2)], resets
+metrics = dict(l.rsplit(" ", 1) for l in open(sys.argv[2]) if not l.startswith("#"))
+samples = [float(v) for k, v in metrics.items() if k.startswith("cohort_samples_committed_total")]
+assert samples == [240.0 * int(sys.argv[3])], samples  # rank 0's final report: every epoch
+drains = [float(v) for k, v in metrics.items() if k.startswith("cohort_drains_total")]
+assert drains == [1.0], drains
 PY
+  command -v promtool >/dev/null && { promtool check metrics <"$tmp/metrics.prom" ||
+    fail "promtool refuses the metrics file"; }
   ;;
 drain_discovery)  # the discovery script marks a host ':drain': its workers leave at a commit
   set_hosts localhost:2 127.0.0.2:2

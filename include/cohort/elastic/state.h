@@ -187,6 +187,9 @@ class State {
   const std::string& label() const;
   // Successful commits so far (agreed by sync and loaded from checkpoints).
   uint64_t commit_count() const;
+  // Samples committed by the elastic samplers so far, all epochs: for each sampler, epoch() times
+  // its dataset size plus this epoch's committed samples (for the launcher's metrics).
+  uint64_t samples_committed() const;
   // Whether there is a commit or sync to restore to.
   bool has_commit() const;
   // Tracked names, in tracking order.

@@ -1,0 +1,93 @@
+#include "rendezvous/worker_reports.h"
+
+#include <charconv>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "cohort/errors.h"
+
+namespace cohort::rendezvous {
+namespace {
+
+// The fields of `text` ("name=value ..."): exactly `names`, each a whole number >= 0.
+std::map<std::string, uint64_t> numbers_of(std::string_view text,
+                                           const std::vector<const char*>& names,
+                                           const char* what) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument(std::string(what) + " '" + std::string(text.substr(0, 200)) +
+                           "': " + why);
+  };
+  std::map<std::string, uint64_t> fields;
+  std::istringstream in{std::string(text)};
+  for (std::string word; in >> word;) {
+    auto eq = word.find('=');
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(word.data() + eq + 1, word.data() + word.size(), value);
+    if (eq == std::string::npos || ec != std::errc() || end != word.data() + word.size() ||
+        eq + 1 == word.size()) {
+      throw bad("'" + word + "' is not name=number");
+    }
+    if (!fields.emplace(word.substr(0, eq), value).second) throw bad(word.substr(0, eq) + " twice");
+  }
+  for (const char* name : names) {
+    if (!fields.contains(name)) throw bad(std::string("no ") + name);
+  }
+  if (fields.size() != names.size()) throw bad("unknown fields");
+  return fields;
+}
+
+int small(uint64_t v, std::string_view text) {
+  if (v > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    throw InvalidArgument("reset report '" + std::string(text.substr(0, 200)) +
+                          "': " + std::to_string(v) + " is too large");
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+std::string progress_key() {
+  return "progress";
+}
+
+std::string reset_report_key(std::string_view worker_id, int entry) {
+  return "reset/" + std::string(worker_id) + "/" + std::to_string(entry);
+}
+
+std::string format_progress(const Progress& p) {
+  return "commits=" + std::to_string(p.commits) + " samples=" + std::to_string(p.samples);
+}
+
+Progress parse_progress(std::string_view text) {
+  auto f = numbers_of(text, {"commits", "samples"}, "progress");
+  return {f["commits"], f["samples"]};
+}
+
+std::string format_reset_report(const ResetReport& r) {
+  std::ostringstream out;
+  out << "round=" << r.round << " old_rank=" << r.old_rank << " old_size=" << r.old_size
+      << " new_rank=" << r.new_rank << " new_size=" << r.new_size
+      << " teardown_us=" << r.teardown_us << " assignment_us=" << r.assignment_us
+      << " connect_us=" << r.connect_us;
+  return out.str();
+}
+
+ResetReport parse_reset_report(std::string_view text) {
+  auto f = numbers_of(text,
+                      {"round", "old_rank", "old_size", "new_rank", "new_size", "teardown_us",
+                       "assignment_us", "connect_us"},
+                      "reset report");
+  return {.round = small(f["round"], text),
+          .old_rank = small(f["old_rank"], text),
+          .old_size = small(f["old_size"], text),
+          .new_rank = small(f["new_rank"], text),
+          .new_size = small(f["new_size"], text),
+          .teardown_us = f["teardown_us"],
+          .assignment_us = f["assignment_us"],
+          .connect_us = f["connect_us"]};
+}
+
+}  // namespace cohort::rendezvous

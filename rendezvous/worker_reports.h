@@ -1,0 +1,43 @@
+// What elastic workers report to their launcher, beside the check-ins of elastic_protocol.h, for
+// its event log and metrics (discovery/job_events.h). Both are plain SETs in the elastic scope,
+// best effort: a report that cannot be written is skipped, never a failure of the worker.
+//
+//   rank 0:       SET progress = Progress          (at a commit, at most once a second)
+//   every worker: SET reset/<id>/<n> = ResetReport (once it has joined its n-th round, n >= 1)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cohort::rendezvous {
+
+std::string progress_key();
+std::string reset_report_key(std::string_view worker_id, int entry);
+
+struct Progress {
+  uint64_t commits = 0;  // State commits so far in the job
+  uint64_t samples = 0;  // samples the State's elastic samplers have committed, all epochs
+  bool operator==(const Progress&) const = default;
+};
+
+// "commits=40 samples=960".
+std::string format_progress(const Progress& progress);
+// Throws InvalidArgument naming what is wrong.
+Progress parse_progress(std::string_view text);
+
+// A worker's last reset (cohort::elastic::ResetTimings), durations in microseconds.
+struct ResetReport {
+  int round = 0;
+  int old_rank = 0, old_size = 0, new_rank = 0, new_size = 0;
+  uint64_t teardown_us = 0, assignment_us = 0, connect_us = 0;
+  bool operator==(const ResetReport&) const = default;
+};
+
+// "round=3 old_rank=2 old_size=4 new_rank=1 new_size=3 teardown_us=812 assignment_us=40211
+// connect_us=9120".
+std::string format_reset_report(const ResetReport& report);
+// Throws InvalidArgument naming what is wrong.
+ResetReport parse_reset_report(std::string_view text);
+
+}  // namespace cohort::rendezvous
