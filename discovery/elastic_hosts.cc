@@ -152,31 +152,32 @@ SlotChanges ElasticHosts::worker_failed(const std::string& host, int slot,
   if (slot < 0) throw InvalidArgument("slot " + std::to_string(slot) + " of '" + host + "'");
   TimePoint now = now_();
   catch_up(now);
-  Penalized penalized;
-  if (others_on_host_alive) {
-    penalized = penalize(slot_penalties_[{host, slot}], now,
-                         "retiring slot " + host + ":" + std::to_string(slot) +
-                             " (its worker failed while others on the host are alive)");
-    penalized.slot = slot;
-  } else {
-    penalized = penalize(host_penalties_[host], now,
-                         "blacklisting host " + host + " (every worker on it has failed)");
+  if (!others_on_host_alive) {
+    return changes_after(penalize(host_penalties_[host], now,
+                                  "blacklisting host " + host + " (every worker on it has failed)"),
+                         host, std::nullopt, now);
   }
-  penalized.host = host;
-  SlotChanges changes = observe(now);
-  changes.penalized = penalized;
-  return changes;
+  return changes_after(penalize(slot_penalties_[{host, slot}], now,
+                                "retiring slot " + host + ":" + std::to_string(slot) +
+                                    " (its worker failed while others on the host are alive)"),
+                       host, slot, now);
 }
 
 SlotChanges ElasticHosts::launch_failed(const std::string& host) {
   TimePoint now = now_();
   catch_up(now);
-  Penalized penalized =
+  return changes_after(
       penalize(host_penalties_[host], now,
-               "blacklisting host " + host + " (a worker could not be started on it)");
+               "blacklisting host " + host + " (a worker could not be started on it)"),
+      host, std::nullopt, now);
+}
+
+SlotChanges ElasticHosts::changes_after(Penalized penalized, const std::string& host,
+                                        std::optional<int> slot, TimePoint now) {
   penalized.host = host;
+  penalized.slot = slot;
   SlotChanges changes = observe(now);
-  changes.penalized = penalized;
+  changes.penalized = std::move(penalized);
   return changes;
 }
 

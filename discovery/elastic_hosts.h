@@ -140,6 +140,9 @@ class ElasticHosts {
   int usable_count(TimePoint t) const;
   std::vector<SlotRef> usable_list(TimePoint t) const;
   Penalized penalize(Penalty& penalty, TimePoint now, const std::string& what);
+  // The changes a failure made: observe(now), with the penalty it gave `host` (or its `slot`).
+  SlotChanges changes_after(Penalized penalized, const std::string& host, std::optional<int> slot,
+                            TimePoint now);
   // When the current shortage of slots began, as of `now`, following cooldowns that ended since
   // the last observation.
   std::optional<TimePoint> shortage_since(TimePoint now) const;

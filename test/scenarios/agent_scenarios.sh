@@ -141,25 +141,17 @@ wait_for() {  # wait_for FILE REGEX: a whole line of FILE matches REGEX within 6
   done
   fail "no line matching '$2' in $1 within 60 s"
 }
-wait_for_any() {  # wait_for_any REGEX: prints the node whose output has a line matching, within 60 s
-  local f
+# wait_for_any REGEX [err]: prints the node whose workers' output (with err: whose agent's own
+# log) has a line matching, within 60 s.
+wait_for_any() {
+  local f ext=${2:-out}
   for _ in $(seq 1200); do
-    for f in "$tmp"/*.out; do
-      grep -qx -- "$1" "$f" 2>/dev/null && { basename "$f" .out; return 0; }
+    for f in "$tmp"/*."$ext"; do
+      grep -qx -- "$1" "$f" 2>/dev/null && { basename "$f" ".$ext"; return 0; }
     done
     sleep 0.05
   done
-  fail "no output line matching '$1' within 60 s" >&2
-}
-wait_for_any_err() {  # wait_for_any_err REGEX: as wait_for_any, in the agents' own logs
-  local f
-  for _ in $(seq 1200); do
-    for f in "$tmp"/*.err; do
-      grep -qx -- "$1" "$f" 2>/dev/null && { basename "$f" .err; return 0; }
-    done
-    sleep 0.05
-  done
-  fail "no agent log line matching '$1' within 60 s" >&2
+  fail "no .$ext line matching '$1' within 60 s" >&2
 }
 expect_exit() {  # expect_exit NODE CODE: NODE's agent ends within 90 s with CODE
   local pid=${agents[$1]} rc=0
@@ -254,7 +246,7 @@ last_call)  # agents started apart: the first round waits --rdzv-last-call for t
   start_etcd 1
   for node in a b; do agent $node --nnodes 1:3 -- "${trainer[@]}" "${until_stop[@]}"; done
   # The first to see MIN nodes ready says so; both wait (the default last call is 30 s).
-  wait_for_any_err "\[cohortrun\] [12] of at most 3 nodes are ready; the first round waits up to --rdzv-last-call 30 s for more" >/dev/null
+  wait_for_any "\[cohortrun\] [12] of at most 3 nodes are ready; the first round waits up to --rdzv-last-call 30 s for more" err >/dev/null
   agent c --nnodes 1:3 -- "${trainer[@]}" "${until_stop[@]}"
   wait_for "$tmp/a.out" "$(epoch_at 3 0)"
   touch "$tmp/stop"
