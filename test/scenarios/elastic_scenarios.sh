@@ -100,6 +100,23 @@ drain_discovery)  # the discovery script marks a host ':drain': its workers leav
   grep -q '"event":"drain".*"source":"discovery"' "$tmp/events.jsonl" ||
     fail "no drain event from discovery"
   ;;
+stop_drains)  # SIGTERM to cohortrun: every worker drains at its next commit and exits 0
+  set_hosts localhost:2 127.0.0.2:1
+  start "${discovery[@]}" --min-np 1 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2
+  wait_for "$tmp/out" "$(epoch_at 3 0)"
+  kill -TERM "$job"
+  expect_exit 143
+  expect "$tmp/err" "cohortrun: received SIGTERM; stopping the workers"
+  expect_no "$tmp/err" ".*SIGKILL.*"
+  check_events drain job_end
+  python3 - "$tmp/events.jsonl" <<'PY' || fail "not every worker drained and exited 0"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+exits = [(l["worker"], l.get("exit_code"), l["verdict"]) for l in lines if l["event"] == "worker_exit"]
+assert sorted(exits) == [(0, 0, "stopped"), (1, 0, "stopped"), (2, 0, "stopped")], exits
+PY
+  ;;
 add_remove)  # a host joins (the job grows to 3), trains, then leaves (back to 2)
   set_hosts localhost:2
   start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
