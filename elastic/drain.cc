@@ -34,6 +34,11 @@ bool drain_requested() {
 namespace detail {
 
 void install_drain_handler() {
+  struct sigaction current {};
+  sigaction(SIGTERM, nullptr, &current);
+  // The program's own SIGTERM handler stays: it can call request_drain() itself.
+  bool ours = !(current.sa_flags & SA_SIGINFO) && current.sa_handler == on_sigterm;
+  if (!ours && ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL)) return;
   struct sigaction action {};
   action.sa_handler = on_sigterm;
   sigemptyset(&action.sa_mask);

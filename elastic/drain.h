@@ -8,7 +8,8 @@
 namespace cohort::elastic::detail {
 
 // Makes SIGTERM request a drain instead of ending the process; a second SIGTERM ends it as the
-// default action would. Idempotent. The handler only stores a flag: it is async-signal-safe.
+// default action would. Idempotent. A handler the program installed itself is left in place (it
+// may call request_drain()). The handler only stores a flag: it is async-signal-safe.
 void install_drain_handler();
 
 }  // namespace cohort::elastic::detail

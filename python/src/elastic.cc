@@ -144,6 +144,8 @@ void bind_run(py::module_& m) {
   m.def("check_host_updates", &elastic::check_host_updates, release());
   m.def("is_elastic", &elastic::is_elastic);
   m.def("resets", &elastic::resets);
+  m.def("request_drain", &elastic::request_drain);
+  m.def("drain_requested", &elastic::drain_requested);
   bind_reset_timings(m);
 }
 

@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# The Python elastic test: elastic_train.py (cohort.torch as hvd: TorchState, ElasticSampler,
+# The Python elastic tests: elastic_train.py (cohort.torch as hvd: TorchState, ElasticSampler,
 # DistributedOptimizer, @hvd.elastic.run) under cohortrun's elastic mode on localhost:3 with
 # --min-np 2; rank 1 SIGKILLs itself mid-epoch, after some uncommitted steps. The job must go on
 # with 2 workers and end with rank 0's exactly-once check of the committed history.
-#   elastic_test.sh COHORTRUN PYTHON
+# With SCENARIO python_drain, rank 2, alone on a second host, sends itself SIGTERM instead: it
+# drains at its next commit, exits 0, and its host leaves; the same checks follow.
+#   elastic_test.sh COHORTRUN PYTHON [python_kill|python_drain]
 set -euo pipefail
-cohortrun=$1 python=$2 scenario=python_kill
+cohortrun=$1 python=$2 scenario=${3:-python_kill}
 worker=$python
 source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
 
-set_hosts localhost:3
-start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 4 \
-  --epochs 2 --commit-every 3 --fail-step 7 --fail-rank 1 --fail-marker "$tmp/failed"
-expect_exit 0
-expect "$tmp/out" "\[1\] elastic_train: failing at step 7 as rank 1"
-expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"
-expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=1"
+if [[ $scenario == python_kill ]]; then
+  set_hosts localhost:3
+  start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 4 \
+    --epochs 2 --commit-every 3 --fail-step 7 --fail-rank 1 --fail-marker "$tmp/failed"
+  expect_exit 0
+  expect "$tmp/out" "\[1\] elastic_train: failing at step 7 as rank 1"
+  expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"
+else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and drains
+  set_hosts localhost:2 127.0.0.2:1
+  start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 4 \
+    --epochs 2 --commit-every 3 --fail-step 7 --fail-rank 2 --fail-how term \
+    --fail-marker "$tmp/failed"
+  expect_exit 0
+  expect "$tmp/out" "\[2\] elastic_train: draining at step 7 as rank 2"
+  expect "$tmp/err" "\[cohortrun\] worker 2 (rank 2 on 127.0.0.2 slot 0) drained"
+  expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1')"
+  expect_no "$tmp/err" ".*exited with status.*"
+fi
+expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[01]"
 expect "$tmp/out" "\[0\] elastic_train: finished epochs=2 resets=1"
 expect "$tmp/out" "\[0\] elastic_train: exactly once: 2 epochs of 60 samples"
 echo "PASS ($scenario)"

@@ -29,6 +29,7 @@ def parse():
     parser.add_argument("--fail-step", type=int, default=-1)
     parser.add_argument("--fail-rank", type=int, default=1)
     parser.add_argument("--fail-marker", default="")
+    parser.add_argument("--fail-how", choices=["kill", "term"], default="kill")
     return parser.parse_args()
 
 
@@ -37,12 +38,18 @@ def log(message):
 
 
 def maybe_fail(args, step):
-    """The rank that is fail_rank at fail_step kills itself, once per job (the marker file)."""
+    """The rank that is fail_rank at fail_step kills itself (SIGKILL), or asks to drain (SIGTERM),
+    once per job (the marker file)."""
     if step != args.fail_step or hvd.rank() != args.fail_rank or not args.fail_marker:
         return
     try:
         os.close(os.open(args.fail_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
+        return
+    if args.fail_how == "term":
+        log(f"draining at step {step} as rank {hvd.rank()}")
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert hvd.elastic.drain_requested()
         return
     log(f"failing at step {step} as rank {hvd.rank()}")
     os.kill(os.getpid(), signal.SIGKILL)

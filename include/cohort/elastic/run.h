@@ -57,7 +57,7 @@ void check_host_updates();
 
 // Draining, for a worker whose machine is about to go (docs/operations.md, "Draining"). In elastic
 // mode under cohortrun's launcher, run() makes SIGTERM request a drain (a second SIGTERM ends
-// the process as usual). At the next commit every rank learns of it and raises
+// the process as usual), unless the program has a SIGTERM handler of its own. At the next commit every rank learns of it and raises
 // HostsUpdatedInterrupt, so nothing committed is lost; the drained worker then leaves the job
 // with status 0, its host is removed, and the others go on without it.
 // Asks for a drain from the program itself, as SIGTERM does (e.g. on a cloud preemption notice).

@@ -45,6 +45,18 @@ def run(func):
     return wrapper
 
 
+def request_drain():
+    """Leave the job at the next commit, as SIGTERM does under cohortrun's elastic launcher: every
+    rank raises HostsUpdatedInterrupt after that commit, this worker exits with status 0 and its
+    host leaves the job (docs/operations.md, "Draining")."""
+    _C.request_drain()
+
+
+def drain_requested():
+    """Whether this worker was asked to drain (SIGTERM or request_drain())."""
+    return _C.drain_requested()
+
+
 def is_elastic():
     """Whether this process is a worker of cohortrun's elastic mode."""
     return _C.is_elastic()
