@@ -176,6 +176,29 @@ std::map<std::string, int> option_arity(const CLI::App& app) {
   return arity;
 }
 
+// The workers' environment and output, and the launcher's own logs, events and metrics.
+void add_output_options(CLI::App& app, CohortrunOptions& o) {
+  app.add_option("-x", o.exports,
+                 "NAME=VALUE or NAME (its value here): an environment variable for every worker, "
+                 "as mpirun -x; may be repeated")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  app.add_option("--output-filename", o.output_directory,
+                 "DIR: also write each rank's stdout and stderr to files under DIR, as horovodrun");
+  app.add_flag("--prefix-timestamp,--prefix-output-with-timestamp", o.prefix_timestamp,
+               "put the UTC time before every line of the workers' output");
+  app.add_option("--console-ranks", o.console_ranks,
+                 "LIST, e.g. 0 or 0,2-3: only these ranks' lines reach the console (default all)");
+  app.add_option("--event-log", o.event_log,
+                 "FILE: append one JSON object per line for every launcher event");
+  app.add_option("--metrics-file", o.metrics_file,
+                 "FILE: keep the job's metrics there in Prometheus' text format (node_exporter's "
+                 "textfile collector)");
+  app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
+  app.add_option("--log-level", o.log_level,
+                 "trace, debug, info, warning or error: cohortrun's and the workers' log level");
+}
+
 }  // namespace
 
 void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
@@ -203,25 +226,7 @@ void add_options(CLI::App& app, CohortrunOptions& o, std::string& program) {
         throw CLI::Success();
       },
       "print which backends, launchers and framework bindings this build has, and exit");
-  app.add_option("-x", o.exports,
-                 "NAME=VALUE or NAME (its value here): an environment variable for every worker, "
-                 "as mpirun -x; may be repeated")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app.add_option("--output-filename", o.output_directory,
-                 "DIR: also write each rank's stdout and stderr to files under DIR, as horovodrun");
-  app.add_flag("--prefix-timestamp,--prefix-output-with-timestamp", o.prefix_timestamp,
-               "put the UTC time before every line of the workers' output");
-  app.add_option("--console-ranks", o.console_ranks,
-                 "LIST, e.g. 0 or 0,2-3: only these ranks' lines reach the console (default all)");
-  app.add_option("--event-log", o.event_log,
-                 "FILE: append one JSON object per line for every launcher event");
-  app.add_option("--metrics-file", o.metrics_file,
-                 "FILE: keep the job's metrics there in Prometheus' text format (node_exporter's "
-                 "textfile collector)");
-  app.add_flag("--verbose", o.verbose, "log what cohortrun does (--log-level info)");
-  app.add_option("--log-level", o.log_level,
-                 "trace, debug, info, warning or error: cohortrun's and the workers' log level");
+  add_output_options(app, o);
   app.add_option("program", program, "the worker program, followed by its arguments")->required();
   app.prefix_command();
 }
