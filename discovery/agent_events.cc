@@ -62,6 +62,10 @@ void AgentEvents::round(int number, const AgentRound& round) {
                          {"members", members}});
 }
 
+void AgentEvents::drain(const std::string& node, const std::string& worker) {
+  events_.emit("drain", {{"host", node}, {"worker", worker}, {"source", "worker"}});
+}
+
 void AgentEvents::etcd_unreachable(const std::string& why) {
   events_.emit("etcd_unreachable", {{"error", why}});
 }

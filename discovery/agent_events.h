@@ -30,6 +30,7 @@ class AgentEvents {
   void worker_timeout(const std::string& worker, const char* which);
   void blacklist(const std::string& node, int failures, std::chrono::milliseconds cooldown);
   void round(int number, const AgentRound& round);
+  void drain(const std::string& node, const std::string& worker);
   void etcd_unreachable(const std::string& why);
   void etcd_recovered();
 

@@ -13,6 +13,7 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "discovery/agent.h"
 #include "discovery/agent_cli.h"
 #include "discovery/agent_events.h"
 #include "discovery/agent_name.h"
@@ -37,81 +38,7 @@ std::string exit_text(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "0" : describe_exit(status);
 }
 
-struct LocalWorker {
-  std::string id;
-  int slot = 0;
-  TimePoint checkin_by;        // --start-timeout for its first check-in
-  bool checked_in = false;     // it checked in at least once
-  bool expected_exit = false;  // this agent stopped it on purpose: its exit is no failure
-  bool killed = false;         // stopped because the planner gave up on it
-  int assigned_round = -1;     // the last round whose assignment this agent wrote for it
-};
-
-class Agent {
- public:
-  explicit Agent(const AgentOptions& options);
-  int run();
-
- private:
-  void on_signals();
-  void on_exit(const WorkerExit& exit);
-  void on_failure(const std::string& worker, const std::string& how);
-  void refresh();
-  void on_etcd_unreachable(const std::string& why);
-  void act(const AgentSnapshot& s);
-  void flush_exits();
-  void follow_round(const AgentSnapshot& s);
-  void obey_kills(const AgentSnapshot& s);
-  void raise_notice(const AgentSnapshot& s);
-  void plan(const AgentSnapshot& s);
-  void start_workers(const AgentSnapshot& s);
-  void start_worker(int slot);
-  void check_start_timeouts();
-  void register_node();
-  void stop_job(int code, const std::string& why);
-  int poll_timeout() const;
-  LocalWorker* local(const std::string& worker);
-
-  const AgentOptions& options_;
-  rendezvous::EtcdStoreOptions store_options_;
-  rendezvous::EtcdStore store_;
-  Fd signals_;
-  Wakeup wake_;
-  std::atomic<bool> lease_lost_{false};
-  std::unique_ptr<rendezvous::EtcdLease> lease_;
-  std::unique_ptr<AgentWatch> watch_;
-  WorkerGroup workers_;
-  AgentEvents events_{options_};
-  LocalLauncher launcher_{"", /*die_with_parent=*/true};
-  std::map<int, LocalWorker> local_;       // by WorkerGroup id
-  int spawns_ = 0;                         // workers started, for WorkerGroup ids
-  std::map<int, int> slot_spawns_;         // slot -> workers started there, for worker ids
-  int followed_round_ = -1;                // the last round this agent announced
-  std::optional<std::string> registered_;  // the node record last written
-  std::map<std::string, std::string> unreported_exits_;
-  // A local worker's exit that the members of round `round` must hear of.
-  struct ExitNotice {
-    std::string why;
-    int round = -1;
-  };
-  std::optional<ExitNotice> exit_notice_;
-  int noticed_generation_ = 0;  // the last host notice this agent raised
-  std::optional<RoundPlanning> planning_;
-  PlanningLimits limits_;
-  LastCall last_call_{options_.last_call, options_.max_nodes};
-  std::optional<TimePoint> cooldown_until_;
-  int failures_ = 0;
-  const TimePoint started_ = steady_now();
-  bool dirty_ = true;
-  std::optional<TimePoint> retry_read_at_;
-  std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
-  TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
-  TimePoint last_answer_ = steady_now();  // the last read that etcd answered
-  bool waiting_logged_ = false;
-  bool formed_ = false;  // a round has been published
-  bool stopping_ = false;
-  int exit_code_ = 0;
-};
+}  // namespace
 
 Agent::Agent(const AgentOptions& options)
     : options_(options),
@@ -194,7 +121,7 @@ void Agent::on_exit(const WorkerExit& exit) {
   LocalWorker w = local_.at(exit.id);
   local_.erase(exit.id);
   dirty_ = true;
-  unreported_exits_[w.id] = exit_text(exit.status);
+  unreported_exits_[w.id] = w.told_to_leave ? "left" : exit_text(exit.status);
   bool finished = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed;
   bool stopped = stopping_ || w.expected_exit;
   events_.worker_exit(w.id, exit, stopped ? "stopped" : finished ? "finished" : "failed");
@@ -286,6 +213,7 @@ void Agent::flush_exits() {
 
 void Agent::act(const AgentSnapshot& s) {
   const auto& view = s.view;
+  view_ = view;
   if (view.last_round && view.last_round->stop) {
     return stop_job(
         1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
@@ -304,6 +232,8 @@ void Agent::act(const AgentSnapshot& s) {
   for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
   obey_kills(s);
   check_start_timeouts();
+  drain_when_asked(s);
+  leave_when_drained();
   if (stopping_) return;
   follow_round(s);
   start_workers(s);
@@ -363,6 +293,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
+  if (draining_) return;
   if (cooldown_until_ && steady_now() < *cooldown_until_) return;
   cooldown_until_.reset();
   if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
@@ -396,6 +327,7 @@ void Agent::start_worker(int slot) {
 
 // The node's record: its slots and running workers.
 void Agent::register_node() {
+  if (draining_) return;
   AgentNode node{.slots = options_.nproc_per_node};
   for (const auto& [id, w] : local_) {
     if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
@@ -456,6 +388,7 @@ void Agent::stop_job(int code, const std::string& why) {
   try {
     // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
     if (!unreachable_since_) store_.remove(agent_key(options_.node));
+    if (!unreachable_since_) tell_workers_to_leave();
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());
   }
@@ -480,8 +413,6 @@ int Agent::poll_timeout() const {
   }
   return next ? poll_millis(steady_now(), *next) : -1;
 }
-
-}  // namespace
 
 std::string agent_job_prefix(const std::string& job_id) {
   return "/cohort/" + job_id + "/";

@@ -80,10 +80,10 @@ AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& opt
                       " was exceeded (round " + std::to_string(resets) + ")";
     return plan;
   }
-  std::vector<AgentMember> survivors;
+  std::vector<AgentMember> survivors;  // a drained worker is leaving with its node
   if (view.last_round) {
     for (const auto& m : view.last_round->members) {
-      if (still_there(view, m)) survivors.push_back(m);
+      if (still_there(view, m) && !view.drained.contains(m.worker)) survivors.push_back(m);
     }
   }
   auto order = node_order(view, survivors);

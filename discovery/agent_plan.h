@@ -19,6 +19,7 @@ struct AgentJobView {
   std::optional<AgentRound> last_round;
   std::map<std::string, std::set<int>> checkins;  // worker -> the entries it checked in with
   std::set<std::string> finished;                 // workers that exited 0
+  std::set<std::string> drained;                  // workers that checked in as drained
 };
 
 // The entry `worker` checks in with next: one past its entry in the last round, or 0 if it was not

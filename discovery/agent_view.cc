@@ -15,13 +15,22 @@ void refuse(const std::string& key, const std::string& why) {
                ": ", why);
 }
 
-// "elastic/checkin/<worker>/<entry>": the worker and entry.
-void add_checkin(AgentSnapshot& s, const std::string& key, std::string_view rest) {
+// "elastic/checkin/<worker>/<entry>": the worker and entry, and whether it drained.
+void add_checkin(AgentSnapshot& s, const std::string& key, std::string_view rest,
+                 const std::string& value) {
   size_t slash = rest.rfind('/');
   auto entry =
       slash == std::string_view::npos ? std::nullopt : whole_number(rest.substr(slash + 1));
   if (!entry) return refuse(key, "not checkin/<worker>/<entry>");
-  s.view.checkins[std::string(rest.substr(0, slash))].insert(*entry);
+  std::string worker(rest.substr(0, slash));
+  s.view.checkins[worker].insert(*entry);
+  try {
+    if (rendezvous::parse_checkin(value).kind == rendezvous::CheckIn::Kind::kDrained) {
+      s.view.drained.insert(worker);
+    }
+  } catch (const InvalidArgument& e) {
+    refuse(key, e.what());
+  }
 }
 
 void add_round(AgentSnapshot& s, const std::string& key, std::string_view number,
@@ -59,7 +68,7 @@ void add_record(AgentSnapshot& s, const std::string& key, const std::string& val
   } else if (auto killed = after("kills/")) {
     s.kills[std::string(*killed)] = value;
   } else if (auto rest = after(job_elastic_key("checkin/"))) {
-    add_checkin(s, key, *rest);
+    add_checkin(s, key, *rest, value);
   } else if (auto g = after(job_elastic_key("notice/"))) {
     if (auto generation = whole_number(*g)) s.generation = std::max(s.generation, *generation);
   }

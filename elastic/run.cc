@@ -115,10 +115,7 @@ void check_host_updates() {
 
 void run(State& state, const std::function<void(State&)>& fn) {
   const bool elastic = is_elastic();
-  // Agents on etcd do not take a node out for a drained worker yet: SIGTERM keeps its meaning.
-  if (elastic && cohort::detail::current_runtime()->config().etcd_endpoints.empty()) {
-    detail::install_drain_handler();
-  }
+  if (elastic) detail::install_drain_handler();
   CommitHook hook(state);
   for (;;) {
     rendezvous::CheckIn why;

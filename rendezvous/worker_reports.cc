@@ -24,12 +24,12 @@ std::map<std::string, uint64_t> numbers_of(std::string_view text,
   std::istringstream in{std::string(text)};
   for (std::string word; in >> word;) {
     auto eq = word.find('=');
-    uint64_t value = 0;
-    auto [end, ec] = std::from_chars(word.data() + eq + 1, word.data() + word.size(), value);
-    if (eq == std::string::npos || ec != std::errc() || end != word.data() + word.size() ||
-        eq + 1 == word.size()) {
+    if (eq == std::string::npos || eq + 1 == word.size())
       throw bad("'" + word + "' is not name=number");
-    }
+    uint64_t value = 0;
+    const char* last = word.data() + word.size();
+    auto [end, ec] = std::from_chars(word.data() + eq + 1, last, value);
+    if (ec != std::errc() || end != last) throw bad("'" + word + "' is not name=number");
     if (!fields.emplace(word.substr(0, eq), value).second) throw bad(word.substr(0, eq) + " twice");
   }
   for (const char* name : names) {

@@ -111,6 +111,17 @@ TEST_CASE("agent plan: past the reset limit the plan is a stop, and no round fol
   CHECK_FALSE(round_needed(v, 1));
 }
 
+TEST_CASE("agent plan: a member that drained is left out of the next round") {
+  AgentJobView v = two_nodes_ready();
+  v.last_round_number = 0;
+  v.last_round = plan_agent_round(v, {.generation = 1}).round;
+  v.checkins["b.1.0"].insert(1);  // drained at a commit: its node is leaving
+  v.drained.insert("b.1.0");
+  CHECK(round_needed(v, 1));
+  AgentPlan plan = plan_agent_round(v, {.min_nodes = 1, .max_nodes = 2, .generation = 2});
+  CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
+}
+
 TEST_CASE("agent plan: a member that finished is not gone; the others leaving it needs a round") {
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 0;

@@ -12,6 +12,7 @@
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/hmac.h"
 #include "rendezvous/protocol.h"
+#include "rendezvous/worker_reports.h"
 #include "state/checkpoint_format.h"
 
 using namespace cohort;
@@ -125,6 +126,18 @@ void elastic_texts() {
         format_assignment(
             {.round = 3, .placement = {.rank = 1, .size = 4, .local_size = 2, .cross_size = 2}}));
   write("elastic_protocol", "exit", 1, "exit");
+  write("elastic_protocol", "checkin_drained", 0,
+        format_checkin({CheckIn::Kind::kDrained, "SIGTERM or request_drain()"}));
+  write("elastic_protocol", "progress", 2, format_progress({.commits = 40, .samples = 960}));
+  write("elastic_protocol", "reset_report", 3,
+        format_reset_report({.round = 3,
+                             .old_rank = 2,
+                             .old_size = 4,
+                             .new_rank = 1,
+                             .new_size = 3,
+                             .teardown_us = 812,
+                             .assignment_us = 40211,
+                             .connect_us = 9120}));
 }
 
 void host_texts() {

@@ -170,6 +170,17 @@ trained_once() {  # trained_once NODE: rank 0 ran on NODE and checked the commit
 epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
   echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"
 }
+worker_pid() {  # worker_pid ID: this test's trainer process with COHORT_WORKER_ID=ID
+  local p exe
+  exe=$(readlink -f "$worker")
+  for p in /proc/[0-9]*; do
+    [[ $(readlink "$p/exe" 2>/dev/null) == "$exe" ]] || continue
+    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$tmp/" || continue  # another test's
+    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COHORT_WORKER_ID=$1" &&
+      { echo "${p#/proc/}"; return; }
+  done
+  fail "no running trainer with worker id $1"
+}
 trainer=(--samples 240 --batch 4 --commit-every 2)
 until_stop=(--until-file "$tmp/stop" --step-delay-ms 2)
 
@@ -268,6 +279,24 @@ max_nodes)  # --nnodes 1:2: a third agent waits outside the job until a node lea
   expect_exit a 0
   expect_exit c 0
   trained_once a
+  ;;
+drain)  # SIGTERM to node b's worker: it drains at its next commit, node b leaves, a trains on
+  start_etcd 1
+  for node in a b; do
+    agent $node --nnodes 1:2 --event-log "$tmp/$node.events" -- "${trainer[@]}" "${until_stop[@]}"
+  done
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  kill -TERM "$(worker_pid b.0.0)"
+  expect_exit b 0
+  wait_for "$tmp/a.out" "$(epoch_at 1 1)"
+  touch "$tmp/stop"
+  expect_exit a 0
+  trained_once a
+  expect "$tmp/b.err" "\[cohortrun\] worker b.0.0 drained; node b leaves the job"
+  expect "$tmp/b.err" "\[cohortrun\] node b drained: every worker left with status 0"
+  grep -q "exited with\|killed\|SIGKILL\|failed" "$tmp/a.err" "$tmp/b.err" &&
+    fail "a failure was reported"
+  grep -q '"event":"drain"' "$tmp/b.events" || fail "no drain event in b's event log"
   ;;
 worker_exit0)  # a worker leaves with status 0 mid-training: the job does not end, the rest go on
   start_etcd 1
