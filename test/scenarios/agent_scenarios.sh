@@ -170,17 +170,7 @@ trained_once() {  # trained_once NODE: rank 0 ran on NODE and checked the commit
 epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
   echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"
 }
-worker_pid() {  # worker_pid ID: this test's trainer process with COHORT_WORKER_ID=ID
-  local p exe
-  exe=$(readlink -f "$worker")
-  for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/exe" 2>/dev/null) == "$exe" ]] || continue
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$tmp/" || continue  # another test's
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COHORT_WORKER_ID=$1" &&
-      { echo "${p#/proc/}"; return; }
-  done
-  fail "no running trainer with worker id $1"
-}
+source "$(dirname "$0")/worker_pid.sh"
 trainer=(--samples 240 --batch 4 --commit-every 2)
 until_stop=(--until-file "$tmp/stop" --step-delay-ms 2)
 

@@ -8,6 +8,7 @@
 set -euo pipefail
 cohortrun=$1 worker=$2 scenario=$3
 source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
+source "$(dirname "$0")/worker_pid.sh"
 
 trainer=(--samples 240 --batch 4 --commit-every 2)
 fail_at() {  # fail_at STEP RANK HOW: the trainer arguments that inject one failure
@@ -21,17 +22,6 @@ epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
   echo "\[0\] trainer: epoch [0-9]* done rank=0 size=$1 resets=$2"
 }
 
-worker_pid() {  # worker_pid ID: this job's trainer process with COHORT_WORKER_ID=ID
-  local p exe
-  exe=$(readlink -f "$worker")
-  for p in /proc/[0-9]*; do
-    [[ $(readlink "$p/exe" 2>/dev/null) == "$exe" ]] || continue
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$tmp/" || continue  # another job's
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COHORT_WORKER_ID=$1" &&
-      { echo "${p#/proc/}"; return; }
-  done
-  fail "no running trainer with worker id $1"
-}
 gone_within() {  # gone_within PID SECONDS: the process has ended by then
   for _ in $(seq $(($2 * 20))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
   fail "process $1 still running $2 s after it was asked to drain"
