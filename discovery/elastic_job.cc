@@ -270,13 +270,17 @@ void ElasticJob::drain(ElasticWorker& w) {
 void ElasticJob::on_discovery(const DiscoveryResult& result) {
   if (result.status == DiscoveryStatus::kFailed) {
     // A script that keeps failing the same way is reported once, not every interval.
-    if (result.error != last_discovery_error_) announce(result.error);
-    if (result.error != last_discovery_error_) events_.discovery_failure(result.error);
+    if (result.error != last_discovery_error_) {
+      announce(result.error);
+      events_.discovery_failure(result.error);
+    }
     last_discovery_error_ = result.error;
     return;
   }
-  if (!last_discovery_error_.empty()) announce("the host discovery script works again");
-  if (!last_discovery_error_.empty()) events_.discovery_recovered();
+  if (!last_discovery_error_.empty()) {
+    announce("the host discovery script works again");
+    events_.discovery_recovered();
+  }
   last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
   auto running = [&](const std::string& host) {

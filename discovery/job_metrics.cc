@@ -75,8 +75,6 @@ void JobMetrics::observe(const std::string& event, const json& fields) {
     ++workers_started_;
   } else if (event == "worker_exit" && fields.value("verdict", "") == "failed") {
     ++workers_failed_;
-  } else if (event == "worker_timeout") {
-    ++workers_failed_;
   } else if (event == "blacklist") {
     ++blacklistings_;
     if (fields["slot"].is_null()) blacklisted_hosts_.insert(fields.value("host", ""));

@@ -26,6 +26,7 @@ TEST_CASE("job metrics: rounds, resets by cause, workers, slots and blacklisting
   m.observe("slots_changed", {{"added", {"a:0", "a:1", "b:0"}}, {"removed", json::array()}});
   for (int i = 0; i < 3; ++i) m.observe("worker_start", {{"worker", i}});
   m.observe("round", {{"round", 0}, {"size", 3}, {"cause", "start"}});
+  m.observe("worker_timeout", {{"worker", 2}, {"timeout", "checkin"}});  // its exit counts it
   m.observe("worker_exit", {{"worker", 2}, {"verdict", "failed"}});
   m.observe("worker_exit", {{"worker", 1}, {"verdict", "stopped"}});
   m.observe("blacklist", {{"host", "b"}, {"slot", nullptr}, {"failures", 1}});
