@@ -43,6 +43,17 @@ void ignore_sigpipe() {
   if (current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
 }
 
+// cohortrun's elastic mode already warned about timeouts it fitted (discovery/elastic_timeouts.h):
+// its workers only note it.
+void report_fitted_timeouts(const Config& config) {
+  if (!config.timeouts_fitted) return;
+  if (config.elastic() && config.etcd_endpoints.empty()) {
+    log::info(*config.timeouts_fitted);
+  } else {
+    log::warning(*config.timeouts_fitted);
+  }
+}
+
 void check_name(const std::string& name) {
   if (name.empty()) throw InvalidArgument("a collective needs a non-empty name");
 }
@@ -162,6 +173,7 @@ void init() {
   if (g_runtime) return;
   Config config = Config::from_environment();
   log::set_level(config.log_level);
+  report_fitted_timeouts(config);
   ignore_sigpipe();
   g_runtime =
       config.elastic() ? detail::join_elastic_job(config) : std::make_shared<Runtime>(config);

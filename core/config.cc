@@ -7,6 +7,7 @@
 #include "base/env_value.h"
 #include "base/launch_env.h"
 #include "base/net.h"
+#include "base/peer_timeouts.h"
 #include "cohort/errors.h"
 #include "core/config_table.h"
 #include "rendezvous/etcd_client.h"
@@ -158,6 +159,18 @@ void read_cohortrun_placement(const Config::Getenv& getenv, Config& c) {
   read_placement(getenv, c);
 }
 
+// COHORT_TIMEOUT_SECONDS must be longer than COHORT_PEER_TIMEOUT_SECONDS: the one the user did
+// not set is fitted to the other; both set and inconsistent are refused.
+void fit_timeouts(const Config::Getenv& getenv, Config& c) {
+  env::PeerTimeouts t{.timeout = c.timeout,
+                      .peer = c.peer_timeout,
+                      .timeout_set = getenv("COHORT_TIMEOUT_SECONDS").has_value(),
+                      .peer_set = getenv("COHORT_PEER_TIMEOUT_SECONDS").has_value()};
+  c.timeouts_fitted = env::fit_peer_timeouts(t);
+  c.timeout = t.timeout;
+  c.peer_timeout = t.peer;
+}
+
 }  // namespace
 
 std::string_view to_string(Config::CpuOperations ops) {
@@ -173,6 +186,7 @@ Config Config::from(const Getenv& getenv) {
   for (const config_table::Setting& setting : config_table::settings()) {
     if (auto value = getenv(setting.name)) config_table::apply(setting, *value, c);
   }
+  fit_timeouts(getenv, c);
   if (c.cpu_operations == CpuOperations::kMpi && c.launcher != Launcher::kMpirun) {
     invalid("COHORT_CPU_OPERATIONS", "mpi", "the MPI backend needs a job started by mpirun");
   }

@@ -53,6 +53,9 @@ struct Config {
   // or cut off and the job fails on every rank. Heartbeats flow every quarter of it, also while a
   // collective runs, so a collective may legitimately take longer than this.
   std::chrono::microseconds peer_timeout{5'000'000};
+  // Where only one of the two timeouts was set and it broke timeout > peer_timeout, the other
+  // was fitted to it (base/peer_timeouts.h): the warning saying so, which init() logs.
+  std::optional<std::string> timeouts_fitted;
   // COHORT_STALL_CHECK_TIME_SECONDS: rank 0 warns about collectives that some ranks submitted and
   // others have not for this long. COHORT_STALL_CHECK_DISABLE=1 turns the warning off.
   std::chrono::milliseconds stall_check_time{60'000};

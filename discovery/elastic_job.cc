@@ -113,9 +113,8 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   if (options_.checkin_timeout.count() <= 0) {
     throw InvalidArgument("--checkin-timeout must be > 0");
   }
-  ElasticTimeouts timeouts = with_worker_environment(
+  check_job_timeouts(
       {.checkin = options_.checkin_timeout, .elastic = options_.hosts.elastic_timeout});
-  if (auto why = check_elastic_timeouts(timeouts)) throw InvalidArgument(*why);
   // Signals are blocked before the server's threads exist, so they all inherit the mask.
   signals_ = block_job_signals();
   bool any_remote = options_.discovery_script.has_value();  // discovered hosts may be anywhere

@@ -2,6 +2,9 @@
 
 #include "base/env_value.h"
 #include "base/launch_env.h"
+#include "base/log.h"
+#include "base/peer_timeouts.h"
+#include "cohort/errors.h"
 #include "discovery/seconds_text.h"
 
 namespace cohort::discovery {
@@ -12,11 +15,12 @@ using std::chrono::microseconds;
 
 // With the workers' own rule (core/config_table.cc), so that the launcher refuses exactly the
 // values they would refuse and checks the durations they will hold.
+// Whether the variable is set.
 template <class Rep>
-void read_worker_variable(const char* name, const env::DurationRule& rule, Rep& held) {
-  if (auto text = env::process_getenv(name)) {
-    held = duration_cast<Rep>(env::parse_duration(name, *text, rule));
-  }
+bool read_worker_variable(const char* name, const env::DurationRule& rule, Rep& held) {
+  auto text = env::process_getenv(name);
+  if (text) held = duration_cast<Rep>(env::parse_duration(name, *text, rule));
+  return text.has_value();
 }
 
 }  // namespace
@@ -44,13 +48,26 @@ std::optional<std::string> check_elastic_timeouts(const ElasticTimeouts& t) {
   return std::nullopt;
 }
 
-ElasticTimeouts with_worker_environment(ElasticTimeouts t) {
-  read_worker_variable("COHORT_TIMEOUT_SECONDS", env::kSecondsInMilliseconds, t.worker_timeout);
-  read_worker_variable("COHORT_PEER_TIMEOUT_SECONDS", env::kSecondsInMicroseconds,
-                       t.worker_peer_timeout);
+ElasticTimeouts with_worker_environment(ElasticTimeouts t, std::optional<std::string>* fitted) {
+  env::PeerTimeouts peer{.timeout = t.worker_timeout, .peer = t.worker_peer_timeout};
+  peer.timeout_set =
+      read_worker_variable("COHORT_TIMEOUT_SECONDS", env::kSecondsInMilliseconds, peer.timeout);
+  peer.peer_set =
+      read_worker_variable("COHORT_PEER_TIMEOUT_SECONDS", env::kSecondsInMicroseconds, peer.peer);
   read_worker_variable("COHORT_ELASTIC_TIMEOUT_SECONDS", env::kSecondsInMilliseconds,
                        t.worker_elastic);
+  auto warning = env::fit_peer_timeouts(peer);
+  if (fitted) *fitted = warning;
+  t.worker_timeout = peer.timeout;
+  t.worker_peer_timeout = peer.peer;
   return t;
+}
+
+void check_job_timeouts(const ElasticTimeouts& flags) {
+  std::optional<std::string> fitted;
+  ElasticTimeouts t = with_worker_environment(flags, &fitted);
+  if (fitted) log::warning(*fitted);
+  if (auto why = check_elastic_timeouts(t)) throw InvalidArgument(*why);
 }
 
 }  // namespace cohort::discovery

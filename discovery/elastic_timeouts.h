@@ -27,14 +27,23 @@ struct ElasticTimeouts {
 //   at once (the launcher abandons the round); the other half covers the verdict's way to every
 //   rank and the check-in itself on a loaded machine;
 // - COHORT_TIMEOUT_SECONDS > COHORT_PEER_TIMEOUT_SECONDS: the heartbeat names a dead or frozen
-//   peer before a collective's own timeout does;
+//   peer before a collective's own timeout does (with_worker_environment fits one to the other
+//   where only one is set);
 // - COHORT_ELASTIC_TIMEOUT_SECONDS >= --elastic-timeout: a worker waiting for its next round
 //   does not give up while the launcher still waits for hosts.
 std::optional<std::string> check_elastic_timeouts(const ElasticTimeouts& t);
 
 // `t` with the worker variables read from this process's environment (which the workers
-// inherit), by the workers' own rules (base/env_value.h). Throws InvalidArgument naming a
-// variable whose value the workers would refuse.
-ElasticTimeouts with_worker_environment(ElasticTimeouts t);
+// inherit), by the workers' own rules (base/env_value.h), and COHORT_TIMEOUT_SECONDS and
+// COHORT_PEER_TIMEOUT_SECONDS fitted to each other as the workers fit them where only one is set
+// (base/peer_timeouts.h); `fitted`, if given, gets the warning that says so. Throws
+// InvalidArgument naming a variable whose value the workers would refuse, or both timeouts where
+// both are set and inconsistent.
+ElasticTimeouts with_worker_environment(ElasticTimeouts t,
+                                        std::optional<std::string>* fitted = nullptr);
+
+// What cohortrun does with its flags in `flags` when it starts: with_worker_environment, a
+// warning logged where it fitted a timeout, and InvalidArgument for the first rule broken.
+void check_job_timeouts(const ElasticTimeouts& flags);
 
 }  // namespace cohort::discovery

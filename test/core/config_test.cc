@@ -366,3 +366,17 @@ TEST_CASE("an elastic worker's store may be etcd instead of the launcher's serve
   no_secret.erase("COHORT_SECRET");
   expect_rejected(no_secret, "COHORT_SECRET is not set, but COHORT_WORKER_ID is");
 }
+
+TEST_CASE("the two timeouts: the one not set is fitted to the other, both set must agree") {
+  Config c = parse({{"COHORT_TIMEOUT_SECONDS", "5"}});
+  CHECK(c.timeout == std::chrono::seconds(5));
+  CHECK(c.peer_timeout == std::chrono::milliseconds(2500));
+  REQUIRE(c.timeouts_fitted);
+  CHECK_THAT(*c.timeouts_fitted, Catch::Matchers::Contains("COHORT_PEER_TIMEOUT_SECONDS lowered"));
+  c = parse({{"COHORT_PEER_TIMEOUT_SECONDS", "40"}});
+  CHECK(c.timeout == std::chrono::seconds(80));
+  CHECK(c.timeouts_fitted);
+  CHECK_FALSE(parse({}).timeouts_fitted);
+  expect_rejected({{"COHORT_TIMEOUT_SECONDS", "5"}, {"COHORT_PEER_TIMEOUT_SECONDS", "5"}},
+                  "COHORT_TIMEOUT_SECONDS 5 s is not longer than COHORT_PEER_TIMEOUT_SECONDS 5 s");
+}

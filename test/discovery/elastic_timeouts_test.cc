@@ -81,3 +81,21 @@ TEST_CASE("the launcher refuses and holds the workers' timeouts as the workers d
                     "seconds");
   ::unsetenv("COHORT_ELASTIC_TIMEOUT_SECONDS");
 }
+
+TEST_CASE("cohortrun fits the timeout the user did not set, and refuses both set inconsistently") {
+  ::setenv("COHORT_TIMEOUT_SECONDS", "5", 1);
+  std::optional<std::string> fitted;
+  ElasticTimeouts t = with_worker_environment({}, &fitted);
+  CHECK(t.worker_timeout == 5s);
+  CHECK(t.worker_peer_timeout == 2500ms);
+  REQUIRE(fitted);
+  CHECK_THAT(*fitted, Catch::Matchers::Contains("COHORT_PEER_TIMEOUT_SECONDS lowered to 2.5 s"));
+  CHECK(check_elastic_timeouts(t) == std::nullopt);
+  CHECK_NOTHROW(check_job_timeouts({}));
+  ::setenv("COHORT_PEER_TIMEOUT_SECONDS", "5", 1);
+  CHECK_THROWS_WITH(check_job_timeouts({}),
+                    Catch::Matchers::StartsWith("COHORT_TIMEOUT_SECONDS 5 s is not longer than "
+                                                "COHORT_PEER_TIMEOUT_SECONDS 5 s"));
+  ::unsetenv("COHORT_TIMEOUT_SECONDS");
+  ::unsetenv("COHORT_PEER_TIMEOUT_SECONDS");
+}
