@@ -10,6 +10,7 @@
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "discovery/job_report.h"
+#include "discovery/output_file.h"
 #include "discovery/utc_time.h"
 
 namespace cohort::discovery {
@@ -24,10 +25,10 @@ JobEvents::JobEvents(JobEventsOptions options) : options_(std::move(options)) {
     }
   }
   if (options_.event_log.empty()) return;
-  log_ = Fd(::open(options_.event_log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (!log_.valid()) {
-    throw InvalidArgument("--event-log: cannot open '" + options_.event_log +
-                          "': " + std::strerror(errno));
+  try {
+    log_ = open_append_file(options_.event_log);
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("--event-log: ") + e.what());
   }
 }
 

@@ -1,10 +1,6 @@
 #include "discovery/job_metrics.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <array>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
 
@@ -171,27 +167,6 @@ std::string JobMetrics::recovery_text() const {
   f.sample("cohort_recovery_seconds_sum", labels_, recovery_sum_);
   f.sample("cohort_recovery_seconds_count", labels_, recovery_count_);
   return f.text;
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error("cannot write '" + tmp + "': " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int error = errno;
-      ::close(fd);
-      throw Error("cannot write '" + tmp + "': " + std::strerror(error));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(errno));
-  }
 }
 
 }  // namespace cohort::discovery

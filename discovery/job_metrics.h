@@ -46,7 +46,4 @@ class JobMetrics {
   bool progress_seen_ = false;
 };
 
-// Writes `text` to `path` through `path`.tmp and a rename. Throws cohort::Error naming the path.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace cohort::discovery

@@ -10,6 +10,7 @@
 #include "cohort/errors.h"
 #include "discovery/agent_records.h"
 #include "discovery/job_report.h"
+#include "discovery/output_file.h"
 #include "discovery/utc_time.h"
 
 namespace cohort::discovery {
@@ -94,13 +95,17 @@ void WorkerOutput::write_file(const OutputSource& from, bool is_stderr, const st
   if (it == files_.end()) {
     std::error_code ignored;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0 && !file_error_reported_) {
+    Fd fd;
+    try {
+      fd = open_append_file(path);
+    } catch (const Error& e) {
+      if (!file_error_reported_) {
+        report(std::string("--output-filename: ") + e.what() +
+               "; the console still has the output");
+      }
       file_error_reported_ = true;
-      report("--output-filename: cannot open '" + path + "': " + std::strerror(errno) +
-             "; the console still has the output");
     }
-    it = files_.emplace(path, Fd(fd)).first;
+    it = files_.emplace(path, std::move(fd)).first;
   }
   if (it->second.valid()) write_all(it->second.get(), text);
 }
