@@ -54,6 +54,25 @@ void report_fitted_timeouts(const Config& config) {
   }
 }
 
+// Launchers pass SIGUSR1 and SIGUSR2 on to every worker (cohortrun, mpirun; Slurm sends them
+// ahead of a preemption), and by default they end the process: a worker that did not ask for them
+// must not die of them. So they are ignored, by a handler of ours rather than SIG_IGN, which a
+// program the worker execs would inherit. A handler the program installed itself stays.
+extern "C" void on_user_signal(int) {}
+
+void ignore_user_signals() {
+  for (int sig : {SIGUSR1, SIGUSR2}) {
+    struct sigaction current {};
+    sigaction(sig, nullptr, &current);
+    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
+    struct sigaction action {};
+    action.sa_handler = on_user_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(sig, &action, nullptr);
+  }
+}
+
 void check_name(const std::string& name) {
   if (name.empty()) throw InvalidArgument("a collective needs a non-empty name");
 }
@@ -175,6 +194,7 @@ void init() {
   log::set_level(config.log_level);
   report_fitted_timeouts(config);
   ignore_sigpipe();
+  ignore_user_signals();
   g_runtime =
       config.elastic() ? detail::join_elastic_job(config) : std::make_shared<Runtime>(config);
   set_log_prefix(*g_runtime);

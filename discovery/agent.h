@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <csignal>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,7 +54,8 @@ class Agent {
   void start_worker(int slot);
   void check_start_timeouts();
   void register_node();
-  void stop_job(int code, const std::string& why);
+  // Tells the workers to leave (they exit 0 at their next check-in), then sends them `sig`.
+  void stop_job(int code, const std::string& why, int sig = SIGTERM);
   int poll_timeout() const;
   LocalWorker* local(const std::string& worker);
   // agent_drain.cc

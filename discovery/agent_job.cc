@@ -100,12 +100,18 @@ int Agent::run() {
   return exit_code_;
 }
 
+// As any stop: the workers are told to leave before they get the signal, which they take as a
+// drain, so that they exit 0 at their next commit (docs/operations.md, "Signals").
 void Agent::on_signals() {
   for (int sig : read_job_signals(signals_.get(), workers_)) {
-    report(std::string("received SIG") + sigabbrev_np(sig) + "; stopping the workers");
+    std::string why = std::string("received SIG") + sigabbrev_np(sig);
     if (exit_code_ == 0) exit_code_ = 128 + sig;
-    events_.job_stopping(std::string("received SIG") + sigabbrev_np(sig));
-    stopping_ = true;
+    if (!stopping_) {
+      stop_job(exit_code_, why, sig);
+      continue;
+    }
+    report(why + "; stopping the workers");
+    events_.job_stopping(why);
     workers_.stop_all(sig);
   }
 }
@@ -379,7 +385,7 @@ void Agent::plan(const AgentSnapshot& s) {
   if (planning_->step(s, limits_, steady_now())) planning_.reset();
 }
 
-void Agent::stop_job(int code, const std::string& why) {
+void Agent::stop_job(int code, const std::string& why, int sig) {
   if (stopping_) return;
   if (!why.empty()) report(why + "; stopping the workers");
   if (!why.empty()) events_.job_stopping(why);
@@ -392,7 +398,7 @@ void Agent::stop_job(int code, const std::string& why) {
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());
   }
-  workers_.stop_all(SIGTERM);
+  workers_.stop_all(sig);
 }
 
 int Agent::poll_timeout() const {

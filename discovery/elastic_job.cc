@@ -32,10 +32,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-bool exited_zero(int status) {
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 class ElasticJob {
  public:
   explicit ElasticJob(const ElasticJobOptions& options);
@@ -200,16 +196,13 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
   bool was_member = w->in_round;
   w->in_round = false;
   bool stopped = stopping_ || w->leaving;
-  events_.worker_exit(*w, exit,
-                      stopped                    ? "stopped"
-                      : exited_zero(exit.status) ? "finished"
-                                                 : "failed");
+  events_.worker_exit(*w, exit, exit_verdict(exit, stopped));
   if (stopped) {
     log::info(w->name(), " ", describe_exit(exit.status));
     return;
   }
   if (was_member) abandon_round(w->name() + " " + describe_exit(exit.status));
-  if (!exited_zero(exit.status)) return on_worker_failed(*w, exit);
+  if (!exit.exited_zero()) return on_worker_failed(*w, exit);
   // Finished: never a reason to end the others (Horovod #3852); the rest of its round regroup.
   w->finished = true;
   finishing_ = true;
@@ -219,8 +212,14 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
 }
 
 void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
+  std::string how = w.name() + " " + describe_exit(exit.status);
+  if (exit.by_passed_signal) {  // the program did not take it: no fault of its host's
+    announce(how + ", a signal cohortrun passed on: not a failure; its slot starts another");
+    events_.note_cause("worker_left", how);
+    return notice_change();
+  }
   announce(w.name() + " (pid " + std::to_string(exit.pid) + ") " + describe_exit(exit.status));
-  events_.note_cause("failure", w.name() + " " + describe_exit(exit.status));
+  events_.note_cause("failure", how);
   bool others_alive = roster_.others_running_on(w.slot.host, w.id);
   on_slot_changes(hosts_.worker_failed(w.slot.host, w.slot.slot, others_alive));
   notice_change();

@@ -79,9 +79,19 @@ std::vector<WorkerExit> WorkerGroup::reap() {
     w.status = status;
     w.kill_at.reset();
     w.drain_until = steady_now() + kDrainTime;
-    exits.push_back({id, w.info.host, w.info.pid, status});
+    exits.push_back({id, w.info.host, w.info.pid, status, killed_by_passed_signal(w, status)});
   }
   return exits;
+}
+
+bool WorkerGroup::killed_by_passed_signal(const Worker& w, int status) {
+  int sig = 0;
+  if (WIFSIGNALED(status)) sig = WTERMSIG(status);
+  // A remote worker's ssh session: the remote shell's `exit $status` (ssh_launcher.cc).
+  if (w.info.in.valid() && WIFEXITED(status) && WEXITSTATUS(status) > 128) {
+    sig = WEXITSTATUS(status) - 128;
+  }
+  return sig > 0 && sig < 64 && (w.passed_on & (uint64_t{1} << sig)) != 0;
 }
 
 void WorkerGroup::stop(int id, int sig) {
@@ -100,6 +110,7 @@ void WorkerGroup::stop_all(int sig) {
 void WorkerGroup::pass_on(int sig) {
   for (auto& [id, w] : workers_) {
     if (w.status) continue;
+    if (sig > 0 && sig < 64) w.passed_on |= uint64_t{1} << sig;
     if (w.info.in.valid()) {
       write_all(w.info.in.get(), std::string(sigabbrev_np(sig)) + "\n");
     } else {
@@ -173,6 +184,12 @@ void WorkerGroup::forward(Worker& w, Stream& s) {
   if (end == std::string::npos) return;
   output_.write(w.source, s.is_stderr, std::string_view(s.partial).substr(0, end + 1));
   s.partial.erase(0, end + 1);
+}
+
+const char* exit_verdict(const WorkerExit& exit, bool stopped) {
+  if (stopped) return "stopped";
+  if (exit.exited_zero()) return "finished";
+  return exit.by_passed_signal ? "signalled" : "failed";
 }
 
 }  // namespace cohort::discovery

@@ -7,6 +7,7 @@
 
 #include <poll.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <map>
@@ -25,7 +26,16 @@ struct WorkerExit {
   std::string host;
   pid_t pid = -1;
   int status = 0;  // as from waitpid
+  // Killed by a signal that pass_on() sent it (SIGUSR1, SIGUSR2): a remote worker's ssh session
+  // reports that as exit status 128 + the signal.
+  bool by_passed_signal = false;
+  bool exited_zero() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 };
+
+// The event log's verdict on an exit (docs/operations.md, worker_exit): "stopped" where the job
+// stopped the worker or told it to leave (`stopped`), else "finished" (status 0), "signalled"
+// (by_passed_signal: not a failure) or "failed".
+const char* exit_verdict(const WorkerExit& exit, bool stopped);
 
 class WorkerGroup {
  public:
@@ -55,6 +65,7 @@ class WorkerGroup {
   void stop_all(int sig);
   // Sends `sig` to every running worker, and nothing follows: a local worker's process group gets
   // it, a remote worker's ssh session is asked to send it on (ssh_launcher.h).
+  // A worker killed by it is reaped with by_passed_signal.
   void pass_on(int sig);
 
   // The next moment on_time() has work: a SIGKILL due, or giving up on output that something a
@@ -75,11 +86,13 @@ class WorkerGroup {
     std::optional<int> status;             // waitpid status once exited
     std::optional<TimePoint> kill_at;      // SIGKILL due
     std::optional<TimePoint> drain_until;  // after the exit, how long output is still forwarded
+    uint64_t passed_on = 0;                // bit `sig`: pass_on() sent it `sig`
   };
   // After a worker exits, how long output still held open by its children is forwarded.
   static constexpr std::chrono::seconds kDrainTime{2};
 
   size_t open_streams() const;
+  static bool killed_by_passed_signal(const Worker& w, int status);
   void forward(Worker& worker, Stream& stream);
   void flush_partial(const Worker& worker, Stream& stream);
   void give_up_output(Worker& worker);

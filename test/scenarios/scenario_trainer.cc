@@ -12,10 +12,12 @@
 //   trainer: start worker=<id> rank=R size=S resets=N epoch=E
 //   trainer: epoch E done rank=R size=S resets=N
 //   trainer: finished epochs=E resets=N
+//   trainer: got SIGUSR1 worker=<id>   (with --usr1-handler 1: a handler of its own, before init)
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cereal/types/map.hpp>
 #include <cereal/types/vector.hpp>
 #include <chrono>
@@ -52,7 +54,16 @@ struct Options {
   int fail_rank = 1;
   std::string fail_how = "kill";
   std::string fail_marker;
+  // Signals: --usr1-handler 1 installs a SIGUSR1 handler before init(), so the runtime leaves it;
+  // the worker whose COHORT_WORKER_ID is --usr1-dies puts SIGUSR1's default back after init().
+  bool usr1_handler = false;
+  std::string usr1_dies;
 };
+
+std::atomic<int> g_usr1{0};
+extern "C" void on_usr1(int) {
+  g_usr1.fetch_add(1);
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -80,6 +91,10 @@ Options parse(int argc, char** argv) {
       o.fail_how = value;
     else if (flag == "--fail-marker")
       o.fail_marker = value;
+    else if (flag == "--usr1-handler")
+      o.usr1_handler = value == "1";
+    else if (flag == "--usr1-dies")
+      o.usr1_dies = value;
     else
       throw std::invalid_argument("unknown flag " + flag);
   }
@@ -174,6 +189,8 @@ class Trainer {
       s.commit();
       std::cout << "trainer: epoch " << epoch_ << " done rank=" << cohort::rank()
                 << " size=" << cohort::size() << " resets=" << resets_ << std::endl;
+      if (g_usr1.exchange(0) > 0)
+        std::cout << "trainer: got SIGUSR1 worker=" << worker_id() << std::endl;
       sampler_.set_epoch(++epoch_);
       s.commit();
     }
@@ -219,7 +236,10 @@ class Trainer {
 int main(int argc, char** argv) {
   try {
     Options options = parse(argc, argv);
+    if (options.usr1_handler) ::signal(SIGUSR1, on_usr1);
     cohort::init();
+    const char* id = std::getenv("COHORT_WORKER_ID");
+    if (id && options.usr1_dies == id) ::signal(SIGUSR1, SIG_DFL);
     Trainer trainer(options);
     trainer.train();
     trainer.verify();
