@@ -75,6 +75,23 @@ assert [(e["signal"], e["verdict"]) for e in exit2] == [("SIGUSR1", "signalled")
 assert not [l for l in lines if l["event"] == "blacklist"], "a host was blacklisted"
 PY
   ;;
+usr1_python)  # the same with the Python package: examples/torch/train_digits.py under cohortrun
+  # The test sets COHORT_TEST_PYTHON (a python3 with torch) and PYTHONPATH (the built package).
+  [[ -n ${COHORT_TEST_PYTHON:-} ]] || { echo "SKIP: no Python package built"; exit 77; }
+  "$COHORT_TEST_PYTHON" -c "import torch" 2>/dev/null || { echo "SKIP: no torch"; exit 77; }
+  set_hosts localhost:2
+  worker=$COHORT_TEST_PYTHON  # the program start() runs
+  start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/../../examples/torch/train_digits.py" \
+    --epochs 6 --step-delay-ms 5
+  wait_for "$tmp/out" "\[0\] train_digits: epoch 0 done: .*"
+  kill -USR1 "$job"
+  kill -USR2 "$job"
+  wait_for "$tmp/err" "\[cohortrun\] received SIGUSR2; passing it on to the workers"
+  expect_exit 0
+  expect "$tmp/out" "\[0\] train_digits: summary: 6 epochs, world size 2, resets seen by this worker 0, .*every sample of every epoch trained exactly once: yes"
+  expect_no "$tmp/err" ".*killed by signal.*"
+  no_failure
+  ;;
 event_log_fifo)  # --event-log on a FIFO nobody reads: refused at once, never a hang
   mkfifo "$tmp/fifo"
   set_hosts localhost:1
