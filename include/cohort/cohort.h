@@ -27,6 +27,10 @@ namespace cohort {
 // Joins the job: reads COHORT_* settings from the environment (see docs/environment.md), detects
 // the launcher (cohortrun → Gloo, mpirun → MPI, none → a world of one) and connects to every other
 // rank. Calling it again while initialized does nothing.
+// SIGPIPE, SIGUSR1 and SIGUSR2 that still have their default action (which ends the process) are
+// ignored from then on: launchers pass SIGUSR1 and SIGUSR2 on to every worker (Slurm sends them
+// ahead of preemption). A handler the program installed before init() stays
+// (docs/operations.md, "Signals").
 void init();
 // Leaves the job: waits until every rank has called shutdown() (at most
 // COHORT_SHUTDOWN_TIMEOUT_SECONDS), then releases everything. Pending handles fail with
