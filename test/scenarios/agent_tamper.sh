@@ -133,6 +133,14 @@ same_id_other_secret)  # a second job with the id of a running, then an ended, j
   expect "$tmp/c.err" "cohortrun: job 'job-$scenario' already ended in etcd: give a new job a new --rdzv-id (or remove the old job's keys: etcdctl del --prefix $prefix/)"
   reuse_id d "$other"
   expect "$tmp/d.err" "cohortrun: job id 'job-$scenario' was used by a job that has ended with another COHORT_SECRET ($keys); $free"
+  # An id squatted with bytes that no job sealed: refused at start too, saying so.
+  etcd_kv put /cohort/job-squatted/job "$(b64 junk)"
+  rc=0
+  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id job-squatted \
+    --node-name e --node-address 127.0.0.1 --nnodes 1 -- "$worker" "${trainer[@]}" \
+    >"$tmp/squatted.log" 2>&1 || rc=$?
+  [[ $rc == 2 ]] || fail "an agent for a squatted id exited $rc, expected 2"
+  expect "$tmp/squatted.log" "cohortrun: job id 'job-squatted' is taken in etcd: /cohort/job-squatted/job holds bytes that no Cohort job sealed (written without any job's secret); give this job a new --rdzv-id, or free the id once nothing uses it (etcdctl del --prefix /cohort/job-squatted/)"
   ;;
 *)
   fail "unknown scenario"
