@@ -98,13 +98,11 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wai
 
 bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std::string>& expected,
                                 const std::string& desired, const Cancellation* cancel) {
-  std::string k = base64(prefix_ + key);
-  nlohmann::json holds = expected ? nlohmann::json{{"key", k},
-                                                   {"target", "VALUE"},
-                                                   {"result", "EQUAL"},
-                                                   {"value", base64(sealed(key, *expected))}}
-                                  : unset(k);
-  if (!expected) return create(key, desired, 0, cancel);  // unset, or as good as unset
+  if (!expected) return create(key, desired, 0, cancel);  // unset, or refused: as good as unset
+  nlohmann::json holds = {{"key", base64(prefix_ + key)},
+                          {"target", "VALUE"},
+                          {"result", "EQUAL"},
+                          {"value", base64(sealed(key, *expected))}};
   return put_if(key, holds, desired, 0, cancel).holds;
 }
 
