@@ -87,6 +87,9 @@ garbage_current_round)  # garbage, truncated, copied, deleted: rounds/0 is repai
   ;;
 restart_same_name)  # a SIGKILLed agent restarted with its --node-name rejoins with new worker ids
   start_etcd 1
+  # A lease longer than the check-in timeout: the planner gives up on the dead node's worker
+  # (kills/<id>) before the node's lease expires, as with the defaults (10 s, 10 s) it may.
+  lease_flags=(--rdzv-lease-ttl 5 --checkin-timeout 1)
   for node in a b c; do agent $node --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"; done
   home=$(wait_for_any "$(epoch_at 3 '[0-9]*')")
   victim=c
@@ -94,6 +97,7 @@ restart_same_name)  # a SIGKILLed agent restarted with its --node-name rejoins w
   kill -KILL "${agents[$victim]}"
   wait "${agents[$victim]}" 2>/dev/null || true
   unset "agents[$victim]"
+  wait_for_any "\[cohortrun\] giving up on worker $victim.0.0: .*" err >/dev/null
   wait_for "$tmp/$home.out" "$(epoch_at 2 '[0-9]*')"
   mv "$tmp/$victim.err" "$tmp/$victim-before.err"
   # Restarted (a pod's restart): it waits out its predecessor's lease, then rejoins.
