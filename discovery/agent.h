@@ -13,6 +13,7 @@
 #include "discovery/agent_events.h"
 #include "discovery/agent_job.h"
 #include "discovery/agent_planner.h"
+#include "discovery/agent_round_guard.h"
 #include "discovery/agent_watch.h"
 #include "discovery/clock.h"
 #include "discovery/wakeup.h"
@@ -88,6 +89,7 @@ class Agent {
   std::optional<ExitNotice> exit_notice_;
   int noticed_generation_ = 0;  // the last host notice this agent raised
   std::optional<RoundPlanning> planning_;
+  RoundGuard round_guard_;  // the last round record read, to repair etcd's when it is tampered
   PlanningLimits limits_;
   LastCall last_call_{options_.last_call, options_.max_nodes};
   std::optional<TimePoint> cooldown_until_;

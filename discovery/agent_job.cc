@@ -16,6 +16,7 @@
 #include "discovery/agent.h"
 #include "discovery/agent_cli.h"
 #include "discovery/agent_events.h"
+#include "discovery/agent_job_id.h"
 #include "discovery/agent_name.h"
 #include "discovery/agent_planner.h"
 #include "discovery/agent_watch.h"
@@ -70,9 +71,12 @@ Agent::Agent(const AgentOptions& options)
 int Agent::run() {
   announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
            store_.describe());
+  claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  auto first = parse_agent_snapshot(store_.list("").values);
+  auto listing = store_.list("");
+  slot_spawns_ = first_spawns(listing.values, options_.node);
+  auto first = parse_agent_snapshot(listing.values);
   if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
                 std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
@@ -185,7 +189,8 @@ void Agent::refresh() {
     if (unreachable_since_) events_.etcd_recovered();
     unreachable_since_.reset();
     last_answer_ = steady_now();
-    act(parse_agent_snapshot(listing.values));
+    auto snapshot = parse_agent_snapshot(listing.values);
+    if (round_guard_.check(store_, snapshot)) act(snapshot);
     watch_->watch_after(listing.revision);
   } catch (const Error& e) {
     on_etcd_unreachable(e.what());
@@ -221,12 +226,14 @@ void Agent::act(const AgentSnapshot& s) {
   const auto& view = s.view;
   view_ = view;
   if (view.last_round && view.last_round->stop) {
+    mark_job_ended(store_);
     return stop_job(
         1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
   }
   if (job_finished(view)) {
     announce("the workers of round " + std::to_string(view.last_round_number) +
              " finished; the job is done");
+    mark_job_ended(store_);
     return stop_job(0, "");
   }
   if (!view.last_round && steady_now() >= started_ + options_.elastic_timeout) {
@@ -369,20 +376,20 @@ void Agent::raise_notice(const AgentSnapshot& s) {
 
 // Claims the planning of the next round when one is needed and nobody has, and plans it.
 void Agent::plan(const AgentSnapshot& s) {
-  if (planning_) {
-    // `s` is the snapshot the round was published from: the next one starts afresh.
-    if (planning_->step(s, limits_, steady_now())) planning_.reset();
-    return;
+  if (!planning_) {
+    auto why = round_needed(s.view, options_.min_nodes);
+    if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
+    int round = s.view.last_round_number + 1;
+    auto claim = s.planners.find(round);
+    if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
+    if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
+    maybe_die_planning(options_, round);
+    planning_.emplace(round, *why, store_, s, steady_now());
   }
-  auto why = round_needed(s.view, options_.min_nodes);
-  if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
-  int round = s.view.last_round_number + 1;
-  auto claim = s.planners.find(round);
-  if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
-  if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
-  maybe_die_planning(options_, round);
-  planning_.emplace(round, *why, store_, s, steady_now());
-  if (planning_->step(s, limits_, steady_now())) planning_.reset();
+  // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
+  if (!planning_->step(s, limits_, steady_now())) return;
+  if (planning_->published()) round_guard_.published(planning_->round(), *planning_->published());
+  planning_.reset();
 }
 
 void Agent::stop_job(int code, const std::string& why, int sig) {

@@ -70,10 +70,12 @@ void RoundPlanning::give_up_on(const std::vector<std::string>& workers, const st
 }
 
 void RoundPlanning::publish(const AgentRound& round) {
-  if (!store_.create(round_key(round_), format_agent_round(round), 0)) {
+  std::string record = format_agent_round(round);
+  if (!store_.create(round_key(round_), record, 0)) {
     log::info("round ", round_, " was published by another agent");
     return;
   }
+  published_ = std::move(record);
   if (round.stop) {
     announce("round " + std::to_string(round_) + ": the job stops: " + *round.stop);
     return;

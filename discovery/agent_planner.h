@@ -37,6 +37,9 @@ class RoundPlanning {
   bool step(const AgentSnapshot& snapshot, const PlanningLimits& limits, TimePoint now);
   // When step() next has something to do even if nothing changes in etcd, after `now`.
   std::optional<TimePoint> next_deadline(const PlanningLimits& limits, TimePoint now) const;
+  // The record this planning published (format_agent_round), once step() has returned true;
+  // nothing if another agent published the round.
+  const std::optional<std::string>& published() const { return published_; }
 
  private:
   void give_up_on(const std::vector<std::string>& workers, const std::string& why);
@@ -50,6 +53,7 @@ class RoundPlanning {
   // The host notice raised for this round, which the snapshot it started from does not show yet:
   // the round's generation must include it, or its members would leave it at their first commit.
   int raised_notice_ = 0;
+  std::optional<std::string> published_;
 };
 
 // The first round's last call (--rdzv-last-call, torchrun's last_call_timeout): once MIN nodes

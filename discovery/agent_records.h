@@ -2,6 +2,7 @@
 // job on etcd with no process in charge, beside the workers' elastic protocol
 // (rendezvous/elastic_protocol.h). Keys, relative to the job's prefix "/cohort/<job>/":
 //
+//   job             the job's marker: "running" or "ended" (agent_job_id.h)
 //   names/<node>    under the agent's lease: the node's name is taken (its agent's pid)
 //   agents/<node>   under the agent's lease: its slots and the workers it runs (AgentNode)
 //   planners/<r>    under the lease of the agent that won the right to plan round r

@@ -22,6 +22,9 @@ int64_t revision_of(const nlohmann::json& answer) {
   return json_integer(answer.value("header", nlohmann::json::object()), "revision");
 }
 
+// How many times create() replaces refused values that keep coming back before it gives up.
+constexpr int kReplaceAttempts = 3;
+
 }  // namespace
 
 EtcdStore::EtcdStore(EtcdStoreOptions options)
@@ -95,13 +98,12 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wai
 
 bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std::string>& expected,
                                 const std::string& desired, const Cancellation* cancel) {
-  std::string k = base64(prefix_ + key);
-  nlohmann::json holds = expected ? nlohmann::json{{"key", k},
-                                                   {"target", "VALUE"},
-                                                   {"result", "EQUAL"},
-                                                   {"value", base64(sealed(key, *expected))}}
-                                  : unset(k);
-  return put_if(key, holds, desired, 0, cancel);
+  if (!expected) return create(key, desired, 0, cancel);  // unset, or refused: as good as unset
+  nlohmann::json holds = {{"key", base64(prefix_ + key)},
+                          {"target", "VALUE"},
+                          {"result", "EQUAL"},
+                          {"value", base64(sealed(key, *expected))}};
+  return put_if(key, holds, desired, 0, cancel).holds;
 }
 
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
@@ -116,7 +118,44 @@ void EtcdStore::set_leased(const std::string& key, const std::string& value, int
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
                        const Cancellation* cancel) {
-  return put_if(key, unset(base64(prefix_ + key)), value, lease, cancel);
+  std::string k = base64(prefix_ + key);
+  nlohmann::json condition = unset(k);
+  // Each try fails only if someone wrote the key since the last: a writer that keeps overwriting
+  // it wins this call, and the caller tries again at its next read of etcd.
+  for (int attempt = 0; attempt < kReplaceAttempts; ++attempt) {
+    PutResult put = put_if(key, condition, value, lease, cancel);
+    if (put.holds) return true;
+    if (!put.other) {
+      condition = unset(k);  // removed since
+      continue;
+    }
+    if (open(*put.other, key)) return false;  // this job's own value (logs one it refuses)
+    std::string revision = std::to_string(json_integer(*put.other, "mod_revision"));
+    log::limited(log::Level::kWarning, "etcd-replaced", "rendezvous: replacing the refused value ",
+                 "of '", key, "' (revision ", revision, ") in ", describe());
+    condition = {{"key", k}, {"target", "MOD"}, {"result", "EQUAL"}, {"mod_revision", revision}};
+  }
+  return false;
+}
+
+bool EtcdStore::create_new(const std::string& key, const std::string& value,
+                           const Cancellation* cancel) {
+  return put_if(key, unset(base64(prefix_ + key)), value, 0, cancel).holds;
+}
+
+EtcdStore::Held EtcdStore::held(const std::string& key, const Cancellation* cancel) {
+  auto answer = client_.call("/v3/kv/range", {{"key", base64(prefix_ + key)}}, cancel);
+  Held h;
+  if (!answer.contains("kvs") || answer["kvs"].empty()) return h;
+  std::string raw = unbase64(answer["kvs"][0].value("value", ""));
+  try {
+    h.value = open_value(secret_, prefix_ + key, raw);
+    h.state = Held::State::kSealed;
+  } catch (const Error&) {
+    h.value = std::move(raw);
+    h.state = Held::State::kRefused;
+  }
+  return h;
 }
 
 nlohmann::json EtcdStore::unset(const std::string& encoded_key) {
@@ -124,24 +163,27 @@ nlohmann::json EtcdStore::unset(const std::string& encoded_key) {
       {"key", encoded_key}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}};
 }
 
-bool EtcdStore::put_if(const std::string& key, const nlohmann::json& compare,
-                       const std::string& value, int64_t lease, const Cancellation* cancel) {
+EtcdStore::PutResult EtcdStore::put_if(const std::string& key, const nlohmann::json& compare,
+                                       const std::string& value, int64_t lease,
+                                       const Cancellation* cancel) {
   nlohmann::json put = put_request(key, value, lease);
   const std::string& mine = put["value"].get_ref<const std::string&>();
   nlohmann::json txn = {{"compare", {compare}},
                         {"success", {{{"request_put", put}}}},
                         {"failure", {{{"request_range", {{"key", put["key"]}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
-  if (answer.value("succeeded", false)) return true;
-  // Idempotent: the key already holds `value` (this caller's earlier attempt, whose answer was
-  // lost, or the same choice made by another).
+  if (answer.value("succeeded", false)) return {.holds = true};
+  PutResult result;
   for (const auto& response : answer.value("responses", nlohmann::json::array())) {
     for (const auto& kv : response.value("response_range", nlohmann::json::object())
                               .value("kvs", nlohmann::json::array())) {
-      if (kv.value("value", "") == mine) return true;
+      // Idempotent: the key already holds `value` (this caller's earlier attempt, whose answer
+      // was lost, or the same choice made by another).
+      if (kv.value("value", "") == mine) return {.holds = true};
+      result.other = kv;
     }
   }
-  return false;
+  return result;
 }
 
 EtcdStore::Listing EtcdStore::list(const std::string& key_prefix, const Cancellation* cancel) {

@@ -45,10 +45,24 @@ class EtcdStore final : public Store {
   // Sets `key` under `lease` (an EtcdLease's id; 0: none).
   void set_leased(const std::string& key, const std::string& value, int64_t lease,
                   const Cancellation* cancel = nullptr);
-  // Sets `key` under `lease` if it is not set; true if it holds `value` afterwards (idempotent
-  // like compare_and_set).
+  // Sets `key` under `lease` if it is not set, or holds bytes this job refuses (unsealed, forged
+  // or copied from another key: as good as unset, and left there they would block the key for
+  // good); true if it holds `value` afterwards (idempotent like compare_and_set). A refused value
+  // is replaced by a compare-and-set on its own revision, so a value written meanwhile stays.
   bool create(const std::string& key, const std::string& value, int64_t lease,
               const Cancellation* cancel = nullptr);
+  // Like create, but any bytes at `key`, refused or not, block it: for a key whose presence alone
+  // says something (the job's marker, discovery/agent_job_id.h).
+  bool create_new(const std::string& key, const std::string& value,
+                  const Cancellation* cancel = nullptr);
+
+  // What `key` holds, for a caller that must tell "unset" from "refused" (lookup cannot).
+  struct Held {
+    enum class State { kUnset, kSealed, kRefused };
+    State state = State::kUnset;
+    std::string value;  // kSealed: the value; kRefused: the raw bytes, unverified
+  };
+  Held held(const std::string& key, const Cancellation* cancel = nullptr);
 
   // The keys under `key_prefix` (relative to the store's prefix, in key order) with their values,
   // leaving out values this job did not seal, and the revision they were read at.
@@ -82,10 +96,16 @@ class EtcdStore final : public Store {
              const std::function<bool(const nlohmann::json& result)>& on_result);
   // The transaction condition "`encoded_key` is not set".
   static nlohmann::json unset(const std::string& encoded_key);
+  // What put_if found: whether the key holds the value put afterwards and, if not, the etcd
+  // key-value record it holds instead (none: the key is unset).
+  struct PutResult {
+    bool holds = false;
+    std::optional<nlohmann::json> other;
+  };
   // Puts `value` (sealed for `key`, under `lease` if not 0) if `compare` holds, in one
-  // transaction; true if the key holds that value afterwards (see compare_and_set).
-  bool put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
-              int64_t lease, const Cancellation* cancel);
+  // transaction (see compare_and_set).
+  PutResult put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
+                   int64_t lease, const Cancellation* cancel);
 
   EtcdClient client_;
   const std::string prefix_;

@@ -24,6 +24,11 @@ std::string seal_value(std::string_view secret, std::string_view key, std::strin
   return std::string(kMagic) + mac(secret, key, value) + std::string(value);
 }
 
+std::optional<std::string> unverified_value(std::string_view text) {
+  if (text.size() < kMagic.size() + kMacSize || !text.starts_with(kMagic)) return std::nullopt;
+  return std::string(text.substr(kMagic.size() + kMacSize));
+}
+
 std::string open_value(std::string_view secret, std::string_view key, std::string_view sealed) {
   if (sealed.size() < kMagic.size() + kMacSize || !sealed.starts_with(kMagic)) {
     throw RendezvousRejected("value of '" + std::string(key) + "' is not a sealed Cohort value");

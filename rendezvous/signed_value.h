@@ -4,6 +4,7 @@
 // compare sealed values (compare-and-set) without knowing the secret.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +16,9 @@ std::string seal_value(std::string_view secret, std::string_view key, std::strin
 // The value sealed in `sealed` for `key`; throws RendezvousRejected (rendezvous/protocol.h),
 // saying why, when it was not sealed with `secret` for `key`.
 std::string open_value(std::string_view secret, std::string_view key, std::string_view sealed);
+
+// The value part of `text` if it has a sealed value's form, WITHOUT checking who sealed it: only
+// to say in a message what a value sealed with another secret claims to be.
+std::optional<std::string> unverified_value(std::string_view text);
 
 }  // namespace cohort::rendezvous

@@ -83,10 +83,41 @@ TEST_CASE("etcd: a forged value does not win a compare-and-set for its writer") 
   std::string prefix = prefix_for("forged-cas");
   EtcdStore store = store_at(prefix);
   put_raw(prefix + "planner/1", "agent-x");
-  // Set, but not by this job: the key exists, so "unset" does not match, and nothing is read
-  // from it.
-  CHECK_FALSE(store.compare_and_set("planner/1", std::nullopt, "agent-a"));
   CHECK_FALSE(store.lookup("planner/1").has_value());
+  // Refused, so as good as unset: "unset" matches, and the job's value replaces the forged one
+  // (left there, it would block the key for good).
+  CHECK(store.compare_and_set("planner/1", std::nullopt, "agent-a"));
+  CHECK(store.lookup("planner/1") == "agent-a");
+  CHECK_FALSE(store.compare_and_set("planner/1", std::nullopt, "agent-b"));
+}
+
+TEST_CASE("etcd: create replaces a refused value; create_new does not; held tells them apart") {
+  std::string prefix = prefix_for("refused-create");
+  EtcdStore store = store_at(prefix);
+  EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};
+  store.remove("rounds/1");  // each section runs the case again from here
+  CHECK(store.held("rounds/1").state == EtcdStore::Held::State::kUnset);
+  SECTION("garbage") {
+    put_raw(prefix + "rounds/1", "any bytes");
+  }
+  SECTION("a value sealed for another key") {
+    put_raw(prefix + "rounds/1", seal_value(kSecret, prefix + "rounds/0", "generation=0"));
+  }
+  auto held = store.held("rounds/1");
+  CHECK(held.state == EtcdStore::Held::State::kRefused);
+  CHECK_FALSE(store.create_new("rounds/1", "generation=1"));
+  {
+    EtcdLease lease(etcd, 5s, {});
+    CHECK(store.create("rounds/1", "generation=1", lease.id()));
+    CHECK(store.create("rounds/1", "generation=1", lease.id()));  // idempotent
+    CHECK_FALSE(store.create("rounds/1", "generation=2", 0));     // a genuine value stays
+    held = store.held("rounds/1");
+    CHECK(held.state == EtcdStore::Held::State::kSealed);
+    CHECK(held.value == "generation=1");
+  }  // revoked: the replacement was put under the lease
+  CHECK_FALSE(store.lookup("rounds/1").has_value());
+  CHECK(store.create_new("rounds/1", "generation=3"));
+  CHECK(store.create_new("rounds/1", "generation=3"));  // idempotent too
 }
 
 TEST_CASE("etcd: an unreachable etcd fails within the timeout naming every endpoint") {

@@ -116,6 +116,8 @@ restart_etcd() {  # restart_etcd I: member I again, on its ports and data
   eval "$(cat "$tmp/etcd$1.command")" >/dev/null 2>&1 &
   etcd_pids[$1]=$!
 }
+# The lease TTL and check-in timeout that agent() gives every agent; a scenario may set others.
+lease_flags=(--rdzv-lease-ttl 2 --checkin-timeout 5)
 # agent NODE COHORTRUN_ARGS... -- TRAINER_ARGS...: an agent for NODE in the background.
 agent() {
   local node=$1 args=()
@@ -126,8 +128,8 @@ agent() {
   local where=() addr=(--node-address "${address[$node]:-127.0.0.1}")
   [[ -n ${namespace[$node]:-} ]] && where=(ip netns exec "${namespace[$node]}") addr=()
   "${where[@]}" "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" \
-    --rdzv-id "job-$scenario" --node-name "$node" "${addr[@]}" --rdzv-lease-ttl 2 \
-    --checkin-timeout 5 --term-grace-seconds 2 "${args[@]}" "$worker" "$@" \
+    --rdzv-id "job-$scenario" --node-name "$node" "${addr[@]}" "${lease_flags[@]}" \
+    --term-grace-seconds 2 "${args[@]}" "$worker" "$@" \
     >"$tmp/$node.out" 2>"$tmp/$node.err" &
   agents[$node]=$!
 }

@@ -1,0 +1,32 @@
+// Keeps the job's current round record in etcd as its planner published it. A writer without
+// the job secret can put any bytes at rounds/<r> (or delete it); the store refuses them, which on
+// its own would make every agent see the round before as the last one: plan a second round r,
+// stop for "no round yet", or write stale assignments. Each agent instead remembers the last
+// round record it read (or published), and when etcd no longer holds it, takes that as tampering:
+// it logs it and republishes the record verbatim (sealing is deterministic) over the refused
+// bytes, with a compare-and-set on their revision, and acts on the record it holds.
+#pragma once
+
+#include <string>
+
+#include "discovery/agent_view.h"
+#include "rendezvous/etcd_store.h"
+
+namespace cohort::discovery {
+
+class RoundGuard {
+ public:
+  // Takes a fresh snapshot: remembers its round when newer, repairs etcd and `s` when its last
+  // round is older than the one remembered. False when etcd holds another record for that round
+  // that this job sealed (never while the job's agents follow the protocol): act on the next
+  // read instead.
+  bool check(rendezvous::EtcdStore& store, AgentSnapshot& s);
+  // The record this agent has just published for `round` (format_agent_round).
+  void published(int round, const std::string& record);
+
+ private:
+  int round_ = -1;
+  std::string record_;
+};
+
+}  // namespace cohort::discovery
