@@ -112,6 +112,23 @@ samples = [float(v) for k, v in metrics.items() if k.startswith("cohort_samples_
 assert samples == [float(sys.argv[3])], (samples, sys.argv[3])  # the last commit, not a second old
 PY
   ;;
+mlp_epoch_restart)  # elastic_mlp (as $worker): a drain at an epoch's last commit; the survivor
+  # resumes there with no step left, and its epoch line gives the epoch's real loss, not zeros
+  set_hosts localhost:1 127.0.0.2:1
+  start "${discovery[@]}" --min-np 1 -- --samples 64 --batch 8 --commit-every 4 \
+    --step-delay-ms 50 --epochs 4
+  wait_for "$tmp/out" "\[0\] elastic_mlp: epoch 0 done: .*world size 2"
+  # 4 steps an epoch in a world of 2, a commit every 4: the SIGTERM takes effect at the commit
+  # that ends epoch 1, and the survivor resumes at step 8 with nothing left of that epoch.
+  victim=$(sed -n 's/^\[1\] elastic_mlp: training: .* host 127.0.0.2, pid \([0-9]*\)$/\1/p' "$tmp/out")
+  [[ -n $victim ]] || fail "no pid for the worker on 127.0.0.2"
+  kill -TERM "$victim"
+  expect_exit 0
+  expect "$tmp/out" "\[0\] elastic_mlp: training: rank 0 of 1, epoch 1, step 8, resets 1, .*"
+  expect "$tmp/out" "\[0\] elastic_mlp: epoch 1 done: loss [0-9.]*, accuracy [0-9.]*, 64/64 samples trained exactly once, world size 1"
+  expect_no "$tmp/out" ".*loss 0.0000, accuracy 0.0000.*"
+  expect "$tmp/out" "\[0\] elastic_mlp: summary: 4 epochs, .*every sample of every epoch trained exactly once: yes"
+  ;;
 add_remove)  # a host joins (the job grows to 3), trains, then leaves (back to 2)
   set_hosts localhost:2
   start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
