@@ -18,7 +18,12 @@ namespace {
 
 // The process's single Runtime. Everything else hangs off it, so shutdown() + init() starts over.
 std::mutex g_mutex;
-std::shared_ptr<Runtime> g_runtime;
+std::shared_ptr<Runtime> g_runtime;  // guarded by g_mutex
+// Runtimes init() has built in this process (guarded by g_mutex). Each one after the first meets
+// its peers in a fresh rendezvous scope, "init.<n>": every rank computes the same n without asking
+// anyone, since every rank calls init() and shutdown() alike, and the previous runtime's Gloo
+// addresses, still on the launcher's server, are never read again.
+int g_inits = 0;
 
 std::shared_ptr<Runtime> runtime() {
   std::lock_guard lock(g_mutex);
@@ -195,8 +200,13 @@ void init() {
   report_fitted_timeouts(config);
   ignore_sigpipe();
   ignore_user_signals();
-  g_runtime =
-      config.elastic() ? detail::join_elastic_job(config) : std::make_shared<Runtime>(config);
+  int generation = g_inits++;  // a failed attempt uses its generation up too, on every rank
+  if (config.elastic()) {
+    g_runtime = detail::join_elastic_job(config, generation);
+  } else {
+    std::string scope = generation == 0 ? "" : "init." + std::to_string(generation);
+    g_runtime = std::make_shared<Runtime>(config, Formation{.rendezvous_scope = scope});
+  }
   set_log_prefix(*g_runtime);
 }
 

@@ -93,6 +93,9 @@ struct Config {
   log::Level log_level = log::Level::kWarning;
   // COHORT_FAULT_KILL_AT (tests and benchmarks only): see core/fault_injection.h.
   std::optional<FaultPoint> fault_kill_at;
+  // COHORT_FAULT_CLOCK_SKEW_SECONDS (tests only): added to the timestamps of this process's
+  // requests to cohortrun's rendezvous server, as if its clock were that far off.
+  std::chrono::seconds fault_clock_skew{0};
 
   using Getenv = env::Getenv;
   // Throws InvalidArgument naming the variable for any invalid value.

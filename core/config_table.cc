@@ -1,5 +1,7 @@
 #include "core/config_table.h"
 
+#include <charconv>
+
 #include "cohort/errors.h"
 
 namespace cohort::config_table {
@@ -44,6 +46,23 @@ std::string fault_point_text(const std::optional<FaultPoint>& point) {
   if (!point) return "unset";
   return (point->stop ? std::string(kStopPrefix) : "") + point->phase + ":" +
          std::to_string(point->entry) + ":" + point->worker_id;
+}
+
+// A whole number of seconds, negative too, at most 10 years either way.
+std::chrono::seconds signed_seconds(std::string_view text) {
+  constexpr int64_t kLimit = int64_t{10} * 366 * 24 * 3600;
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < -kLimit ||
+      value > kLimit) {
+    throw InvalidArgument("expected a whole number of seconds, from -" + std::to_string(kLimit) +
+                          " to " + std::to_string(kLimit));
+  }
+  return std::chrono::seconds(value);
+}
+
+std::string seconds_text(const std::chrono::seconds& s) {
+  return std::to_string(s.count());
 }
 
 // In the order of docs/environment.md. The doc lines are what `cohort_env_table` prints; the doc
@@ -101,6 +120,9 @@ constexpr Setting kSettings[] = {
      Parsed<std::optional<FaultPoint>>{&Config::fault_kill_at, fault_point, fault_point_text},
      "Tests and benchmarks only: [stop:]PHASE:ENTRY:WORKER, where that worker kills (or stops) "
      "itself."},
+    {"COHORT_FAULT_CLOCK_SKEW_SECONDS",
+     Parsed<std::chrono::seconds>{&Config::fault_clock_skew, signed_seconds, seconds_text},
+     "Tests only: seconds added to the timestamps of this worker's rendezvous requests."},
 };
 
 template <class Rep>

@@ -11,7 +11,9 @@
 
 namespace cohort::detail {
 
-// Checks in with the launcher as entry 0 and returns the Runtime of the round it assigns.
-std::shared_ptr<Runtime> join_elastic_job(const Config& config);
+// Checks in with the launcher and returns the Runtime of the round it assigns: as entry 0 at the
+// process's first init() (`generation` 0); after a shutdown(), as the entry after the last one
+// this process entered, like a reset, so the launcher plans a fresh round for it.
+std::shared_ptr<Runtime> join_elastic_job(const Config& config, int generation);
 
 }  // namespace cohort::detail

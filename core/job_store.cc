@@ -8,7 +8,8 @@ namespace cohort {
 std::unique_ptr<rendezvous::Store> open_job_store(const Config& config, const std::string& scope) {
   if (config.etcd_endpoints.empty()) {
     return std::make_unique<rendezvous::RendezvousClient>(
-        config.rendezvous_addr, config.rendezvous_port, config.secret, config.timeout, scope);
+        config.rendezvous_addr, config.rendezvous_port, config.secret, config.timeout, scope,
+        config.fault_clock_skew);
   }
   return std::make_unique<rendezvous::EtcdStore>(
       rendezvous::EtcdStoreOptions{.etcd = {.endpoints = config.etcd_endpoints,

@@ -1,6 +1,7 @@
 #include "elastic/round_entry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -65,6 +66,10 @@ Config placed(Config config, const rendezvous::Assignment& a) {
   return config;
 }
 
+// The last round entry this process entered (-1: none yet). A process's entries go on across
+// shutdown() and init(): the launcher expects a worker's next check-in at the entry after its last.
+std::atomic<int> g_last_entry{-1};
+
 // Short requests for the host-notice check on etcd (Session::notices).
 constexpr std::chrono::seconds kNoticeRequestTimeout{2};
 
@@ -111,6 +116,7 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
       session->assignment = assignment;
       runtime->attach(std::move(session));
       timings.connect += since(connecting);
+      g_last_entry.store(entry);
       return runtime;
     } catch (const InternalError& e) {
       timings.connect += since(connecting);
@@ -125,10 +131,16 @@ std::shared_ptr<Runtime> enter_round(const Config& config,
 
 namespace cohort::detail {
 
-std::shared_ptr<Runtime> join_elastic_job(const Config& config) {
+std::shared_ptr<Runtime> join_elastic_job(const Config& config, int generation) {
+  using rendezvous::CheckIn;
   elastic::detail::EntryTimings timings;
-  return elastic::detail::enter_round(config, elastic::detail::connect_launcher(config), 0,
-                                      {rendezvous::CheckIn::Kind::kStart, ""}, timings);
+  int last = elastic::detail::g_last_entry.load();
+  // After a shutdown(), every worker of the round comes back as from an interrupt.
+  CheckIn checkin = generation == 0 || last < 0
+                        ? CheckIn{CheckIn::Kind::kStart, ""}
+                        : CheckIn{CheckIn::Kind::kInterrupted, "init() after shutdown()"};
+  return elastic::detail::enter_round(config, elastic::detail::connect_launcher(config), last + 1,
+                                      checkin, timings);
 }
 
 }  // namespace cohort::detail

@@ -58,21 +58,25 @@ HostsAnswer tolerate_outage(detail::Session& m, HostsAnswer answer, const std::s
   return kUnchanged;
 }
 
-// After every commit, for as long as run() runs: the host check, then rank 0's progress report.
-void after_commit(const State& state) {
-  check_host_updates();
+// Rank 0's progress report: at most once a second, unless `now`.
+void report(const State& state, bool now) {
   auto rt = cohort::detail::current_runtime();
   if (detail::Session* session = detail::session_of(*rt)) {
-    detail::report_progress(*session, rt->topology().rank, state);
+    detail::report_progress(*session, rt->topology().rank, state, now);
   }
 }
 
-// When run() is done: the launcher's metrics end with the job's true totals.
-void report_final_progress(const State& state) {
-  auto rt = cohort::detail::current_runtime();
-  if (detail::Session* session = detail::session_of(*rt)) {
-    detail::report_progress(*session, rt->topology().rank, state, /*now=*/true);
+// After every commit, for as long as run() runs: the host check, then rank 0's progress report.
+// A commit that interrupts (a drain, a stop, new hosts) may be the worker's last: it is reported
+// at once, so the launcher's metrics end with what was committed.
+void after_commit(const State& state) {
+  try {
+    check_host_updates();
+  } catch (const HostsUpdatedInterrupt&) {
+    report(state, /*now=*/true);
+    throw;
   }
+  report(state, /*now=*/false);
 }
 
 // Installs after_commit() as the State's commit hook for as long as run() runs.
@@ -127,7 +131,7 @@ void run(State& state, const std::function<void(State&)>& fn) {
       }
       state.sync();
       fn(state);
-      report_final_progress(state);
+      report(state, /*now=*/true);  // the launcher's metrics end with the job's true totals
       return;
     } catch (const HostsUpdatedInterrupt& e) {
       if (!elastic) throw;

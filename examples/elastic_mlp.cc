@@ -171,6 +171,7 @@ class Trainer {
     }
     state_.track("epoch", epoch_);
     state_.track("step", step_);
+    state_.track("epoch_totals", epoch_totals_);
     state_.track("trained", trained_.counts());
     state_.track("sampler", sampler_);
   }
@@ -178,17 +179,16 @@ class Trainer {
   void train(cohort::elastic::State& s) {
     progress_.event("training");
     for (; epoch_ < o_.epochs; sampler_.set_epoch(++epoch_), s.commit()) {
-      StepStats epoch_stats;
       for (const auto& batch : sampler_.batches(o_.batch)) {
         StepStats stats = step(batch);
-        epoch_stats.loss += stats.loss;
-        epoch_stats.correct += stats.correct;
-        epoch_stats.count += stats.count;
+        epoch_totals_[0] += stats.loss;
+        epoch_totals_[1] += stats.correct;
+        epoch_totals_[2] += stats.count;
         if (++step_ % o_.commit_every == 0) s.commit();
         if (step_ % kProgressEvery == 0) progress_.step_done(mean_loss(stats));
       }
       s.commit();
-      finish_epoch(epoch_stats);
+      finish_epoch();
     }
   }
 
@@ -241,7 +241,13 @@ class Trainer {
     trained_.add(all.as<int64_t>());
   }
 
-  void finish_epoch(const StepStats& stats) {
+  // The epoch's loss, accuracy and count come from its totals, kept in the State: an epoch that
+  // resumes at its last commit (a reset at its end, with no step left to run) reports every step
+  // it committed, not the zeros of no step.
+  void finish_epoch() {
+    progress_.note_recovery();  // a world that resumes at an epoch's end has no step to take
+    StepStats stats{epoch_totals_[0], epoch_totals_[1], epoch_totals_[2]};
+    std::fill(epoch_totals_.begin(), epoch_totals_.end(), 0.0f);
     int64_t once = trained_.finish_epoch();
     progress_.epoch_done(mean_loss(stats), stats.correct / std::max(stats.count, 1.0f), once,
                          trained_.samples());
@@ -270,6 +276,7 @@ class Trainer {
   cohort_examples::TrainedCounts trained_;  // this epoch: how many times each sample was trained
   int64_t epoch_ = 0;
   int64_t step_ = 0;
+  std::vector<float> epoch_totals_ = std::vector<float>(3, 0.0f);  // loss sum, correct, count
   cohort_examples::Progress progress_{
       "elastic_mlp", epoch_, step_, {.no_recoveries = "", .not_once = "NO"}};
 };

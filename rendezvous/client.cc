@@ -12,12 +12,14 @@
 namespace cohort::rendezvous {
 
 RendezvousClient::RendezvousClient(std::string host, int port, std::string secret,
-                                   std::chrono::milliseconds timeout, std::string scope)
+                                   std::chrono::milliseconds timeout, std::string scope,
+                                   std::chrono::seconds clock_skew)
     : host_(std::move(host)),
       port_(port),
       secret_(std::move(secret)),
       timeout_(timeout),
-      scope_(std::move(scope)) {}
+      scope_(std::move(scope)),
+      skew_ms_(std::chrono::milliseconds(clock_skew).count()) {}
 
 namespace {
 
@@ -38,9 +40,15 @@ RendezvousResponse RendezvousClient::exchange(const RendezvousRequest& request,
   if (!fd_.valid()) fd_ = net::connect_tcp(host_, port_, Clock::now() + timeout_);
   // Shutting the socket down wakes the read below; the descriptor stays ours to close.
   CancelHook hook(cancel, [fd = fd_.get()](const std::string&) { ::shutdown(fd, SHUT_RDWR); });
-  write_signed_frame(fd_.get(), secret_, seal_request(secret_, request), deadline);
+  std::string header_nonce = random_bytes(kNonceSize);
+  write_signed_frame(fd_.get(), secret_, seal_request(secret_, request), deadline,
+                     request.timestamp_ms, header_nonce);
   RendezvousResponse response =
       open_response(secret_, net::read_frame(fd_.get(), kMaxRendezvousFrame, deadline));
+  if (response.status == RendezvousStatus::kStale &&
+      constant_time_equal(response.nonce, header_nonce)) {
+    throw ClockSkewRefused(response.value);
+  }
   if (!constant_time_equal(response.nonce, request.nonce)) {
     throw RendezvousRejected("response does not answer this request (nonce differs)");
   }
@@ -58,12 +66,17 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono
     throw_if_cancelled(cancel);
     // A fresh nonce and time per attempt: the server refuses a replayed one.
     request.nonce = random_bytes(kNonceSize);
-    request.timestamp_ms = unix_millis();
+    request.timestamp_ms = unix_millis() + skew_ms_;
     auto left = std::chrono::duration_cast<milliseconds>(give_up - Clock::now());
     request.timeout_ms = std::min<int64_t>(request.timeout_ms, std::max<int64_t>(left.count(), 0));
     try {
       response = exchange(request, milliseconds(request.timeout_ms), cancel);
       break;
+    } catch (const ClockSkewRefused& e) {
+      fd_.reset();  // the server closes it; sending again would be refused alike
+      throw ClockSkewRefused(where + " " + e.what() +
+                             ": this host's clock differs from cohortrun's by that much; set "
+                             "them right (NTP)");
     } catch (const RendezvousRejected& e) {
       fd_.reset();
       throw Error(where + " sent an unauthentic response: " + e.what());

@@ -22,8 +22,12 @@ class RendezvousClient final : public Store {
   // refused, reset or closed: a busy or restarting server) is sent again on a new connection
   // until `timeout` (+ the GET's wait) has passed since it was first sent; the same request twice
   // does no harm. An unauthentic answer is never retried.
+  // `clock_skew` is added to every timestamp sent (COHORT_FAULT_CLOCK_SKEW_SECONDS, tests only).
+  // A server that refuses the timestamps as stale (kStale) makes every request throw
+  // ClockSkewRefused at once, saying by how much the clocks differ.
   RendezvousClient(std::string host, int port, std::string secret,
-                   std::chrono::milliseconds timeout, std::string scope = "");
+                   std::chrono::milliseconds timeout, std::string scope = "",
+                   std::chrono::seconds clock_skew = {});
 
   // Store's operations; the server waits for get(), the client does not poll.
   void set(const std::string& key, const std::string& value,
@@ -50,6 +54,7 @@ class RendezvousClient final : public Store {
   std::string secret_;
   std::chrono::milliseconds timeout_;
   std::string scope_;
+  int64_t skew_ms_;
   std::mutex mutex_;  // one request at a time on the connection
   Fd fd_;
 };

@@ -38,11 +38,9 @@ std::string signed_header(std::string_view secret, uint32_t payload_size, int64_
 }
 
 void write_signed_frame(int fd, std::string_view secret, std::string_view payload,
-                        Clock::time_point deadline) {
-  using namespace std::chrono;
-  int64_t now = duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+                        Clock::time_point deadline, int64_t timestamp_ms, std::string_view nonce) {
   std::string out =
-      signed_header(secret, static_cast<uint32_t>(payload.size()), now, random_bytes(16));
+      signed_header(secret, static_cast<uint32_t>(payload.size()), timestamp_ms, nonce);
   out += payload;
   net::write_all(fd, out, deadline);
 }

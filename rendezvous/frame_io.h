@@ -27,9 +27,10 @@ struct SignedHeader {
   std::string nonce;
 };
 
-// Writes `payload` as a signed frame (a fresh nonce, the current time).
+// Writes `payload` as a signed frame with header `timestamp_ms` (milliseconds since the Unix
+// epoch) and `nonce` (16 fresh random bytes, which a refusal of the header repeats).
 void write_signed_frame(int fd, std::string_view secret, std::string_view payload,
-                        Clock::time_point deadline);
+                        Clock::time_point deadline, int64_t timestamp_ms, std::string_view nonce);
 // The header of a signed frame for `payload_size` bytes; for tests that build frames by hand.
 std::string signed_header(std::string_view secret, uint32_t payload_size, int64_t timestamp_ms,
                           std::string_view nonce);

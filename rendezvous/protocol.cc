@@ -39,6 +39,20 @@ int64_t unix_millis() {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+std::optional<std::string> outside_replay_window(int64_t timestamp_ms) {
+  int64_t now = unix_millis();
+  // Differences computed in unsigned arithmetic: a hostile timestamp must not overflow.
+  uint64_t distance = timestamp_ms > now ? static_cast<uint64_t>(timestamp_ms) - now
+                                         : static_cast<uint64_t>(now) - timestamp_ms;
+  if (distance <= static_cast<uint64_t>(std::chrono::milliseconds(kReplayWindow).count())) {
+    return std::nullopt;
+  }
+  return "its timestamp is " + std::to_string((distance + 500) / 1000) + " s " +
+         (timestamp_ms > now ? "ahead of" : "behind") +
+         " the clock of cohortrun's host (requests are accepted within ±" +
+         std::to_string(kReplayWindow.count()) + " s)";
+}
+
 std::string seal_request(std::string_view secret, const RendezvousRequest& r) {
   wire::Writer w;
   w.u8(kProtocolVersion);
@@ -102,7 +116,8 @@ RendezvousResponse open_response(std::string_view secret, std::string_view seale
     if (rd.u8() != kProtocolVersion) throw wire::MalformedBytes("unknown protocol version");
     r.nonce = rd.str();
     uint8_t status = rd.u8();
-    if (status > 3) throw wire::MalformedBytes("unknown status " + std::to_string(status));
+    if (status > static_cast<uint8_t>(RendezvousStatus::kStale))
+      throw wire::MalformedBytes("unknown status " + std::to_string(status));
     r.status = static_cast<RendezvousStatus>(status);
     r.value = rd.str();
     return r;

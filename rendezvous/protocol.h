@@ -38,8 +38,23 @@ inline constexpr std::chrono::seconds kReplayWindow{60};
 
 enum class RendezvousOp : uint8_t { kSet = 1, kGet = 2, kCompareSet = 3, kRemove = 4 };
 // kMismatch: a compare-and-set whose expected value was not the key's, or a remove of a key that
-// was not set; nothing changed.
-enum class RendezvousStatus : uint8_t { kOk = 0, kTimeout = 1, kStopping = 2, kMismatch = 3 };
+// was not set; nothing changed. kStale: the connection's first frame header was signed with the
+// secret but its timestamp is outside the replay window (the client's clock is off); the answer
+// repeats that header's nonce, not a request's, and the server closes the connection.
+enum class RendezvousStatus : uint8_t {
+  kOk = 0,
+  kTimeout = 1,
+  kStopping = 2,
+  kMismatch = 3,
+  kStale = 4
+};
+
+// The server refused the request because the client's clock differs from the server's by more
+// than kReplayWindow; what() says by how much. Sending again does not help.
+class ClockSkewRefused : public Error {
+ public:
+  using Error::Error;
+};
 
 struct RendezvousRequest {
   RendezvousOp op = RendezvousOp::kGet;
@@ -59,6 +74,11 @@ struct RendezvousResponse {
 };
 
 int64_t unix_millis();
+
+// Why a header or request stamped `timestamp_ms` is refused as stale, if it is outside
+// kReplayWindow of this host's clock: "its timestamp is 75 s ahead of the clock of cohortrun's
+// host (...)".
+std::optional<std::string> outside_replay_window(int64_t timestamp_ms);
 
 // Body + MAC, without the length prefix.
 std::string seal_request(std::string_view secret, const RendezvousRequest& request);

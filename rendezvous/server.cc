@@ -306,6 +306,11 @@ bool RendezvousServer::progress(Pending& p) {
   try {
     SignedHeader header = open_signed_header(
         secret_, std::string_view(p.header.data(), p.header.size()), kMaxRendezvousFrame);
+    if (auto stale = outside_replay_window(header.timestamp_ms)) {
+      reject(p.peer, "stale frame header: " + *stale);
+      answer_stale(p.fd.get(), header, *stale);
+      return true;
+    }
     check_fresh(header.timestamp_ms, header.nonce, "frame header");
     log::debug("rendezvous: ", p.peer, " authenticated");
     start_serving(std::move(p.fd), p.peer, std::move(header));
@@ -397,25 +402,33 @@ void RendezvousServer::reject(const std::string& peer, const std::string& reason
   if (stopping_) return;  // connections cut by stop() are not attacks
   ++rejected_;
   changed_.notify_all();
-  // The peer gets no answer and no second try on this connection. Rate-limited: a peer without
+  // The peer gets no answer (but a stale one: answer_stale) and no second try on this
+  // connection. Rate-limited: a peer without
   // the secret can cause these lines at will.
   log::limited(log::Level::kWarning, "rendezvous-rejected", "rendezvous: rejected ", peer, ": ",
                reason);
+}
+
+void RendezvousServer::answer_stale(int fd, const SignedHeader& header,
+                                    const std::string& why) const {
+  // Signed, and tied to the header's nonce: a client knows the refusal is the server's. A
+  // replayed header earns its sender a few bytes and the server's time, nothing else.
+  RendezvousResponse refusal{.nonce = header.nonce,
+                             .status = RendezvousStatus::kStale,
+                             .value = "refused this worker's request: " + why};
+  try {
+    net::write_frame(fd, seal_response(secret_, refusal), Clock::now() + options_.frame_timeout);
+  } catch (const Error& e) {
+    log::debug("rendezvous: cannot tell a stale client why: ", e.what());
+  }
 }
 
 void RendezvousServer::check_fresh(int64_t timestamp_ms, const std::string& nonce,
                                    const std::string& what) {
   int64_t now = unix_millis();
   int64_t window = std::chrono::milliseconds(kReplayWindow).count();
-  // Differences computed in unsigned arithmetic: a hostile timestamp must not overflow.
-  uint64_t distance = timestamp_ms > now ? static_cast<uint64_t>(timestamp_ms) - now
-                                         : static_cast<uint64_t>(now) - timestamp_ms;
-  if (distance > static_cast<uint64_t>(window)) {
-    throw RendezvousRejected("stale " + what + ": its timestamp is " +
-                             (timestamp_ms > now ? "-" : "") + std::to_string(distance / 1000) +
-                             " s away from this server's clock (the window is ±" +
-                             std::to_string(kReplayWindow.count()) + " s)");
-  }
+  if (auto stale = outside_replay_window(timestamp_ms))
+    throw RendezvousRejected("stale " + what + ": " + *stale);
   std::lock_guard lock(mutex_);
   // Nonces older than the window can be forgotten: their requests are rejected as stale anyway.
   std::erase_if(seen_nonces_, [&](const auto& kv) { return now - kv.second > window; });

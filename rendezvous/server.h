@@ -131,6 +131,8 @@ class RendezvousServer {
   // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
   // nonce otherwise.
   void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
+  // Tells a client whose first header is authentic but stale why it is refused (kStale).
+  void answer_stale(int fd, const SignedHeader& header, const std::string& why) const;
 
   std::string secret_;
   RendezvousServerOptions options_;

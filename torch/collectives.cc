@@ -9,6 +9,7 @@
 
 #include "cohort/torch/collectives.h"
 #include "cuda_tensors.h"
+#include "in_place.h"
 #include "tensor_bridge.h"
 
 namespace cohort::torch {
@@ -249,8 +250,8 @@ struct Staged {
 
 Staged stage(const at::Tensor& tensor, std::string_view what) {
   detail::check_tensor(tensor, what);
-  // detach(): the collective reads and writes the data without autograd tracking it, so tensors
-  // that require grad (parameters) work, in place included.
+  // detach(): the collective reads and writes the data without autograd tracking it; in place,
+  // autograd learns of the change from the version counter (in_place.h).
   at::Tensor target = tensor.detach();
   return {tensor, target, target.is_contiguous() ? target : target.contiguous()};
 }
@@ -277,9 +278,11 @@ Work make_work(std::string name, Work::State::Kind kind, Handle handle,
 Work in_place(const at::Tensor& tensor, std::string name, std::string_view op,
               const std::function<Handle(std::string, Tensor)>& submit) {
   Staged s = stage(tensor, op);
+  detail::check_in_place(tensor, std::string(op) + "_");
   name = detail::name_or_default(std::move(name), op);
   detail::wait_for_producer(s.staged);
   Handle handle = submit(name, detail::view_of(s.staged));
+  detail::mark_modified(tensor);
   return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle),
                    {s.target, s.staged}, [s](const Handle&) {
                      s.copy_back();
@@ -354,6 +357,7 @@ Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceO
   std::vector<at::Tensor> keep;
   for (const at::Tensor& t : tensors) {
     staged.push_back(stage(t, "grouped_allreduce"));
+    detail::check_in_place(t, "grouped_allreduce_");
     views.push_back(detail::view_of(staged.back().staged));
     keep.push_back(staged.back().target);
     keep.push_back(staged.back().staged);
@@ -362,6 +366,7 @@ Work grouped_allreduce_async_(const std::vector<at::Tensor>& tensors, AllreduceO
   // One device for all: one wait for its stream covers every member and staging copy.
   if (!staged.empty()) detail::wait_for_producer(staged.front().staged);
   Handle handle = cohort::grouped_allreduce_async(name, views, options);
+  for (const at::Tensor& t : tensors) detail::mark_modified(t);
   return make_work(std::move(name), Work::State::Kind::kGroup, std::move(handle), std::move(keep),
                    [staged = std::move(staged)](const Handle&) {
                      std::vector<at::Tensor> results;

@@ -34,7 +34,9 @@ namespace cohort {
 void init();
 // Leaves the job: waits until every rank has called shutdown() (at most
 // COHORT_SHUTDOWN_TIMEOUT_SECONDS), then releases everything. Pending handles fail with
-// ShutdownError. init() may be called again afterwards.
+// ShutdownError. init() may be called again afterwards, on every rank: the n-th init() of each
+// process meets the others' n-th in a fresh rendezvous (under cohortrun, a new scope of keys; in
+// an elastic job, a new round).
 void shutdown();
 // Whether init() has run and shutdown() has not since.
 bool is_initialized();

@@ -207,11 +207,39 @@ TEST_CASE("forged and garbage and replayed and stale requests are rejected and c
     RendezvousRequest future = set_request("stale");
     future.timestamp_ms += 61'000;
     expect_rejected(signed_frame(seal_request(kSecret, future)));
-    std::string good = seal_request(kSecret, set_request("stale"));
-    expect_rejected(signed_frame(good, kSecret, unix_millis() - 61'000));
-    expect_rejected(signed_frame(good, kSecret, INT64_MIN));
     CHECK_FALSE(server.contains("stale"));
   }
+  SECTION("a signed first header from the past or the future is told why, signed, and refused") {
+    std::string good = seal_request(kSecret, set_request("stale"));
+    for (int64_t skew : {int64_t{-61'000}, int64_t{75'000}}) {
+      std::string header = signed_header(kSecret, static_cast<uint32_t>(good.size()),
+                                         unix_millis() + skew, std::string(16, 'n'));
+      RendezvousResponse answer = open_response(kSecret, send_bytes(port, header + good));
+      CHECK(server.rejected() == ++rejected);
+      CHECK(answer.status == RendezvousStatus::kStale);
+      CHECK(answer.nonce == std::string(16, 'n'));  // the header's: the client knows it is its own
+      CHECK_THAT(answer.value, Contains(skew < 0 ? "61 s behind" : "75 s ahead of"));
+      CHECK_THAT(answer.value, Contains("the clock of cohortrun's host"));
+    }
+    CHECK(open_response(kSecret, send_bytes(port, signed_frame(good, kSecret, INT64_MIN))).status ==
+          RendezvousStatus::kStale);
+    CHECK(server.rejected() == ++rejected);
+    CHECK_FALSE(server.contains("stale"));
+  }
+}
+
+TEST_CASE("a client whose clock is off is refused at once, told by how much") {
+  RendezvousServer server("127.0.0.1", kSecret);
+  RendezvousClient skewed("127.0.0.1", server.port(), kSecret, 20s, "", std::chrono::seconds(-90));
+  auto start = Clock::now();
+  CHECK_THROWS_AS(skewed.set("k", "v"), ClockSkewRefused);
+  CHECK_THROWS_WITH(skewed.set("k", "v"), Contains("90 s behind the clock of cohortrun's host") &&
+                                              Contains("set them right (NTP)"));
+  CHECK(Clock::now() - start < 5s);  // not retried until the timeout
+  CHECK_FALSE(server.contains("k"));
+  RendezvousClient("127.0.0.1", server.port(), kSecret, 5s, "", std::chrono::seconds(50))
+      .set("k", "v");
+  CHECK(server.contains("k"));  // within the window
 }
 
 TEST_CASE("a flood of idle connections does not lock out a worker and is logged briefly") {

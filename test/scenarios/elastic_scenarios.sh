@@ -51,8 +51,7 @@ drain_sigterm)  # SIGTERM to one worker mid-epoch: it drains at its next commit,
   expect_no "$tmp/err" ".*killed by signal.*"
   check_events drain worker_told_exit reset
   epochs=$(sed -n 's/^\[0\] trainer: finished epochs=\([0-9]*\) .*/\1/p' "$tmp/out")
-  python3 - "$tmp/events.jsonl" "$tmp/metrics.prom" "$epochs" <<'PY' ||
-    fail "the event log's drain is wrong"
+  python3 - "$tmp/events.jsonl" "$tmp/metrics.prom" "$epochs" <<'PY' || fail "the event log's drain is wrong"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 drain = [l for l in lines if l["event"] == "drain"]
@@ -92,20 +91,43 @@ drain_discovery)  # the discovery script marks a host ':drain': its workers leav
   ;;
 stop_drains)  # SIGTERM to cohortrun: every worker drains at its next commit and exits 0
   set_hosts localhost:2 127.0.0.2:1
-  start "${discovery[@]}" --min-np 1 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
-    --until-file "$tmp/stop" --step-delay-ms 2
+  start "${discovery[@]}" --min-np 1 --event-log "$tmp/events.jsonl" \
+    --metrics-file "$tmp/metrics.prom" -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2
   wait_for "$tmp/out" "$(epoch_at 3 0)"
   kill -TERM "$job"
   expect_exit 143
   expect "$tmp/err" "cohortrun: received SIGTERM; stopping the workers"
   expect_no "$tmp/err" ".*SIGKILL.*"
   check_events drain job_end
-  python3 - "$tmp/events.jsonl" <<'PY' || fail "not every worker drained and exited 0"
+  # What the workers had committed when they left, as each says at exit (all alike).
+  committed=$(sed -n 's/^\[[0-9]*\] trainer: at exit, samples committed \([0-9]*\)$/\1/p' "$tmp/out" | sort -u)
+  [[ $committed =~ ^[0-9]+$ ]] || fail "the workers' committed counts differ or are missing: $committed"
+  python3 - "$tmp/events.jsonl" "$tmp/metrics.prom" "$committed" <<'PY' || fail "not every worker drained and exited 0, or the metrics miss the last commit"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 exits = [(l["worker"], l.get("exit_code"), l["verdict"]) for l in lines if l["event"] == "worker_exit"]
 assert sorted(exits) == [(0, 0, "stopped"), (1, 0, "stopped"), (2, 0, "stopped")], exits
+metrics = dict(l.rsplit(" ", 1) for l in open(sys.argv[2]) if not l.startswith("#"))
+samples = [float(v) for k, v in metrics.items() if k.startswith("cohort_samples_committed_total")]
+assert samples == [float(sys.argv[3])], (samples, sys.argv[3])  # the last commit, not a second old
 PY
+  ;;
+mlp_epoch_restart)  # elastic_mlp (as $worker): a drain at an epoch's last commit; the survivor
+  # resumes there with no step left, and its epoch line gives the epoch's real loss, not zeros
+  set_hosts localhost:1 127.0.0.2:1
+  start "${discovery[@]}" --min-np 1 -- --samples 64 --batch 8 --commit-every 4 \
+    --step-delay-ms 50 --epochs 4
+  wait_for "$tmp/out" "\[0\] elastic_mlp: epoch 0 done: .*world size 2"
+  # 4 steps an epoch in a world of 2, a commit every 4: the SIGTERM takes effect at the commit
+  # that ends epoch 1, and the survivor resumes at step 8 with nothing left of that epoch.
+  victim=$(sed -n 's/^\[1\] elastic_mlp: training: .* host 127.0.0.2, pid \([0-9]*\)$/\1/p' "$tmp/out")
+  [[ -n $victim ]] || fail "no pid for the worker on 127.0.0.2"
+  kill -TERM "$victim"
+  expect_exit 0
+  expect "$tmp/out" "\[0\] elastic_mlp: training: rank 0 of 1, epoch 1, step 8, resets 1, .*"
+  expect "$tmp/out" "\[0\] elastic_mlp: epoch 1 done: loss [0-9.]*, accuracy [0-9.]*, 64/64 samples trained exactly once, world size 1"
+  expect_no "$tmp/out" ".*loss 0.0000, accuracy 0.0000.*"
+  expect "$tmp/out" "\[0\] elastic_mlp: summary: 4 epochs, .*every sample of every epoch trained exactly once: yes"
   ;;
 add_remove)  # a host joins (the job grows to 3), trains, then leaves (back to 2)
   set_hosts localhost:2

@@ -133,6 +133,8 @@ bool all_see_file(const std::string& path) {
   return flag[0] != 0;
 }
 
+const cohort::elastic::State* g_state = nullptr;  // the Trainer's, for its exit line
+
 class Trainer {
  public:
   explicit Trainer(Options o)
@@ -146,7 +148,18 @@ class Trainer {
     state_.track("step", step_);
     state_.track("sampler", sampler_);
     state_.add_reset_callback([this] { ++resets_; });
+    // A worker told to leave exits inside elastic::run (std::exit(0)): its last word is what the
+    // job had committed, which the launcher's metrics must show (drain and stop scenarios).
+    g_state = &state_;
+    std::atexit([] {
+      if (g_state)
+        std::cout << "trainer: at exit, samples committed " << g_state->samples_committed()
+                  << std::endl;
+    });
   }
+  ~Trainer() { g_state = nullptr; }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   void train() {
     cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train_epochs(s); });

@@ -201,9 +201,19 @@ void check_non_contiguous_and_grad() {
   expect_equal(column.select(1, 1), at::arange(4, at::kDouble), "broadcast_ of a column");
   check(column.select(1, 0).eq(0).all().item<bool>(), "broadcast_ kept the other columns");
 
-  // A tensor that requires grad (a parameter) is reduced in place, outside autograd.
+  // A leaf that requires grad (a parameter) is refused in place, as torch's own in-place ops
+  // refuse it, unless grad mode is off; the write bumps its version counter as they do.
   at::Tensor weight = ::torch::full({3}, g_rank + 1.0, ::torch::requires_grad());
-  ct::allreduce_(weight, {.op = ReduceOp::kAverage});
+  expect_error<cohort::InvalidArgument>(
+      [&] { ct::allreduce_(weight); },
+      "a leaf Variable that requires grad is being used in an in-place operation.",
+      "allreduce_ of a parameter with grad mode on");
+  auto version = weight._version();
+  {
+    at::NoGradGuard no_grad;
+    ct::allreduce_(weight, {.op = ReduceOp::kAverage});
+  }
+  check(weight._version() > version, "allreduce_ bumped the parameter's version counter");
   check(weight.requires_grad(), "the parameter still requires grad");
   expect_equal(weight.detach(), at::full({3}, (g_size + 1) / 2.0), "allreduce_ of a parameter");
 }

@@ -12,7 +12,9 @@
 // Dtypes: uint8, int8, int32, int64, float16, bfloat16, float32, float64 and bool map to Cohort's
 // types; any other (complex, int16, ...) is refused with InvalidArgument naming it. A
 // non-contiguous tensor is copied into a contiguous one for the collective, and an in-place result
-// is copied back into it. Tensors that require grad are read and written outside autograd. CPU
+// is copied back into it. Tensors that require grad are read and written outside autograd;
+// an in-place collective bumps its tensor's version counter, as torch's in-place ops do, and with
+// grad mode on refuses a leaf that requires grad (or a view of one) with InvalidArgument. CPU
 // tensors go through Gloo or MPI. CUDA tensors depend on the build. Built against a libtorch with
 // CUDA and a Cohort with NCCL, the adapter hands a CUDA tensor's device pointer to NCCL on its
 // device (its index is the cohort::Tensor device) after the host has waited for torch's current
