@@ -1,5 +1,6 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
-// agent_job.cc (its loop and the job's rounds) and agent_drain.cc (leaving the job gracefully).
+// agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
 // Private to discovery/: nothing outside includes it.
 #pragma once
 
@@ -52,7 +53,7 @@ class Agent {
   void start_workers(const AgentSnapshot& s);
   void start_worker(int slot);
   void check_start_timeouts();
-  void register_node();
+  bool register_node(const AgentSnapshot& s);
   void stop_job(int code, const std::string& why);
   int poll_timeout() const;
   LocalWorker* local(const std::string& worker);
@@ -60,6 +61,13 @@ class Agent {
   void drain_when_asked(const AgentSnapshot& s);
   void leave_when_drained();
   void tell_workers_to_leave();
+  // agent_recover.cc
+  std::unique_ptr<rendezvous::EtcdLease> grant_lease();
+  void keep_round(AgentSnapshot& s);
+  bool counted_as_gone(const AgentSnapshot& s) const;
+  bool recover_lease(const AgentSnapshot& s);
+  bool may_count_absent_as_gone(const AgentSnapshot& s);
+  bool workers_running() const;
 
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
@@ -78,6 +86,7 @@ class Agent {
   int followed_round_ = -1;                // the last round this agent announced
   std::optional<std::string> registered_;  // the node record last written
   std::map<std::string, std::string> unreported_exits_;
+  std::map<std::string, std::string> reported_exits_;  // written again if etcd loses them
   // A local worker's exit that the members of round `round` must hear of.
   struct ExitNotice {
     std::string why;
@@ -94,6 +103,14 @@ class Agent {
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;
   std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
+  // Since when no worker of this node has run during the outage: --elastic-timeout counts from it.
+  TimePoint unreachable_idle_since_;
+  // The last round this agent saw published, kept in case etcd loses it (keep_round).
+  std::optional<std::pair<int, AgentRound>> known_round_;
+  int republished_round_ = -1;  // the last round this agent said etcd had lost
+  // After this agent registered again with a new lease: until then, nodes without a record may
+  // be doing the same, and do not count as gone.
+  std::optional<TimePoint> rejoin_grace_until_;
   TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;

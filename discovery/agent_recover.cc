@@ -1,0 +1,122 @@
+// Agent mode when etcd loses what the agents wrote (docs/agents.md, "What each etcd failure
+// costs"). The workers never need etcd to train, so an agent never stops them for etcd's sake:
+// - its lease expired during an outage (etcd frozen, or cut off from every node, for longer than
+//   the lease TTL): if every node's lease went with it, the job did not move on, and the agent
+//   takes a new lease and registers again; one whose lease alone expired is counted as gone;
+// - its record was deleted or overwritten (no secret needed): it writes the record again;
+// - etcd restarted without its data: the agent publishes the round its workers are in again
+//   from memory, with its workers' exits, then registers as above.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "cohort/errors.h"
+#include "discovery/agent.h"
+#include "discovery/agent_records.h"
+#include "discovery/job_report.h"
+#include "discovery/seconds_text.h"
+
+namespace cohort::discovery {
+
+std::unique_ptr<rendezvous::EtcdLease> Agent::grant_lease() {
+  return std::make_unique<rendezvous::EtcdLease>(
+      options_.etcd, options_.lease_ttl, [this](const std::string& why) {
+        log::warning("agent: its etcd lease is gone (", why,
+                     "); it takes a new one unless the job went on without this node");
+        lease_lost_ = true;
+        wake_.signal();
+      });
+}
+
+// Rounds are never deleted: a snapshot without the last round this agent saw comes from an etcd
+// that lost the job's keys. Its workers still train in that round, so the agent goes on from
+// memory and publishes the round again (sealing is deterministic: every agent writes the same
+// record, and the first write takes), with the exits its workers reported.
+void Agent::keep_round(AgentSnapshot& s) {
+  if (s.view.last_round && (!known_round_ || s.view.last_round_number >= known_round_->first)) {
+    known_round_ = {s.view.last_round_number, *s.view.last_round};
+    return;
+  }
+  if (!known_round_) return;
+  const auto& [number, round] = *known_round_;
+  if (republished_round_ != number) {
+    announce("etcd lost the job's keys (round " + std::to_string(number) +
+             " is gone from it); this node's workers train on in that round, and the agent "
+             "publishes it again");
+    republished_round_ = number;
+    for (const auto& exit : reported_exits_) unreported_exits_.insert(exit);
+  }
+  store_.create(round_key(number), format_agent_round(round), 0);
+  flush_exits();
+  s.view.last_round = round;
+  s.view.last_round_number = number;
+  for (const auto& [worker, how] : reported_exits_) {
+    s.exits[worker] = how;
+    if (how == "0") s.view.finished.insert(worker);
+  }
+}
+
+// While this node's lease was gone, the job went on without it: a later round than the one its
+// workers are in was published or claimed by another agent, whose lease held.
+bool Agent::counted_as_gone(const AgentSnapshot& s) const {
+  if (!known_round_ || followed_round_ < 0) return false;
+  auto has_me = [&](const AgentRound& r) {
+    return std::any_of(r.members.begin(), r.members.end(),
+                       [&](const AgentMember& m) { return m.node == options_.node; });
+  };
+  if (!has_me(known_round_->second)) return false;  // nothing of this node to lose
+  if (s.view.last_round_number > followed_round_ && s.view.last_round &&
+      !has_me(*s.view.last_round)) {
+    return true;
+  }
+  return std::any_of(s.planners.begin(), s.planners.end(), [&](const auto& claim) {
+    return claim.first > followed_round_ && claim.second != options_.node;
+  });
+}
+
+// etcd said this agent's lease is gone, and with it the keys under it (names/, agents/, a
+// planner's claim). False when the agent stops instead of registering again.
+bool Agent::recover_lease(const AgentSnapshot& s) {
+  if (counted_as_gone(s)) {
+    stop_job(
+        1, "node " + options_.node + "'s etcd lease expired, so the other agents count it as gone");
+    return false;
+  }
+  lease_ = grant_lease();  // throws while etcd cannot be reached: tried again at the next read
+  lease_lost_ = false;
+  planning_.reset();  // its claim went with the old lease: whoever claims again plans afresh
+  std::string pid = std::to_string(::getpid());
+  if (!store_.create(name_key(options_.node), pid, lease_->id())) {
+    stop_job(1, "node name '" + options_.node + "' was taken by another agent of job '" +
+                    options_.job_id + "' while this agent's lease was gone");
+    return false;
+  }
+  store_.set_leased(name_key(options_.node), pid, lease_->id());  // under the new lease
+  rejoin_grace_until_ = steady_now() + lease_->ttl();
+  announce("node " + options_.node +
+           "'s etcd lease expired while etcd was away from every node; "
+           "it took a new lease and registers again (nodes still without a record count as "
+           "gone after " +
+           seconds_text(lease_->ttl()) + ")");
+  return true;
+}
+
+// Whether this agent may plan a round without the nodes that have no record. Not for a lease TTL
+// after it registered again (the others re-register too), and not when its own lease turns out
+// to be gone: then the records vanished together, in an outage, and no node left.
+bool Agent::may_count_absent_as_gone(const AgentSnapshot& s) {
+  if (absent_nodes(s.view).empty()) return true;
+  if (rejoin_grace_until_) return false;
+  if (lease_->alive()) return true;
+  lease_lost_ = true;
+  retry_read_at_ = steady_now();
+  return false;
+}
+
+bool Agent::workers_running() const {
+  return std::any_of(local_.begin(), local_.end(),
+                     [](const auto& kv) { return !kv.second.expected_exit && !kv.second.killed; });
+}
+
+}  // namespace cohort::discovery
