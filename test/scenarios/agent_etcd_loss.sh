@@ -16,19 +16,22 @@ start_two() {  # start_two TRAINER_ARGS...: agents a and b, --nnodes 2, training
   wait_for "$tmp/a.out" "$(epoch_at 2 0)"
 }
 epochs_done() { grep -c "epoch [0-9]* done rank=0" "$tmp/a.out"; }
-# outage_ends: etcd answers again; both agents lost their lease with the other's, so both take
-# a new one and register again, and training goes on in round 0.
+# outage_ends: etcd answers again (at $back, in ns); both agents lost their lease with the
+# other's, so both take a new one and register again, and training goes on in round 0. Prints
+# what the outage cost (docs/agents.md, "What each etcd failure costs").
 outage_ends() {
   local node
   for node in a b; do
     wait_for "$tmp/$node.err" "\[cohortrun\] node $node's etcd lease expired while etcd was away from every node; it took a new lease and registers again .*"
   done
+  echo "outage cost: both agents registered again $((($(date +%s%N) - back) / 1000000)) ms after etcd was back"
   wait_for "$tmp/a.out" "\[0\] trainer: epoch $(($(epochs_done) + 1)) done rank=0 size=2 resets=0"
   touch "$tmp/stop"
   expect_exit a 0
   expect_exit b 0
   trained_once a
   expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  echo "outage cost: no reset ($(grep "trainer: finished" "$tmp/a.out"))"
   # etcd's "lease not found" is an answer, not an outage.
   grep "etcd cannot be reached.*lease not found" "$tmp/a.err" "$tmp/b.err" &&
     fail "a lease that etcd does not know was reported as etcd being unreachable"
@@ -44,6 +47,7 @@ etcd_frozen)  # etcd SIGSTOPped for three lease TTLs: every lease expires at onc
   wait_for "$tmp/a.out" "\[0\] trainer: epoch $((frozen + 1)) done rank=0 size=2 resets=0"
   sleep 6  # the outage's length: 3 x --rdzv-lease-ttl 2
   kill -CONT "${etcd_pids[0]}"
+  back=$(date +%s%N)
   outage_ends
   ;;
 etcd_cut_off)  # every node cut off from etcd (a proxy that stops forwarding) for 3 lease TTLs
@@ -61,6 +65,7 @@ etcd_cut_off)  # every node cut off from etcd (a proxy that stops forwarding) fo
   [[ -z $(ctl get --prefix "$prefix/agents/" --keys-only) ]] ||
     fail "a lease outlived the outage: not the case under test"
   rm "$tmp/cut"
+  back=$(date +%s%N)
   outage_ends
   ;;
 record_tampered)  # a's record deleted, then b's overwritten, without the secret
@@ -85,6 +90,7 @@ etcd_wiped)  # etcd killed, its data directory wiped, restarted on the same port
   wait "${etcd_pids[0]}" 2>/dev/null || true
   rm -rf "$tmp/etcd0"
   restart_etcd 0
+  back=$(date +%s%N)
   for node in a b; do
     wait_for "$tmp/$node.err" "\[cohortrun\] etcd lost the job's keys (round 0 is gone from it); this node's workers train on in that round, and the agent publishes it again"
   done
