@@ -65,6 +65,7 @@ class Agent {
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
   void keep_round(AgentSnapshot& s);
   bool counted_as_gone(const AgentSnapshot& s) const;
+  bool lease_gone(const AgentSnapshot& s);
   bool recover_lease(const AgentSnapshot& s);
   bool may_count_absent_as_gone(const AgentSnapshot& s);
   bool workers_running() const;

@@ -173,7 +173,7 @@ void Agent::refresh() {
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
     auto snapshot = parse_agent_snapshot(listing.values);
     keep_round(snapshot);
-    if (lease_lost_ && !recover_lease(snapshot)) return;
+    if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
     watch_->watch_after(listing.revision);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {

@@ -58,21 +58,31 @@ void Agent::keep_round(AgentSnapshot& s) {
 }
 
 // While this node's lease was gone, the job went on without it: a later round than the one its
-// workers are in was published or claimed by another agent, whose lease held.
+// workers are in was published without them, or claimed by another agent, whose lease held.
 bool Agent::counted_as_gone(const AgentSnapshot& s) const {
-  if (!known_round_ || followed_round_ < 0) return false;
-  auto has_me = [&](const AgentRound& r) {
-    return std::any_of(r.members.begin(), r.members.end(),
-                       [&](const AgentMember& m) { return m.node == options_.node; });
-  };
-  if (!has_me(known_round_->second)) return false;  // nothing of this node to lose
-  if (s.view.last_round_number > followed_round_ && s.view.last_round &&
-      !has_me(*s.view.last_round)) {
-    return true;
+  bool in_round = std::any_of(local_.begin(), local_.end(), [&](const auto& kv) {
+    const LocalWorker& w = kv.second;
+    return w.assigned_round == followed_round_ && !w.expected_exit && !w.killed;
+  });
+  if (followed_round_ < 0 || !in_round) return false;  // nothing of this node to lose
+  if (s.view.last_round_number > followed_round_ && s.view.last_round) {
+    const auto& members = s.view.last_round->members;
+    return std::none_of(members.begin(), members.end(),
+                        [&](const AgentMember& m) { return m.node == options_.node; });
   }
   return std::any_of(s.planners.begin(), s.planners.end(), [&](const auto& claim) {
     return claim.first > followed_round_ && claim.second != options_.node;
   });
+}
+
+// Whether this agent's lease is gone: etcd said so, or this node's record vanished and etcd says
+// so when asked (before the snapshot is acted on: a round planned without this node must find it
+// still in the round its workers are in).
+bool Agent::lease_gone(const AgentSnapshot& s) {
+  if (!lease_lost_ && registered_ && !s.view.nodes.contains(options_.node) && !lease_->alive()) {
+    lease_lost_ = true;
+  }
+  return lease_lost_;
 }
 
 // etcd said this agent's lease is gone, and with it the keys under it (names/, agents/, a

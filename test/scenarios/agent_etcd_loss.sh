@@ -68,6 +68,25 @@ etcd_cut_off)  # every node cut off from etcd (a proxy that stops forwarding) fo
   back=$(date +%s%N)
   outage_ends
   ;;
+etcd_cut_off_one)  # only b cut off from etcd (a proxy) for 3 lease TTLs: b alone counts as gone
+  start_etcd 1
+  direct=$endpoints
+  coproc proxy { exec python3 "$(dirname "$0")/etcd_proxy.py" "${endpoints##*:}" "$tmp/cut"; }
+  read -r port <&"${proxy[0]}"
+  agents[proxy]=$proxy_PID  # ended with the agents by cleanup
+  agent a --nnodes 1:2 -- "${trainer[@]}" "${until_stop[@]}"
+  endpoints=http://127.0.0.1:$port agent b --nnodes 1:2 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  touch "$tmp/cut"
+  # a sees b's record vanish with b's lease, its own lease holds: b is gone, a trains on alone.
+  wait_for "$tmp/a.out" "$(epoch_at 1 1)"
+  rm "$tmp/cut"
+  expect_exit b 1
+  expect "$tmp/b.err" "cohortrun: node b's etcd lease expired, so the other agents count it as gone; stopping the workers"
+  touch "$tmp/stop"
+  expect_exit a 0
+  trained_once a
+  ;;
 record_tampered)  # a's record deleted, then b's overwritten, without the secret
   start_etcd 1
   start_two "${trainer[@]}" "${until_stop[@]}"
