@@ -28,12 +28,17 @@ Prefix& prefix() {
   return *p;
 }
 
-// Per key: when its current window opened and how many of its lines that window held back.
+// Per key: when its current window opened, how many of its lines that window wrote, and how many
+// were held back since the last one written.
 struct Repeats {
+  struct Window {
+    std::chrono::steady_clock::time_point opened;
+    int written = 0;
+    uint64_t held = 0;
+  };
   std::mutex mutex;
   std::chrono::milliseconds window{std::chrono::seconds(10)};
-  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, uint64_t>, std::less<>>
-      keys;
+  std::map<std::string, Window, std::less<>> keys;
 };
 
 Repeats& repeats() {
@@ -89,30 +94,31 @@ void set_repeat_window(std::chrono::milliseconds window) {
   r.keys.clear();
 }
 
-bool admit(std::string_view key, std::string& note) {
+bool admit(std::string_view key, std::string& note, int burst) {
   Repeats& r = repeats();
   auto now = std::chrono::steady_clock::now();
   std::lock_guard lock(r.mutex);
-  auto it = r.keys.find(key);
   note.clear();
-  if (it == r.keys.end()) {
-    r.keys.emplace(std::string(key), std::pair{now, uint64_t{0}});
-    return true;
+  auto [it, first] = r.keys.try_emplace(std::string(key), Repeats::Window{.opened = now});
+  Repeats::Window& w = it->second;
+  auto opened = w.opened;  // the window whose held-back lines the note counts
+  if (!first && now - w.opened >= r.window) {
+    w.opened = now;
+    w.written = 0;
   }
-  auto& [opened, held] = it->second;
-  if (now - opened < r.window) {
-    ++held;
+  if (w.written >= burst) {
+    ++w.held;
     return false;
   }
-  if (held > 0) {
+  ++w.written;
+  if (w.held > 0) {
     std::chrono::duration<double> since = now - opened;
     char text[96];
     std::snprintf(text, sizeof text, " (repeated %llu more times in the last %.1f s)",
-                  static_cast<unsigned long long>(held), since.count());
+                  static_cast<unsigned long long>(w.held), since.count());
     note = text;
+    w.held = 0;
   }
-  held = 0;
-  opened = now;
   return true;
 }
 

@@ -1,5 +1,6 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
-// agent_job.cc (its loop and the job's rounds) and agent_drain.cc (leaving the job gracefully).
+// agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
 // Private to discovery/: nothing outside includes it.
 #pragma once
 
@@ -54,7 +55,7 @@ class Agent {
   void start_workers(const AgentSnapshot& s);
   void start_worker(int slot);
   void check_start_timeouts();
-  void register_node();
+  bool register_node(const AgentSnapshot& s);
   // Tells the workers to leave (they exit 0 at their next check-in), then sends them `sig`.
   void stop_job(int code, const std::string& why, int sig = SIGTERM);
   int poll_timeout() const;
@@ -63,6 +64,15 @@ class Agent {
   void drain_when_asked(const AgentSnapshot& s);
   void leave_when_drained();
   void tell_workers_to_leave();
+  // agent_recover.cc
+  std::unique_ptr<rendezvous::EtcdLease> grant_lease();
+  bool keep_round(AgentSnapshot& s, bool job_keys_lost);
+  void reclaim_job_id();
+  bool counted_as_gone(const AgentSnapshot& s) const;
+  bool lease_gone(const AgentSnapshot& s);
+  bool recover_lease(const AgentSnapshot& s);
+  bool may_count_absent_as_gone(const AgentSnapshot& s);
+  bool workers_running() const;
 
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
@@ -81,6 +91,7 @@ class Agent {
   int followed_round_ = -1;                // the last round this agent announced
   std::optional<std::string> registered_;  // the node record last written
   std::map<std::string, std::string> unreported_exits_;
+  std::map<std::string, std::string> reported_exits_;  // written again if etcd loses them
   // A local worker's exit that the members of round `round` must hear of.
   struct ExitNotice {
     std::string why;
@@ -89,7 +100,7 @@ class Agent {
   std::optional<ExitNotice> exit_notice_;
   int noticed_generation_ = 0;  // the last host notice this agent raised
   std::optional<RoundPlanning> planning_;
-  RoundGuard round_guard_;  // the last round record read, to repair etcd's when it is tampered
+  RoundGuard round_guard_;  // the last round record read, republished if etcd loses it (keep_round)
   PlanningLimits limits_;
   LastCall last_call_{options_.last_call, options_.max_nodes};
   std::optional<TimePoint> cooldown_until_;
@@ -98,6 +109,12 @@ class Agent {
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;
   std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
+  // Since when no worker of this node has run during the outage: --elastic-timeout counts from it.
+  TimePoint unreachable_idle_since_;
+  int republished_round_ = -1;  // the last round this agent republished (keep_round)
+  // After this agent registered again with a new lease: until then, nodes without a record may
+  // be doing the same, and do not count as gone.
+  std::optional<TimePoint> rejoin_grace_until_;
   TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;

@@ -55,12 +55,7 @@ Agent::Agent(const AgentOptions& options)
               .elastic_timeout = options.elastic_timeout} {
   signals_ = block_job_signals();  // before any thread, so that every thread inherits the mask
   try {
-    lease_ = std::make_unique<rendezvous::EtcdLease>(
-        options_.etcd, options_.lease_ttl, [this](const std::string& why) {
-          log::warning("agent: its etcd lease is gone: ", why);
-          lease_lost_ = true;
-          wake_.signal();
-        });
+    lease_ = grant_lease();
   } catch (const Error& e) {
     throw Error("agent for node '" + options_.node + "' of job '" + options_.job_id +
                 "' cannot start: " + e.what());
@@ -179,37 +174,48 @@ void Agent::refresh() {
   retry_read_at_.reset();
   last_read_ = steady_now();
   try {
-    if (lease_lost_) {
-      return stop_job(1, "node " + options_.node +
-                             "'s etcd lease expired, so the other agents count it as gone");
-    }
     flush_exits();
     auto listing = store_.list("");
     if (unreachable_since_) announce("etcd answers again");
     if (unreachable_since_) events_.etcd_recovered();
     unreachable_since_.reset();
     last_answer_ = steady_now();
+    if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
     auto snapshot = parse_agent_snapshot(listing.values);
-    if (round_guard_.check(store_, snapshot)) act(snapshot);
+    if (!keep_round(snapshot, !listing.values.contains("job"))) return;
+    if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
+    act(snapshot);
     watch_->watch_after(listing.revision);
+  } catch (const rendezvous::EtcdLeaseNotFound& e) {
+    // etcd answered: no outage, but the lease this agent wrote under is gone. Read again at once.
+    log::info("agent: etcd no longer knows this agent's lease: ", e.what());
+    lease_lost_ = true;
+    retry_read_at_ = steady_now();
   } catch (const Error& e) {
     on_etcd_unreachable(e.what());
   }
 }
 
 // The workers train on without etcd (rank 0 asks for host notices with short requests), so the
-// agent waits for etcd to come back, bounded by --elastic-timeout.
+// agent waits for etcd for as long as any of its workers runs: an outage of any length costs no
+// training. Once none runs (a worker that fails cannot check in without etcd, and ends when its
+// own timeouts do), the wait is bounded by --elastic-timeout.
 void Agent::on_etcd_unreachable(const std::string& why) {
   TimePoint now = steady_now();
   if (!unreachable_since_) {
-    announce("etcd cannot be reached; waiting up to --elastic-timeout " +
-             seconds_text(options_.elastic_timeout) + " for it: " + why);
+    announce(
+        "etcd cannot be reached; the workers train on, and this agent waits for etcd while "
+        "they run (at most --elastic-timeout " +
+        seconds_text(options_.elastic_timeout) + " once none runs): " + why);
     unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
+    unreachable_idle_since_ = last_answer_;
     events_.etcd_unreachable(why);
   }
-  if (now - *unreachable_since_ >= options_.elastic_timeout) {
-    return stop_job(1, "etcd could not be reached for --elastic-timeout " +
-                           seconds_text(options_.elastic_timeout) + ": " + why);
+  if (workers_running()) unreachable_idle_since_ = now;
+  if (now - unreachable_idle_since_ >= options_.elastic_timeout) {
+    return stop_job(1, "etcd could not be reached, and no worker of node " + options_.node +
+                           " ran, for --elastic-timeout " + seconds_text(options_.elastic_timeout) +
+                           ": " + why);
   }
   retry_read_at_ = now + kRetryRead;
 }
@@ -218,6 +224,7 @@ void Agent::flush_exits() {
   while (!unreported_exits_.empty()) {
     auto it = unreported_exits_.begin();
     store_.set(exit_key(it->first), it->second);
+    reported_exits_.insert(*it);
     unreported_exits_.erase(it);
   }
 }
@@ -250,9 +257,9 @@ void Agent::act(const AgentSnapshot& s) {
   if (stopping_) return;
   follow_round(s);
   start_workers(s);
-  register_node();
+  bool registered = register_node(s);
   raise_notice(s);
-  plan(s);
+  if (!registered) plan(s);  // a snapshot without this node's record is no base for a plan
 }
 
 void Agent::obey_kills(const AgentSnapshot& s) {
@@ -338,17 +345,26 @@ void Agent::start_worker(int slot) {
   log::info("started worker ", id);
 }
 
-// The node's record: its slots and running workers.
-void Agent::register_node() {
-  if (draining_) return;
+// The node's record: its slots and running workers. Written whenever `s` does not hold it as it
+// should be: it changed, or it is missing (deleted, expired with the lease, lost by etcd) or was
+// refused (overwritten by a writer without the secret). True if it was written.
+bool Agent::register_node(const AgentSnapshot& s) {
+  if (draining_) return false;
   AgentNode node{.slots = options_.nproc_per_node};
   for (const auto& [id, w] : local_) {
     if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
   }
   std::string record = format_agent_node(node);
-  if (registered_ == record || (cooldown_until_ && node.workers.empty())) return;
+  if (cooldown_until_ && node.workers.empty()) return false;
+  auto there = s.view.nodes.find(options_.node);
+  if (there != s.view.nodes.end() && there->second == node) return false;
+  if (registered_ == record) {
+    announce("the record of node " + options_.node +
+             " is missing from etcd or was refused; registering it again");
+  }
   store_.set_leased(agent_key(options_.node), record, lease_->id());
   registered_ = record;
+  return true;
 }
 
 // New workers here wait outside the last round: its members must regroup at their next commit,
@@ -382,6 +398,7 @@ void Agent::plan(const AgentSnapshot& s) {
     int round = s.view.last_round_number + 1;
     auto claim = s.planners.find(round);
     if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
+    if (!may_count_absent_as_gone(s)) return;
     if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
     maybe_die_planning(options_, round);
     planning_.emplace(round, *why, store_, s, steady_now());
@@ -417,6 +434,7 @@ int Agent::poll_timeout() const {
     consider(retry_read_at_);
     consider(last_read_ + options_.lease_ttl);
     consider(cooldown_until_);
+    consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_) consider(started_ + options_.elastic_timeout);
     if (!formed_) consider(last_call_.deadline());

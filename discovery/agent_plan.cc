@@ -72,6 +72,15 @@ std::optional<std::string> round_needed(const AgentJobView& view, int min_nodes)
   return std::nullopt;
 }
 
+std::set<std::string> absent_nodes(const AgentJobView& view) {
+  std::set<std::string> absent;
+  if (!view.last_round || view.last_round->stop) return absent;
+  for (const auto& m : view.last_round->members) {
+    if (!view.finished.contains(m.worker) && !view.nodes.contains(m.node)) absent.insert(m.node);
+  }
+  return absent;
+}
+
 AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& options) {
   AgentPlan plan;
   int resets = view.last_round_number + 1;  // the rounds before the one planned
@@ -103,7 +112,11 @@ AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& opt
   for (const auto& node : order) {
     for (const auto& worker : view.nodes.at(node).workers) {
       if (view.last_round && in_round(*view.last_round, worker)) continue;
-      if (checked_in(view, worker, 0)) plan.round.members.push_back({worker, node, 0});
+      // At the entry it waits at: 0 for a new worker; a later one for a worker of an earlier
+      // round whose node was counted as gone (its record vanished) and which checked in again.
+      auto entries = view.checkins.find(worker);
+      if (entries == view.checkins.end()) continue;
+      plan.round.members.push_back({worker, node, *entries->second.rbegin()});
     }
   }
   return plan;

@@ -35,6 +35,10 @@ bool job_finished(const AgentJobView& view);
 // A member that finished (exited 0) is neither: the others leave the round when they notice.
 std::optional<std::string> round_needed(const AgentJobView& view, int min_nodes);
 
+// The nodes of the last round's unfinished members that have no record (agents/<node>): gone,
+// or registering again after etcd lost their records.
+std::set<std::string> absent_nodes(const AgentJobView& view);
+
 struct AgentPlanOptions {
   int min_nodes = 1;
   int max_nodes = 1 << 20;
@@ -49,9 +53,9 @@ struct AgentPlan {
 };
 
 // The next round: the survivors of the last one in their old rank order, then the checked-in new
-// workers node by node (survivors' nodes first, then the others by name), each node whole, up to
-// max_nodes nodes. A stop when the reset limit is exceeded. Check `waiting` (non-empty: not yet)
-// and round.members against min_nodes before publishing.
+// workers (each at its latest check-in's entry) node by node (survivors' nodes first, then the
+// others by name), each node whole, up to max_nodes nodes. A stop when the reset limit is exceeded.
+// Check `waiting` (non-empty: not yet) and round.members against min_nodes before publishing.
 AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& options);
 
 // How many nodes `round` spans.

@@ -11,8 +11,9 @@ namespace cohort::discovery {
 namespace {
 
 void refuse(const std::string& key, const std::string& why) {
-  log::limited(log::Level::kWarning, "agent-record:" + key, "agent: ignoring the record ", key,
-               ": ", why);
+  // One rate limit for the class (base/log.h), not per key: keys are whoever wrote them.
+  log::limited_burst(log::Level::kWarning, "agent-record", 4, "agent: ignoring the record ", key,
+                     ": ", why);
 }
 
 // "elastic/checkin/<worker>/<entry>": the worker and entry, and whether it drained.

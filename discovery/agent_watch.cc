@@ -28,7 +28,9 @@ AgentWatch::~AgentWatch() {
 void AgentWatch::watch_after(int64_t revision) {
   {
     std::lock_guard lock(mutex_);
-    if (revision <= wanted_) return;
+    if (revision == wanted_) return;
+    // Lower than before: etcd lost its data and counts anew (the watch in flight died with it).
+    if (revision < wanted_) woken_ = -1;
     wanted_ = revision;
   }
   cv_.notify_all();

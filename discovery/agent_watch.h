@@ -23,7 +23,8 @@ class AgentWatch {
   AgentWatch(const AgentWatch&) = delete;
   AgentWatch& operator=(const AgentWatch&) = delete;
 
-  // Wake at the first change after `revision` (that of the caller's last read).
+  // Wake at the first change after `revision` (that of the caller's last read; lower than the
+  // last one asked for when etcd restarted without its data).
   void watch_after(int64_t revision);
 
  private:

@@ -229,8 +229,13 @@ std::optional<std::string> EtcdClient::post_once(
     return std::nullopt;
   }
   if (status != 200) {
-    throw Error(describe() + ": " + path + " failed at " + endpoint + ": " +
-                etcd_error(t.response) + " (HTTP " + std::to_string(status) + ")");
+    std::string why = etcd_error(t.response);
+    std::string what = describe() + ": " + path + " failed at " + endpoint + ": " + why +
+                       " (HTTP " + std::to_string(status) + ")";
+    if (status == 404 && why.find("lease not found") != std::string::npos) {
+      throw EtcdLeaseNotFound(what);
+    }
+    throw Error(what);
   }
   if (on_message) throw Error(describe() + ": " + path + " at " + endpoint + " ended early");
   return std::move(t.response);

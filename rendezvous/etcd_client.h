@@ -22,8 +22,16 @@
 #include <vector>
 
 #include "base/cancellation.h"
+#include "cohort/errors.h"
 
 namespace cohort::rendezvous {
+
+// etcd answered that the lease a request named does not exist (HTTP 404, "requested lease not
+// found"): it expired or was revoked. etcd itself answered, so this is no outage.
+class EtcdLeaseNotFound : public Error {
+ public:
+  using Error::Error;
+};
 
 struct EtcdOptions {
   // "http://host:port" or "https://host:port"; tried in order until one answers.
@@ -46,7 +54,8 @@ class EtcdClient {
   explicit EtcdClient(EtcdOptions options);
 
   // POSTs `body` to `path` and returns etcd's answer. Throws cohort::Error naming the path and
-  // every endpoint tried when none answers in time or etcd answers with an error, and
+  // every endpoint tried when none answers in time or etcd answers with an error (for a lease it
+  // does not know: EtcdLeaseNotFound), and
   // InternalError with the reason once `cancel` fires.
   nlohmann::json call(const std::string& path, const nlohmann::json& body,
                       const Cancellation* cancel = nullptr) const;

@@ -60,6 +60,10 @@ bool EtcdLease::lost() const {
   return lost_;
 }
 
+bool EtcdLease::alive() {
+  return renew() > 0;
+}
+
 int64_t EtcdLease::renew() {
   auto answer = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}}, &stop_);
   return json_integer(answer.value("result", nlohmann::json::object()), "TTL");

@@ -34,6 +34,9 @@ class EtcdLease {
   int64_t id() const { return id_; }
   std::chrono::seconds ttl() const { return ttl_; }
   bool lost() const;
+  // Renews the lease now and says whether etcd still holds it (false: expired or revoked, even if
+  // etcd has not deleted its keys yet). Throws Error when etcd cannot be reached. Any thread.
+  bool alive();
 
  private:
   void keep_alive();

@@ -45,9 +45,10 @@ std::optional<std::string> EtcdStore::open(const nlohmann::json& kv, const std::
     return open_value(secret_, prefix_ + key, unbase64(kv.value("value", "")));
   } catch (const Error& e) {
     // Anyone with write access to etcd can put this; it cannot make the job act on it.
-    // Rate-limited per key: an agent reads every key of its job at each change.
-    log::limited(log::Level::kWarning, "etcd-unsealed:" + key, "rendezvous: refused ", describe(),
-                 ": ", e.what());
+    // Rate-limited as one class, whatever the key: an agent reads every key of its job at each
+    // change, and whoever writes junk keys must not pick how many lines are written.
+    log::limited_burst(log::Level::kWarning, "etcd-unsealed", 4, "rendezvous: refused ", describe(),
+                       ": ", e.what());
     return std::nullopt;
   }
 }

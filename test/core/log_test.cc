@@ -51,3 +51,18 @@ TEST_CASE("lines below the log level are neither written nor counted") {
   REQUIRE(lines.size() == 1);
   CHECK_THAT(lines[0], Catch::Matchers::EndsWith("shown\n"));
 }
+
+TEST_CASE("a burst writes that many lines per window, whatever keys they name, then a count") {
+  log::set_repeat_window(300ms);
+  auto lines = stderr_lines([] {
+    for (int i = 0; i < 5000; ++i) {
+      log::limited_burst(log::Level::kWarning, "class", 4, "refused key junk/", i);
+    }
+    std::this_thread::sleep_for(350ms);
+    log::limited_burst(log::Level::kWarning, "class", 4, "refused key junk/", 5000);
+  });
+  REQUIRE(lines.size() == 5);
+  CHECK_THAT(lines[3], Catch::Matchers::EndsWith("refused key junk/3\n"));
+  CHECK_THAT(lines[4], Catch::Matchers::Contains(
+                           "refused key junk/5000 (repeated 4996 more times in the last 0."));
+}

@@ -134,3 +134,22 @@ TEST_CASE("agent plan: a member that finished is not gone; the others leaving it
   AgentPlan plan = plan_agent_round(v, {});
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
 }
+
+TEST_CASE("agent plan: a worker whose node was counted as gone rejoins at the entry it waits at") {
+  AgentJobView v = two_nodes_ready();
+  v.last_round_number = 1;
+  // Round 1 was planned while b's record was missing: only a's workers are in it.
+  v.last_round = AgentRound{.generation = 2, .members = {{"a.0.0", "a", 1}, {"a.1.0", "a", 1}}};
+  CHECK(absent_nodes(v).empty());
+  v.checkins["b.0.0"] = {0, 1};  // it left round 0 and checked in again, as its peers did
+  v.checkins["b.1.0"] = {0, 1};
+  for (const auto& id : {"a.0.0", "a.1.0"}) v.checkins[id] = {0, 1, 2};
+  AgentPlan plan = plan_agent_round(v, {.generation = 3});
+  REQUIRE(plan.round.members.size() == 4);
+  CHECK(plan.round.members[2] == AgentMember{"b.0.0", "b", 1});
+  CHECK(plan.round.members[3] == AgentMember{"b.1.0", "b", 1});
+  v.nodes.erase("a");
+  CHECK(absent_nodes(v) == std::set<std::string>{"a"});
+  v.finished = {"a.0.0", "a.1.0"};
+  CHECK(absent_nodes(v).empty());  // members that finished are not waited for
+}

@@ -196,6 +196,22 @@ TEST_CASE("etcd: keys under a lease go with it, and a claim is won once") {
   CHECK(store.wait_for_change("", revision, 1s));
 }
 
+TEST_CASE("etcd: a write under a lease etcd does not know is no outage") {
+  std::string prefix = prefix_for("unknown-lease");
+  EtcdStore store = store_at(prefix);
+  EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};
+  int64_t id = 0;
+  {
+    EtcdLease lease(etcd, 2s, {});
+    id = lease.id();
+    CHECK(lease.alive());
+    EtcdClient(etcd).call("/v3/lease/revoke", {{"ID", std::to_string(id)}});
+    CHECK_FALSE(lease.alive());  // asked, etcd says it is gone
+  }
+  CHECK_THROWS_AS(store.set_leased("agents/a", "slots=1", id), EtcdLeaseNotFound);
+  CHECK_THROWS_WITH(store.create("planners/1", "a", id), Contains("HTTP 404"));
+}
+
 TEST_CASE("etcd: a lease revoked by someone else is reported lost") {
   EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};
   std::promise<std::string> lost;
