@@ -129,9 +129,15 @@ void Agent::on_exit(const WorkerExit& exit) {
   unreported_exits_[w.id] = w.told_to_leave ? "left" : exit_text(exit.status);
   bool finished = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed;
   bool stopped = stopping_ || w.expected_exit;
-  events_.worker_exit(w.id, exit, stopped ? "stopped" : finished ? "finished" : "failed");
+  events_.worker_exit(w.id, exit, w.killed ? "failed" : exit_verdict(exit, stopped));
   if (stopped) {
     log::info("worker ", w.id, " ", describe_exit(exit.status));
+    return;
+  }
+  if (exit.by_passed_signal) {  // the program did not take it: no fault of this node's
+    announce("worker " + w.id + " " + describe_exit(exit.status) +
+             ", a signal cohortrun passed on: not a failure; its slot starts another");
+    exit_notice_ = {"worker " + w.id + " left", followed_round_};
     return;
   }
   if (finished) {
