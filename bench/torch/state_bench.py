@@ -81,7 +81,8 @@ def main():
     target.copy_(source)  # touched: no page faults in the timed copies
 
     first_commit = timed(state.commit)
-    assert state.snapshot_nbytes() == nbytes, (state.snapshot_nbytes(), nbytes)
+    if hasattr(state, "snapshot_nbytes"):  # absent before issue 27 (to time the old commit)
+        assert state.snapshot_nbytes() == nbytes, (state.snapshot_nbytes(), nbytes)
     memcpy, commit, restore, save, load = [], [], [], [], []
     for _ in range(args.trials):
         memcpy.append(timed(lambda: target.copy_(source)))
