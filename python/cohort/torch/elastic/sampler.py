@@ -14,6 +14,8 @@ is the same on every rank (ranks with less left get short or empty batches throu
 ``batches(batch_size)``), or let a rank that runs out call ``hvd.join()``.
 """
 
+import collections.abc
+
 import torch.utils.data
 
 from cohort import _C
@@ -34,6 +36,7 @@ class ElasticSampler(torch.utils.data.Sampler):
         self._core = _C.ElasticSampler(len(dataset), seed)
         self._indices = None
         self._recorded = set()
+        self._committed_cache = None
 
     # --- the partition --------------------------------------------------------------------------
 
@@ -124,16 +127,35 @@ class ElasticSampler(torch.utils.data.Sampler):
         """Samples recorded on this rank since the last commit."""
         return self._core.uncommitted()
 
-    # --- state dict -----------------------------------------------------------------------------
+    # --- state dict ---------------------------------------------------------------------------
+
+    def _committed_key(self):
+        """(epoch, committed samples): what identifies the committed set. Within an epoch the set
+        only grows, every rank holds the same one, and sync adopts rank 0's."""
+        return (self._core.epoch, self._core.dataset_size - self._core.unprocessed())
+
+    def _committed_list(self):
+        """This epoch's committed samples, ascending: one pass over the data set, made at most
+        once per committed set (cached until a commit, sync or set_epoch changes it)."""
+        key = self._committed_key()
+        if self._committed_cache is None or self._committed_cache[0] != key:
+            is_committed = self._core.is_committed
+            self._committed_cache = (key, [i for i in range(self._core.dataset_size)
+                                           if is_committed(i)])
+        return self._committed_cache[1]
 
     def state_dict(self):
-        """The epoch and the committed samples of it (uncommitted records are not part of it)."""
+        """The epoch and the committed samples of it (uncommitted records are not part of it).
+
+        Costs the same whatever the data set's size: ``processed_indices`` is listed when first
+        read (``len()`` does not list it), so it must be read before the next commit, sync or
+        ``set_epoch`` changes the committed set (it raises RuntimeError after that).
+        """
         return {
             "epoch": self._core.epoch,
             "seed": self._core.seed,
             "dataset_size": self._core.dataset_size,
-            "processed_indices": [i for i in range(self._core.dataset_size)
-                                  if self._core.is_committed(i)],
+            "processed_indices": CommittedIndices(self, *self._committed_key()),
         }
 
     def load_state_dict(self, state_dict):
@@ -149,15 +171,69 @@ class ElasticSampler(torch.utils.data.Sampler):
                              "another seed or data set size")
         processed = state_dict["processed_indices"]
         if state_dict["epoch"] != self._core.epoch:
-            if processed:
+            if len(processed):
                 raise NotImplementedError(
                     "ElasticSampler.load_state_dict: loading another epoch's progress is not "
                     "supported; track the sampler in a State (commit/sync) to carry it")
             self.set_epoch(state_dict["epoch"])
             return
-        current = [i for i in range(self._core.dataset_size) if self._core.is_committed(i)]
-        if sorted(processed) != current:
+        if not self._is_current(processed):
             raise NotImplementedError(
                 "ElasticSampler.load_state_dict: loading a different set of processed samples is "
                 "not supported; track the sampler in a State (commit/sync) to carry progress")
         self._invalidate()
+
+    def _is_current(self, processed):
+        """Whether ``processed`` is this epoch's committed set (without listing it if it is this
+        sampler's own, taken since the last change)."""
+        if isinstance(processed, CommittedIndices) and processed.describes(self):
+            return True
+        if len(processed) != self._committed_key()[1]:
+            return False
+        return sorted(int(i) for i in processed) == self._committed_list()
+
+
+class CommittedIndices(collections.abc.Sequence):
+    """``state_dict()["processed_indices"]``: the samples of an epoch committed when the state dict
+    was taken, ascending, listed on first use. Pickles and compares as the list it is."""
+
+    def __init__(self, sampler, epoch, count):
+        self._sampler = sampler
+        self._key = (epoch, count)
+        self._indices = [] if count == 0 else None
+
+    def describes(self, sampler):
+        """Whether these are ``sampler``'s committed samples as they are now."""
+        return self._sampler is sampler and sampler._committed_key() == self._key
+
+    def _list(self):
+        if self._indices is None:
+            if self._sampler._committed_key() != self._key:
+                raise RuntimeError(
+                    "ElasticSampler.state_dict()['processed_indices'] was read after the committed "
+                    "set changed (a commit, sync or set_epoch since state_dict()); read it before, "
+                    "or take state_dict() again")
+            self._indices = self._sampler._committed_list()
+        return self._indices
+
+    def __len__(self):
+        return self._key[1]
+
+    def __getitem__(self, index):
+        return self._list()[index]
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __eq__(self, other):
+        if isinstance(other, CommittedIndices):
+            other = other._list()
+        return list(self._list()) == list(other) if isinstance(other, (list, tuple)) else \
+            NotImplemented
+
+    def __reduce__(self):
+        return (list, (list(self._list()),))
+
+    def __repr__(self):
+        return repr(self._list()) if self._indices is not None else \
+            f"<{self._key[1]} committed samples of epoch {self._key[0]}, not listed yet>"

@@ -2,10 +2,12 @@
 
 ``state.commit()`` snapshots every tracked value in memory (collective); ``state.restore()`` goes
 back to the last commit (local); ``state.sync()`` makes every rank's values rank 0's (collective).
-Python values are tracked through save/parse callbacks (``State::track_bytes``): the model's and
-the optimizer's state dicts as ``torch.save`` bytes, other attributes as pickles (the peers are the
-job's own ranks; see cohort.torch.functions), and ElasticSamplers natively, so that their processed
-samples merge at every commit.
+Python values are tracked through save/parse callbacks (``State::track_bytes``). A commit copies
+the model's and the optimizer's tensors into snapshot buffers allocated once (snapshot.py: a
+``copy_`` per tensor, the rest of the state dicts pickled) and pickles the other attributes (the
+peers are the job's own ranks; see cohort.torch.functions); restore copies the tensors back in
+place. A sync sends rank 0's state dicts as ``torch.save`` bytes. ElasticSamplers are tracked
+natively, so that their processed samples merge at every commit.
 """
 
 import io
@@ -16,6 +18,8 @@ import torch
 
 from cohort import _C
 from cohort.torch.elastic.sampler import ElasticSampler
+from cohort.torch.elastic.snapshot import (TensorSnapshot, is_snapshot, restore_module,
+                                           restore_optimizer)
 
 
 def _torch_bytes(value):
@@ -52,6 +56,7 @@ class ObjectState:
         object.__setattr__(self, "_cpp", _C.State(_label))
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_samplers", {})
+        object.__setattr__(self, "_committing", False)
         self._track_fields()
         for key, value in kwargs.items():
             if isinstance(value, ElasticSampler):
@@ -100,9 +105,26 @@ class ObjectState:
         for sampler in self._samplers.values():
             sampler._invalidate()
 
+    def _tensor_snapshots(self):
+        """The snapshots a commit stages and then installs (TorchState: model and optimizer)."""
+        return []
+
     def commit(self):
         """Collective: keeps every value as it is now (inside ``run``, also checks host updates)."""
-        self._cpp.commit()
+        before = self._cpp.commit_count
+        object.__setattr__(self, "_committing", True)
+        try:
+            self._cpp.commit()
+        finally:
+            object.__setattr__(self, "_committing", False)
+            # The C++ commit counts a commit once every rank agreed, before its hook (the host
+            # update check) may raise: the staged tensors are then part of the commit.
+            committed = self._cpp.commit_count != before
+            for snapshot in self._tensor_snapshots():
+                if committed:
+                    snapshot.install()
+                else:
+                    snapshot.discard()
 
     def restore(self):
         """Local: every value back to the last commit or sync; uncommitted sampler records dropped."""
@@ -142,12 +164,16 @@ class TorchState(ObjectState):
 
     ``TorchState(model, optimizer, train_sampler=sampler, epoch=0, batch=0)`` as in Horovod: the
     model's ``state_dict()`` and the optimizer's (hyperparameters included) are committed,
-    restored and synced with the other values.
+    restored and synced with the other values. A commit copies their tensors into snapshot
+    buffers (allocated at the first commit, and again only for tensors that appear or change
+    shape, dtype or device); a restore copies them back into the live tensors.
     """
 
     def __init__(self, model=None, optimizer=None, **kwargs):
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "optimizer", optimizer)
+        object.__setattr__(self, "_model_snapshot", TensorSnapshot("model"))
+        object.__setattr__(self, "_optimizer_snapshot", TensorSnapshot("optimizer"))
         super().__init__(_label="torch", **kwargs)
 
     def _track_fields(self):
@@ -159,14 +185,30 @@ class TorchState(ObjectState):
                                   _weakly(self, "_save_optimizer"),
                                   _weakly(self, "_parse_optimizer"))
 
+    def _tensor_snapshots(self):
+        return [snapshot for snapshot, tracked in ((self._model_snapshot, self.model),
+                                                   (self._optimizer_snapshot, self.optimizer))
+                if tracked is not None]
+
+    def snapshot_nbytes(self):
+        """Bytes of tensor data the last commit keeps (the model's and the optimizer's)."""
+        return sum(s.nbytes() for s in self._tensor_snapshots())
+
+    # A commit stages a snapshot; a sync (rank 0) sends the state dict itself.
+    def _save(self, snapshot, state_dict):
+        return snapshot.stage(state_dict) if self._committing else _torch_bytes(state_dict)
+
+    def _load(self, snapshot, data):
+        return snapshot.load(data) if is_snapshot(data) else _torch_value(data)
+
     def _save_model(self):
-        return _torch_bytes(self.model.state_dict())
+        return self._save(self._model_snapshot, self.model.state_dict())
 
     def _save_optimizer(self):
-        return _torch_bytes(self.optimizer.state_dict())
+        return self._save(self._optimizer_snapshot, self.optimizer.state_dict())
 
     def _parse_model(self, data):
-        saved = _torch_value(data)
+        saved = self._load(self._model_snapshot, data)
         current = self.model.state_dict()
         if set(saved) != set(current):
             raise ValueError("the saved model has other parameters than this one")
@@ -174,13 +216,16 @@ class TorchState(ObjectState):
             if tuple(tensor.shape) != tuple(current[key].shape):
                 raise ValueError(f"the saved {key} has shape {tuple(tensor.shape)}, this model's "
                                  f"{tuple(current[key].shape)}")
-        return lambda: self.model.load_state_dict(saved)
+        return lambda: restore_module(self.model, saved)
 
     def _parse_optimizer(self, data):
-        saved = _torch_value(data)
+        snapshot = is_snapshot(data)
+        saved = self._load(self._optimizer_snapshot, data)
         groups = self.optimizer.param_groups
         if len(saved["param_groups"]) != len(groups) or any(
                 len(s["params"]) != len(g["params"])
                 for s, g in zip(saved["param_groups"], groups)):
             raise ValueError("the saved optimizer state has other param groups than this one")
+        if snapshot:  # its tensors are the snapshot buffers: copied out, never kept
+            return lambda: restore_optimizer(self.optimizer, saved)
         return lambda: self.optimizer.load_state_dict(saved)

@@ -1,0 +1,167 @@
+"""TorchState's commits at memory speed: a value's tensors copied into snapshot buffers that are
+allocated once and reused, everything else pickled.
+
+A commit is two steps, as the C++ State's buffers are (state/values.h): ``stage(value)`` runs
+before the commit's collective, pickles the value with every tensor replaced by a reference (a few
+hundred bytes for a model) and pairs each live tensor with a snapshot buffer of the same dtype,
+device, shape and strides (one of the last commit's if one fits, else a new one); nothing is
+copied yet, so a commit that fails on any rank leaves the last snapshot as it was (``discard()``).
+Once every rank agreed, ``install()`` copies each tensor into its buffer (``Tensor.copy_``) and
+makes them the snapshot. Tensors that appear later (optimizer state created at the first step) or
+change shape, dtype or device get new buffers at the next commit; buffers nothing uses any more
+are freed.
+
+``load(data)`` unpickles a committed value whose tensors are the snapshot buffers themselves:
+callers copy out of them (``restore_module``, ``restore_optimizer``) and never keep them.
+"""
+
+import collections
+import copy
+import io
+import pickle
+
+import torch
+
+_MAGIC = b"cohort.tensor_snapshot/1\n"
+_TENSOR = "cohort.tensor"
+
+
+def is_snapshot(data):
+    """Whether ``data`` was made by ``TensorSnapshot.stage`` (not by torch.save)."""
+    return bytes(data[:len(_MAGIC)]) == _MAGIC
+
+
+def _copyable(obj):
+    """Tensors that get a snapshot buffer; any other tensor (sparse, quantized) is pickled."""
+    return isinstance(obj, torch.Tensor) and obj.layout == torch.strided and not obj.is_quantized
+
+
+def _signature(tensor):
+    return (tensor.dtype, tensor.device, tuple(tensor.shape), tuple(tensor.stride()))
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a value with its tensors as references: the same tensor object twice is one."""
+
+    def __init__(self, out, tensors):
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self._tensors = tensors
+        self._index = {}
+
+    def persistent_id(self, obj):
+        if not _copyable(obj):
+            return None
+        index = self._index.get(id(obj))
+        if index is None:
+            index = self._index[id(obj)] = len(self._tensors)
+            self._tensors.append(obj)  # also keeps obj alive, so its id stays its own
+        return (_TENSOR, index)
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, data, buffers):
+        super().__init__(data)
+        self._buffers = buffers
+
+    def persistent_load(self, pid):
+        kind, index = pid
+        if kind != _TENSOR or not 0 <= index < len(self._buffers):
+            raise pickle.UnpicklingError(f"unknown tensor reference {pid!r}")
+        return self._buffers[index]
+
+
+class TensorSnapshot:
+    """The committed copy of one value's tensors (how it works: the top of this file)."""
+
+    def __init__(self, name):
+        self._name = name
+        self._buffers = []  # the installed snapshot's tensors, in reference order
+        self._generation = 0  # snapshots installed so far
+        self._staged = None  # (generation, live tensors, buffers) between stage and install
+
+    def nbytes(self):
+        """Bytes held by the installed snapshot's buffers."""
+        return sum(b.numel() * b.element_size() for b in self._buffers)
+
+    def stage(self, value):
+        """The bytes the C++ State keeps for ``value``; its tensors are copied at ``install``."""
+        live = []
+        out = io.BytesIO()
+        out.write(_MAGIC)
+        _Pickler(out, live).dump((self._generation + 1, value))
+        spare = collections.defaultdict(collections.deque)
+        for buffer in self._buffers:
+            spare[_signature(buffer)].append(buffer)
+        buffers = []
+        for tensor in live:
+            fits = spare.get(_signature(tensor))
+            buffers.append(fits.popleft() if fits else
+                           torch.empty_like(tensor, memory_format=torch.preserve_format,
+                                            requires_grad=False))
+        self._staged = (self._generation + 1, live, buffers)
+        return out.getvalue()
+
+    def install(self):
+        """The commit succeeded on every rank: copies the staged tensors in."""
+        if self._staged is None:
+            raise RuntimeError(f"TorchState: {self._name} was committed but never staged")
+        generation, live, buffers = self._staged
+        self._staged = None
+        with torch.no_grad():
+            for tensor, buffer in zip(live, buffers):
+                buffer.copy_(tensor)
+        self._buffers = buffers
+        self._generation = generation
+
+    def discard(self):
+        """The commit failed: the last snapshot stays."""
+        self._staged = None
+
+    def load(self, data):
+        """The value committed as ``data``, its tensors being the snapshot buffers."""
+        source = io.BytesIO(data)
+        source.seek(len(_MAGIC))
+        generation, value = _Unpickler(source, self._buffers).load()
+        if generation != self._generation:
+            raise ValueError(f"the committed {self._name} is snapshot {generation}, but the "
+                             f"buffers hold snapshot {self._generation}")
+        return value
+
+
+def restore_module(module, saved):
+    """``module.load_state_dict(saved)``: copies each tensor into the module's own (in place)."""
+    module.load_state_dict(saved)
+
+
+def _restored(live, saved):
+    """A state value as committed: copied into the live tensor where it fits, else a new one."""
+    if isinstance(saved, torch.Tensor):
+        if isinstance(live, torch.Tensor) and _signature(live) == _signature(saved):
+            live.copy_(saved)
+            return live
+        return saved.clone()
+    return copy.deepcopy(saved)  # containers, numbers; a tensor inside is cloned
+
+
+def restore_optimizer(optimizer, saved):
+    """``optimizer.load_state_dict(saved)`` without its deep copy of every tensor: the state's
+    tensors are copied into the optimizer's current ones where dtype, device, shape and strides
+    match (new ones otherwise), state created after the commit is dropped, and the param groups'
+    hyperparameters are the committed ones. Parameters pair by position, as in torch."""
+    groups = optimizer.param_groups
+    saved_groups = saved["param_groups"]
+    id_map = dict(zip((i for g in saved_groups for i in g["params"]),
+                      (p for g in groups for p in g["params"])))
+    state = collections.defaultdict(dict)
+    with torch.no_grad():
+        for key, entry in saved["state"].items():
+            param = id_map.get(key)
+            if param is None:
+                state[key] = copy.deepcopy(entry)
+                continue
+            live = optimizer.state.get(param, {})
+            state[param] = {name: _restored(live.get(name), value) for name, value in entry.items()}
+    param_groups = [{k: (group["params"] if k == "params" else copy.deepcopy(v))
+                     for k, v in saved_group.items()}
+                    for group, saved_group in zip(groups, saved_groups)]
+    optimizer.__setstate__({"state": state, "param_groups": param_groups})
