@@ -265,7 +265,8 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
 
 
 class _AllgatherFunction(torch.autograd.Function):
-    """Allgather with a gradient: this rank's rows of the summed output gradient."""
+    """Allgather with a gradient, as Horovod's: this rank's rows of the output gradient averaged
+    over the set's ranks."""
 
     @staticmethod
     def forward(ctx, tensor, set_id, name):
@@ -277,7 +278,7 @@ class _AllgatherFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, ctx.set_id, "")
+        grad = _C.allreduce(grad_output.contiguous(), Average, 1.0, 1.0, ctx.set_id, "")
         start = sum(ctx.rows[:ctx.index])
         return grad[start:start + ctx.rows[ctx.index]], None, None
 
@@ -299,7 +300,8 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
 
 
 class _BroadcastFunction(torch.autograd.Function):
-    """Broadcast with a gradient: root gets the summed gradient, the others none."""
+    """Broadcast with a gradient, as Horovod's: root gets the output gradient averaged over the
+    set's ranks, the others zeros."""
 
     @staticmethod
     def forward(ctx, tensor, root_rank, set_id, name):
@@ -309,7 +311,7 @@ class _BroadcastFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output):
         root_rank, set_id = ctx.args
-        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, set_id, "")
+        grad = _C.allreduce(grad_output.contiguous(), Average, 1.0, 1.0, set_id, "")
         if _C.rank() != root_rank:
             grad = torch.zeros_like(grad)
         return grad, None, None, None
