@@ -46,7 +46,9 @@ DataType to_cohort(at::ScalarType dtype);
 at::ScalarType to_torch(DataType dtype);
 
 // An asynchronous collective on torch tensors. It holds the tensors it reads and writes until it
-// completes, so the caller may drop its own references. Copies share one collective.
+// completes, so the caller may drop its own references. Copies share one collective. Dropping the
+// last copy before the collective completed does not block: the collective completes in the
+// background, its tensors kept alive until then, and its result (or error) is discarded.
 class Work {
  public:
   Work() = default;
