@@ -80,3 +80,101 @@ def test_dropped_handles_complete_in_the_background():
         time.sleep(0.01)
     torch.testing.assert_close(hvd.allreduce(torch.ones(3), op=hvd.Sum), torch.full((3,), 1.0 *
                                                                                      hvd.size()))
+
+
+# --- 3. autograd through reducescatter, grouped_allreduce and alltoall, as Horovod's ------------
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
+def test_reducescatter_gradient(op):
+    n, me = hvd.size(), hvd.rank()
+    x = torch.ones(2 * n, 3, requires_grad=True)
+    out = hvd.reducescatter(x, op=op)
+    (out * weights(out.shape, me)).sum().backward()
+    factor = n if op == hvd.Sum else 1  # Horovod's: Sum multiplies by the size, Average not
+    want = torch.cat([weights(out.shape, r) for r in range(n)]) * factor
+    torch.testing.assert_close(x.grad, want)
+
+
+def test_grouped_allreduce_gradient():
+    a = torch.ones(3, requires_grad=True)
+    b = torch.ones(2, 2, requires_grad=True)
+    outs = hvd.grouped_allreduce([a, b], op=hvd.Sum)
+    (2 * outs[0].sum() + 3 * outs[1].sum()).backward()
+    torch.testing.assert_close(a.grad, torch.full((3,), 2.0 * hvd.size()))
+    torch.testing.assert_close(b.grad, torch.full((2, 2), 3.0 * hvd.size()))
+
+
+def test_alltoall_gradient_goes_back_to_the_senders():
+    n, me = hvd.size(), hvd.rank()
+    x = torch.ones(2 * n, requires_grad=True)  # 2 rows to every rank
+    out, received = hvd.alltoall(x, splits=torch.full((n,), 2, dtype=torch.int32))
+    assert received.tolist() == [2] * n and not received.requires_grad
+    (out * weights(out.shape, me)).sum().backward()
+    want = torch.cat([weights((2 * n,), j)[2 * me:2 * me + 2] for j in range(n)])
+    torch.testing.assert_close(x.grad, want)
+
+
+# --- 4. grouped allgather and reducescatter, sparse allreduce, remove_process_set ---------------
+
+def test_grouped_allgather_values_async_and_gradient():
+    n, me = hvd.size(), hvd.rank()
+    mine = [torch.full((me + 1, 2), float(me)), torch.arange(3) + 10 * me]
+    want = [torch.cat([torch.full((r + 1, 2), float(r)) for r in range(n)]),
+            torch.cat([torch.arange(3) + 10 * r for r in range(n)])]
+    for got in (hvd.grouped_allgather(mine, name="ga"),
+                hvd.synchronize(hvd.grouped_allgather_async(mine, name="gaa")),
+                hvd.grouped_allgather(mine)):
+        assert len(got) == 2
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+    x = torch.ones(me + 1, 2, requires_grad=True)
+    (out,) = hvd.grouped_allgather([x])
+    (out * weights(out.shape, me)).sum().backward()
+    start = sum(r + 1 for r in range(me))
+    torch.testing.assert_close(x.grad, mean_weights(out.shape)[start:start + me + 1])
+
+
+def test_grouped_reducescatter_values_async_and_gradient():
+    n, me = hvd.size(), hvd.rank()
+    mine = [torch.full((2 * n, 2), float(me + 1)), torch.full((n,), float(me))]
+    total = [float(sum(r + 1 for r in range(n))), float(sum(range(n)))]
+    outs = hvd.grouped_reducescatter(mine, op=hvd.Sum, name="grs")
+    torch.testing.assert_close(outs[0], torch.full((2, 2), total[0]))
+    torch.testing.assert_close(outs[1], torch.full((1,), total[1]))
+    outs = hvd.synchronize(hvd.grouped_reducescatter_async(mine, name="grsa"))  # Average
+    torch.testing.assert_close(outs[0], torch.full((2, 2), total[0] / n))
+    x = torch.ones(2 * n, 3, requires_grad=True)
+    (out,) = hvd.grouped_reducescatter([x], op=hvd.Sum)
+    (out * weights(out.shape, me)).sum().backward()
+    torch.testing.assert_close(x.grad, torch.cat([weights(out.shape, r) for r in range(n)]) * n)
+
+
+@pytest.mark.parametrize("op", [hvd.Sum, hvd.Average])
+def test_sparse_allreduce_async(op):
+    n, me = hvd.size(), hvd.rank()
+    mine = torch.sparse_coo_tensor([[me, n]], [me + 1.0, 1.0], (n + 1,))
+    handle = hvd.sparse_allreduce_async(mine, name=f"sparse.{op}", op=op)
+    got = handle() if op == hvd.Sum else hvd.synchronize(handle)  # Horovod calls the handle
+    assert got.is_sparse
+    want = torch.tensor([r + 1.0 for r in range(n)] + [float(n)])
+    torch.testing.assert_close(got.to_dense(), want / (n if op == hvd.Average else 1))
+
+
+def test_distributed_optimizer_with_sparse_gradients():
+    n, me = hvd.size(), hvd.rank()
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(n + 1, 2, sparse=True)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                   named_parameters=model.named_parameters())
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    before = model.weight.detach().clone()
+    model(torch.tensor([me])).sum().backward()  # each rank touches its own row
+    opt.step()
+    want = before.clone()
+    want[:n] -= 1.0 / n  # the averaged gradient: ones on each rank's row, over n ranks
+    torch.testing.assert_close(model.weight.detach(), want)
+
+
+def test_remove_process_set_says_why_it_is_refused():
+    with pytest.raises(NotImplementedError, match="cannot remove a process set"):
+        hvd.remove_process_set(hvd.global_process_set)

@@ -156,9 +156,12 @@ def add_process_set(process_set):
 
 
 def remove_process_set(process_set):
-    """Not supported: Cohort's process sets live as long as the runtime."""
-    raise NotImplementedError("cohort.torch: remove_process_set is not supported; process sets "
-                              "live until shutdown()")
+    """Not supported: Cohort's core has no removal of a process set (cohort::add_process_set
+    creates one for the runtime's life: its id and negotiation last until shutdown() or an elastic
+    reset, which drops every set)."""
+    raise NotImplementedError("cohort.torch: remove_process_set is not supported: Cohort's core "
+                              "cannot remove a process set; sets live until shutdown() or an "
+                              "elastic reset")
 
 
 def _set_id(process_set):

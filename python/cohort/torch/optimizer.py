@@ -74,7 +74,8 @@ class _DistributedOptimizer:
         # Explicit groups are sent from the hooks as soon as they are complete, overlapping the
         # rest of the backward pass; the single default group waits for synchronize().
         self._cohort_overlap = num_groups > 0 or groups is not None
-        self._cohort_in_flight = {}  # group index -> (handle, gradients, compressed tensors)
+        # group index -> (handle or None, dense gradients, compressed tensors, [(p, sparse handle)])
+        self._cohort_in_flight = {}
         self._cohort_passes = {}
         self._cohort_synchronized = False
         self._cohort_should_synchronize = True
@@ -113,24 +114,29 @@ class _DistributedOptimizer:
         return f"{self._cohort_name}.group{index}"
 
     def _cohort_submit(self, index):
-        """Starts the grouped allreduce of one group's gradients (zeros for a missing one)."""
-        grads = []
-        for _, p in self._cohort_groups[index]:
+        """Starts the grouped allreduce of one group's dense gradients (zeros for a missing one),
+        and, as Horovod, a sparse allreduce (allgathers of indices and values) of each sparse one
+        unless ``sparse_as_dense``."""
+        grads, sparse = [], []
+        for name, p in self._cohort_groups[index]:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-            elif p.grad.is_sparse:
-                if not self._cohort_sparse_as_dense:
-                    raise mpi_ops.InvalidArgument(
-                        "cohort.torch.DistributedOptimizer: sparse gradients are not supported; "
-                        "pass sparse_as_dense=True")
+            elif p.grad.is_sparse and self._cohort_sparse_as_dense:
                 p.grad = p.grad.to_dense()
-            grads.append(p.grad)
+            if p.grad.is_sparse:
+                sparse.append((p, mpi_ops.sparse_allreduce_async(
+                    p.grad, f"{self._cohort_name}.sparse.{name}", self._cohort_op,
+                    self._cohort_process_set)))
+            else:
+                grads.append(p.grad)
         compressed = [self._cohort_compression.compress(g) for g in grads]
-        handle = mpi_ops.grouped_allreduce_async_(
-            [c for c, _ in compressed], name=self._cohort_group_name(index), op=self._cohort_op,
-            prescale_factor=self._cohort_prescale, postscale_factor=self._cohort_postscale,
-            process_set=self._cohort_process_set)
-        self._cohort_in_flight[index] = (handle, grads, compressed)
+        handle = None
+        if grads:
+            handle = mpi_ops.grouped_allreduce_async_(
+                [c for c, _ in compressed], name=self._cohort_group_name(index),
+                op=self._cohort_op, prescale_factor=self._cohort_prescale,
+                postscale_factor=self._cohort_postscale, process_set=self._cohort_process_set)
+        self._cohort_in_flight[index] = (handle, grads, compressed, sparse)
 
     def _cohort_group_ready(self, name):
         """Called when a parameter has had all its backward passes: with explicit groups, its
@@ -179,7 +185,11 @@ class _DistributedOptimizer:
                 if index not in self._cohort_in_flight:
                     self._cohort_submit(index)
             for index in sorted(self._cohort_in_flight):
-                handle, grads, compressed = self._cohort_in_flight[index]
+                handle, grads, compressed, sparse = self._cohort_in_flight[index]
+                for p, sparse_handle in sparse:
+                    p.grad = mpi_ops.synchronize(sparse_handle)
+                if handle is None:
+                    continue
                 mpi_ops.synchronize(handle)
                 with torch.no_grad():
                     for grad, (tensor, ctx) in zip(grads, compressed):
@@ -210,12 +220,19 @@ class _DistributedOptimizer:
         self._cohort_synchronized = False
         return super().step(closure)
 
+    @staticmethod
+    def _cohort_done(in_flight):
+        """Whether a group's grouped allreduce and sparse allreduces have all completed."""
+        handle, _, _, sparse = in_flight
+        handles = ([] if handle is None else [handle]) + [h for _, h in sparse]
+        return all(mpi_ops.poll(h) for h in handles)
+
     def zero_grad(self, set_to_none=False):
         """The wrapped optimizer's zero_grad; also forgets the backward passes counted."""
         # Groups that finished are dropped: after a failure the old runtime failed every pending
         # one, and elastic.run's retry starts with zero_grad(). One still running is refused, as
         # in Horovod: it would write into the gradients being cleared.
-        running = {i: f for i, f in self._cohort_in_flight.items() if not mpi_ops.poll(f[0])}
+        running = {i: f for i, f in self._cohort_in_flight.items() if not self._cohort_done(f)}
         self._cohort_in_flight.clear()
         if running:
             self._cohort_in_flight.update(running)
