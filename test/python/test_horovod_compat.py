@@ -178,3 +178,29 @@ def test_distributed_optimizer_with_sparse_gradients():
 def test_remove_process_set_says_why_it_is_refused():
     with pytest.raises(NotImplementedError, match="cannot remove a process set"):
         hvd.remove_process_set(hvd.global_process_set)
+
+
+# --- 5. int16 (torch.ShortTensor) through allgather, broadcast and alltoall --------------------
+
+def test_int16_allgather_broadcast_and_alltoall():
+    n, me = hvd.size(), hvd.rank()
+    mine = (torch.arange(2 * n, dtype=torch.int16) - 1000 * me).reshape(n, 2)  # negatives too
+    everyone = [(torch.arange(2 * n, dtype=torch.int16) - 1000 * r).reshape(n, 2)
+                for r in range(n)]
+    got = hvd.allgather(mine)
+    assert got.dtype == torch.int16
+    torch.testing.assert_close(got, torch.cat(everyone))
+    got = hvd.synchronize(hvd.allgather_async(mine.t(), name="i16"))  # non-contiguous
+    torch.testing.assert_close(got, torch.cat([e.t() for e in everyone]))
+    root = n - 1
+    got = hvd.broadcast(mine, root)
+    assert got.dtype == torch.int16
+    torch.testing.assert_close(got, everyone[root])
+    t = mine.clone().t()  # non-contiguous, in place
+    assert hvd.broadcast_(t, root) is t
+    torch.testing.assert_close(t, everyone[root].t())
+    got = hvd.alltoall(mine)  # row j to rank j
+    assert got.dtype == torch.int16
+    torch.testing.assert_close(got, torch.stack([e[me] for e in everyone]))
+    with pytest.raises(hvd.InvalidArgument, match="int16 is not supported"):
+        hvd.reducescatter(mine)
