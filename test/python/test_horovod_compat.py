@@ -4,6 +4,7 @@ zero gradients and Horovod's environment variables. Run on every rank under coho
 -np 3); every wait is bounded by COHORT_TIMEOUT_SECONDS.
 """
 
+import os
 import time
 
 import pytest
@@ -204,3 +205,51 @@ def test_int16_allgather_broadcast_and_alltoall():
     torch.testing.assert_close(got, torch.stack([e[me] for e in everyone]))
     with pytest.raises(hvd.InvalidArgument, match="int16 is not supported"):
         hvd.reducescatter(mine)
+
+
+# --- 6. integer scaling truncates, nccl_built, zero gradients, Horovod's variables ---------------
+
+def test_integer_scaling_and_average_truncate_as_horovod():
+    n = hvd.size()
+    for dtype in (torch.int32, torch.int64):
+        seven = torch.full((4,), 7, dtype=dtype)
+        got = hvd.allreduce(seven, op=hvd.Sum, prescale_factor=0.5)  # 3.5 on each rank
+        torch.testing.assert_close(got, torch.full((4,), 3 * n, dtype=dtype))
+        got = hvd.allreduce(-seven, op=hvd.Sum, prescale_factor=0.5)  # toward zero
+        torch.testing.assert_close(got, torch.full((4,), -3 * n, dtype=dtype))
+        three = torch.full((4,), 3, dtype=dtype)
+        got = hvd.allreduce(three, op=hvd.Sum, postscale_factor=0.3)  # 0.9 n: 1.8, 2.7
+        torch.testing.assert_close(got, torch.full((4,), int(0.9 * n), dtype=dtype))
+        # Average of n on rank 0 and 1 elsewhere: (2n - 1) / n, truncated to 1 (not rounded to 2).
+        mine = torch.full((4,), n if hvd.rank() == 0 else 1, dtype=dtype)
+        torch.testing.assert_close(hvd.allreduce(mine), torch.ones(4, dtype=dtype))
+
+
+def test_nccl_built_is_the_nccl_version_or_zero():
+    version = hvd.nccl_built()
+    assert type(version) is int  # pylint: disable=unidiomatic-typecheck
+    assert version == 0 or version >= 2000  # NCCL_VERSION_CODE, e.g. 21805
+    assert hvd.cuda_built() == (version != 0)
+
+
+def test_broadcast_optimizer_state_gives_a_fresh_optimizer_zero_gradients():
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.frozen = torch.nn.Parameter(torch.ones(2), requires_grad=False)
+            self.trained = torch.nn.Parameter(torch.ones(3))
+
+    model = Model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    hvd.broadcast_optimizer_state(opt, root_rank=0, model=model)
+    assert model.frozen.grad is None
+    torch.testing.assert_close(model.trained.grad, torch.zeros(3))
+
+
+def test_cohortrun_exports_horovods_placement_variables():
+    want = {"HOROVOD_RANK": hvd.rank(), "HOROVOD_SIZE": hvd.size(),
+            "HOROVOD_LOCAL_RANK": hvd.local_rank(), "HOROVOD_LOCAL_SIZE": hvd.local_size(),
+            "HOROVOD_CROSS_RANK": hvd.cross_rank(), "HOROVOD_CROSS_SIZE": hvd.cross_size()}
+    assert {name: os.environ.get(name) for name in want} == \
+        {name: str(value) for name, value in want.items()}
+    assert "OMPI_COMM_WORLD_RANK" not in os.environ

@@ -56,8 +56,9 @@ def mpi_built():
 
 
 def nccl_built():
-    """Whether this build of Cohort has its NCCL backend."""
-    return bool(_C.nccl_built)
+    """As Horovod's: the NCCL version this build of Cohort has (NCCL_VERSION_CODE, e.g. 21805),
+    or 0 without its NCCL backend."""
+    return int(_C.nccl_built)
 
 
 def gloo_enabled():
@@ -72,7 +73,7 @@ def mpi_enabled():
 
 def cuda_built():
     """Whether CUDA tensors can go through Cohort (NCCL builds)."""
-    return nccl_built()
+    return nccl_built() != 0
 
 
 def rocm_built():
