@@ -253,3 +253,19 @@ def test_cohortrun_exports_horovods_placement_variables():
     assert {name: os.environ.get(name) for name in want} == \
         {name: str(value) for name, value in want.items()}
     assert "OMPI_COMM_WORLD_RANK" not in os.environ
+
+
+def test_sparse_as_dense_gives_the_optimizer_a_sparse_gradient_again():
+    n, me = hvd.size(), hvd.rank()
+    model = torch.nn.Embedding(n + 1, 2, sparse=True)
+    opt = hvd.DistributedOptimizer(torch.optim.SparseAdam(list(model.parameters()), lr=0.1),
+                                   named_parameters=model.named_parameters(),
+                                   sparse_as_dense=True)
+    model(torch.tensor([me])).sum().backward()
+    opt.synchronize()
+    assert model.weight.grad.is_sparse  # SparseAdam refuses dense gradients
+    want = torch.zeros(n + 1, 2)
+    want[:n] = 1.0 / n
+    torch.testing.assert_close(model.weight.grad.to_dense(), want)
+    with opt.skip_synchronize():
+        opt.step()

@@ -74,7 +74,8 @@ class _DistributedOptimizer:
         # Explicit groups are sent from the hooks as soon as they are complete, overlapping the
         # rest of the backward pass; the single default group waits for synchronize().
         self._cohort_overlap = num_groups > 0 or groups is not None
-        # group index -> (handle or None, dense gradients, compressed tensors, [(p, sparse handle)])
+        # group index -> (handle or None, dense gradients, compressed tensors,
+        #                 [(p, sparse handle)], [p made dense by sparse_as_dense])
         self._cohort_in_flight = {}
         self._cohort_passes = {}
         self._cohort_synchronized = False
@@ -116,13 +117,14 @@ class _DistributedOptimizer:
     def _cohort_submit(self, index):
         """Starts the grouped allreduce of one group's dense gradients (zeros for a missing one),
         and, as Horovod, a sparse allreduce (allgathers of indices and values) of each sparse one
-        unless ``sparse_as_dense``."""
-        grads, sparse = [], []
+        unless ``sparse_as_dense`` (then it is allreduced dense and made sparse again after)."""
+        grads, sparse, resparse = [], [], []
         for name, p in self._cohort_groups[index]:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
             elif p.grad.is_sparse and self._cohort_sparse_as_dense:
                 p.grad = p.grad.to_dense()
+                resparse.append(p)
             if p.grad.is_sparse:
                 sparse.append((p, mpi_ops.sparse_allreduce_async(
                     p.grad, f"{self._cohort_name}.sparse.{name}", self._cohort_op,
@@ -136,7 +138,7 @@ class _DistributedOptimizer:
                 [c for c, _ in compressed], name=self._cohort_group_name(index),
                 op=self._cohort_op, prescale_factor=self._cohort_prescale,
                 postscale_factor=self._cohort_postscale, process_set=self._cohort_process_set)
-        self._cohort_in_flight[index] = (handle, grads, compressed, sparse)
+        self._cohort_in_flight[index] = (handle, grads, compressed, sparse, resparse)
 
     def _cohort_group_ready(self, name):
         """Called when a parameter has had all its backward passes: with explicit groups, its
@@ -185,7 +187,7 @@ class _DistributedOptimizer:
                 if index not in self._cohort_in_flight:
                     self._cohort_submit(index)
             for index in sorted(self._cohort_in_flight):
-                handle, grads, compressed, sparse = self._cohort_in_flight[index]
+                handle, grads, compressed, sparse, resparse = self._cohort_in_flight[index]
                 for p, sparse_handle in sparse:
                     p.grad = mpi_ops.synchronize(sparse_handle)
                 if handle is None:
@@ -195,6 +197,8 @@ class _DistributedOptimizer:
                     for grad, (tensor, ctx) in zip(grads, compressed):
                         if tensor is not grad:
                             grad.copy_(self._cohort_compression.decompress(tensor, ctx))
+                for p in resparse:  # as Horovod: the optimizer gets the sparse gradient it made
+                    p.grad = p.grad.to_sparse()
         finally:
             self._cohort_in_flight.clear()
         self._cohort_passes.clear()
@@ -223,7 +227,7 @@ class _DistributedOptimizer:
     @staticmethod
     def _cohort_done(in_flight):
         """Whether a group's grouped allreduce and sparse allreduces have all completed."""
-        handle, _, _, sparse = in_flight
+        handle, _, _, sparse, _ = in_flight
         handles = ([] if handle is None else [handle]) + [h for _, h in sparse]
         return all(mpi_ops.poll(h) for h in handles)
 
