@@ -269,3 +269,12 @@ def test_sparse_as_dense_gives_the_optimizer_a_sparse_gradient_again():
     torch.testing.assert_close(model.weight.grad.to_dense(), want)
     with opt.skip_synchronize():
         opt.step()
+
+
+def test_optimizer_names_every_parameter_alike_on_every_rank():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Linear(3, 2))
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(
+        [{"params": model[0].parameters()}, {"params": model[1].parameters()}], lr=0.1))
+    names = opt._parameter_names  # pylint: disable=protected-access
+    assert len(names) == 4 and len(set(names.values())) == 4
+    assert all(n == set(names.values()) for n in hvd.allgather_object(set(names.values())))

@@ -55,6 +55,8 @@ class _DistributedOptimizer:
         # Name order makes the group's member order the same on every rank.
         self._cohort_params = sorted(((n, p) for n, p in named if p.requires_grad),
                                      key=lambda item: item[0])
+        # Horovod's attribute of the same name (parameter -> name), which its tests read.
+        self._parameter_names = {p: n for n, p in named}
         self._cohort_compression = compression
         self._cohort_passes_per_step = backward_passes_per_step
         self._cohort_op = op
