@@ -38,6 +38,19 @@ inline constexpr const char* kWorkerId = "COHORT_WORKER_ID";
 // Read by cohortrun's agents, for tests: ROUND:MARKER_FILE (discovery/agent_job.h).
 inline constexpr const char* kFaultAgentKillAt = "COHORT_FAULT_AGENT_KILL_AT";
 
+// Horovod's names for the same placement, set beside COHORT_RANK ... in a static job, so that
+// programs written for horovodrun find them (Horovod's own tests read HOROVOD_RANK). Not in an
+// elastic or agent job: the placement changes with each round, and a value fixed when the worker
+// started would be wrong after the first reset (hvd.rank() and the rest are always current).
+// Open MPI's OMPI_COMM_WORLD_* are never set: they would tell MPI, and Cohort itself
+// (launched_by_mpirun), that mpirun started the worker.
+inline constexpr const char* kHorovodRank = "HOROVOD_RANK";
+inline constexpr const char* kHorovodSize = "HOROVOD_SIZE";
+inline constexpr const char* kHorovodLocalRank = "HOROVOD_LOCAL_RANK";
+inline constexpr const char* kHorovodLocalSize = "HOROVOD_LOCAL_SIZE";
+inline constexpr const char* kHorovodCrossRank = "HOROVOD_CROSS_RANK";
+inline constexpr const char* kHorovodCrossSize = "HOROVOD_CROSS_SIZE";
+
 // Set by Open MPI's mpirun (the second by its PMIx server) for every process it starts.
 inline constexpr const char* kOmpiWorldSize = "OMPI_COMM_WORLD_SIZE";
 inline constexpr const char* kPmixRank = "PMIX_RANK";

@@ -28,6 +28,11 @@ constexpr std::array<const char*, 17> kSetPerWorker = {
     env::kRendezvousAddr, env::kRendezvousPort, env::kEtcdEndpoints, env::kEtcdPrefix,
     env::kEtcdCaFile,     env::kEtcdCertFile,   env::kEtcdKeyFile,   env::kSecret,
     env::kWorkerId};
+// Horovod's names of the placement, refused likewise in every mode: a static worker gets them,
+// and an elastic one has none, as a value fixed for the whole job would be wrong after a reset.
+constexpr std::array<const char*, 6> kHorovodPerWorker = {
+    env::kHorovodRank,      env::kHorovodSize,      env::kHorovodLocalRank,
+    env::kHorovodLocalSize, env::kHorovodCrossRank, env::kHorovodCrossSize};
 
 bool is_variable_name(std::string_view name) {
   auto word = [](char c) { return c == '_' || std::isalnum(static_cast<unsigned char>(c)); };
@@ -43,10 +48,11 @@ std::string apply_export(const std::string& spec) {
   if (!is_variable_name(name)) {
     throw InvalidArgument("-x: '" + name + "' is not an environment variable name");
   }
-  for (const char* own : kSetPerWorker) {
-    if (name == own) {
-      throw InvalidArgument("-x: cohortrun sets " + name + " for each worker itself");
-    }
+  auto set_per_worker = [&](const auto& names) {
+    return std::any_of(names.begin(), names.end(), [&](const char* own) { return name == own; });
+  };
+  if (set_per_worker(kSetPerWorker) || set_per_worker(kHorovodPerWorker)) {
+    throw InvalidArgument("-x: cohortrun sets " + name + " for each worker itself");
   }
   if (eq != std::string::npos) {
     ::setenv(name.c_str(), spec.c_str() + eq + 1, 1);

@@ -109,7 +109,8 @@ void scale_integer(T* buffer, size_t n, double factor) {
   constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
   constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
   for (size_t i = 0; i < n; ++i) {
-    double v = std::nearbyint(static_cast<double>(buffer[i]) * factor);
+    // Truncated toward zero, as Horovod (and a cast in C or torch) does.
+    double v = std::trunc(static_cast<double>(buffer[i]) * factor);
     // int64's max is not representable as a double: compare before converting back.
     buffer[i] = v <= lo   ? std::numeric_limits<T>::min()
                 : v >= hi ? std::numeric_limits<T>::max()

@@ -17,7 +17,7 @@ namespace cohort::ops {
 void reduce_into(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 
 // buffer[i] *= factor. Floating types multiply in their own precision (float for 16-bit types);
-// integers multiply in double, round to nearest (ties to even) and saturate to the type's range;
+// integers multiply in double, truncate toward zero (as Horovod) and saturate to the type's range;
 // bool throws InvalidArgument.
 void scale(void* buffer, size_t count, DataType dtype, double factor);
 

@@ -18,7 +18,8 @@ namespace detail {
 namespace {
 
 constexpr const char* kSupported =
-    "bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64";
+    "bool, uint8, int8, int32, int64, float16, bfloat16, float32, float64; and int16 for the "
+    "collectives that only move data: allgather, broadcast, alltoall";
 }  // namespace
 
 std::string dtype_name(at::ScalarType dtype) {
@@ -262,6 +263,17 @@ at::Tensor fresh_copy(const at::Tensor& tensor, std::string_view what) {
   return tensor.detach().clone(at::MemoryFormat::Contiguous);
 }
 
+// int16 has no Cohort type (nor NCCL one). The collectives that only move data (allgather,
+// broadcast, alltoall) move it as float16, whose elements have its size, and give int16 back; the
+// reductions refuse it (to_cohort).
+at::Tensor as_movable(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.scalar_type() == at::kShort ? tensor.view(at::kHalf) : tensor;
+}
+
+at::Tensor as_dtype(const at::Tensor& moved, at::ScalarType dtype) {
+  return moved.scalar_type() == dtype ? moved : moved.view(dtype);
+}
+
 Work make_work(std::string name, Work::State::Kind kind, Handle handle,
                std::vector<at::Tensor> keep,
                std::function<std::vector<at::Tensor>(const Handle&)> finish) {
@@ -274,10 +286,12 @@ Work make_work(std::string name, Work::State::Kind kind, Handle handle,
   return Work(std::move(state));
 }
 
-// An in-place collective on one tensor, submitted by `submit` on the staged view.
+// An in-place collective on one tensor, submitted by `submit` on the staged view; `moves_data`:
+// the collective only moves data, so it takes int16 (as_movable).
 Work in_place(const at::Tensor& tensor, std::string name, std::string_view op,
-              const std::function<Handle(std::string, Tensor)>& submit) {
-  Staged s = stage(tensor, op);
+              const std::function<Handle(std::string, Tensor)>& submit, bool moves_data = false) {
+  Staged s = stage(moves_data ? as_movable(tensor) : tensor, op);
+  s.caller = tensor;
   detail::check_in_place(tensor, std::string(op) + "_");
   name = detail::name_or_default(std::move(name), op);
   detail::wait_for_producer(s.staged);
@@ -290,16 +304,22 @@ Work in_place(const at::Tensor& tensor, std::string name, std::string_view op,
                    });
 }
 
-// A collective whose result the runtime allocates (allgather, reducescatter).
+// A collective whose result the runtime allocates (allgather, reducescatter); `moves_data` as
+// in_place's.
 Work owned_output(const at::Tensor& input, std::string name, std::string_view op,
-                  const std::function<Handle(std::string, Tensor)>& submit) {
-  detail::check_tensor(input, op);
-  at::Tensor in = input.detach().contiguous();
+                  const std::function<Handle(std::string, Tensor)>& submit,
+                  bool moves_data = false) {
+  at::Tensor moved = moves_data ? as_movable(input) : input;
+  detail::check_tensor(moved, op);
+  at::Tensor in = moved.detach().contiguous();
+  at::ScalarType dtype = input.scalar_type();
   name = detail::name_or_default(std::move(name), op);
   detail::wait_for_producer(in);
   Handle handle = submit(name, detail::view_of(in));
   return make_work(std::move(name), Work::State::Kind::kSingle, std::move(handle), {in},
-                   [](const Handle& h) { return std::vector{detail::to_tensor(h.output())}; });
+                   [dtype](const Handle& h) {
+                     return std::vector{as_dtype(detail::to_tensor(h.output()), dtype)};
+                   });
 }
 
 std::vector<int64_t> splits_of(const at::Tensor& splits) {
@@ -399,9 +419,10 @@ std::vector<at::Tensor> grouped_allreduce(const std::vector<at::Tensor>& inputs,
 // ---- Allgather, broadcast, alltoall, reducescatter ----
 
 Work allgather_async(const at::Tensor& input, std::string name, ProcessSet set) {
-  return owned_output(input, std::move(name), "allgather", [&](std::string n, Tensor t) {
-    return cohort::allgather_async(std::move(n), t, set);
-  });
+  return owned_output(
+      input, std::move(name), "allgather",
+      [&](std::string n, Tensor t) { return cohort::allgather_async(std::move(n), t, set); },
+      /*moves_data=*/true);
 }
 
 at::Tensor allgather(const at::Tensor& input, std::string name, ProcessSet set) {
@@ -409,9 +430,10 @@ at::Tensor allgather(const at::Tensor& input, std::string name, ProcessSet set) 
 }
 
 Work broadcast_async_(const at::Tensor& tensor, int root, std::string name, ProcessSet set) {
-  return in_place(tensor, std::move(name), "broadcast", [&](std::string n, Tensor t) {
-    return cohort::broadcast_async(std::move(n), t, root, set);
-  });
+  return in_place(
+      tensor, std::move(name), "broadcast",
+      [&](std::string n, Tensor t) { return cohort::broadcast_async(std::move(n), t, root, set); },
+      /*moves_data=*/true);
 }
 
 at::Tensor broadcast_(const at::Tensor& tensor, int root, std::string name, ProcessSet set) {
@@ -419,7 +441,9 @@ at::Tensor broadcast_(const at::Tensor& tensor, int root, std::string name, Proc
 }
 
 Work broadcast_async(const at::Tensor& input, int root, std::string name, ProcessSet set) {
-  return broadcast_async_(fresh_copy(input, "broadcast"), root, std::move(name), set);
+  detail::check_tensor(as_movable(input), "broadcast");
+  return broadcast_async_(input.detach().clone(at::MemoryFormat::Contiguous), root, std::move(name),
+                          set);
 }
 
 at::Tensor broadcast(const at::Tensor& input, int root, std::string name, ProcessSet set) {
@@ -428,18 +452,20 @@ at::Tensor broadcast(const at::Tensor& input, int root, std::string name, Proces
 
 Work alltoall_async(const at::Tensor& input, const at::Tensor& splits, std::string name,
                     ProcessSet set) {
-  detail::check_tensor(input, "alltoall");
+  detail::check_tensor(as_movable(input), "alltoall");
   std::vector<int64_t> counts = splits_of(splits);
-  at::Tensor in = input.detach().contiguous();
+  at::Tensor in = as_movable(input).detach().contiguous();
+  at::ScalarType dtype = input.scalar_type();
   name = detail::name_or_default(std::move(name), "alltoall");
   detail::wait_for_producer(in);
   Handle handle = cohort::alltoall_async(name, detail::view_of(in), std::move(counts), set);
-  return make_work(std::move(name), Work::State::Kind::kAlltoall, std::move(handle), {in},
-                   [](const Handle& h) {
-                     const std::vector<int64_t>& received = h.received_splits();
-                     at::Tensor r = at::tensor(at::ArrayRef<int64_t>(received), at::kLong);
-                     return std::vector<at::Tensor>{detail::to_tensor(h.output()), r};
-                   });
+  return make_work(
+      std::move(name), Work::State::Kind::kAlltoall, std::move(handle), {in},
+      [dtype](const Handle& h) {
+        const std::vector<int64_t>& received = h.received_splits();
+        at::Tensor r = at::tensor(at::ArrayRef<int64_t>(received), at::kLong);
+        return std::vector<at::Tensor>{as_dtype(detail::to_tensor(h.output()), dtype), r};
+      });
 }
 
 std::pair<at::Tensor, at::Tensor> alltoall(const at::Tensor& input, const at::Tensor& splits,

@@ -13,6 +13,7 @@
 
 #include "cohort/cohort.h"
 #include "cohort/torch/collectives.h"
+#include "dropped_work.h"
 
 namespace cohort::torch::detail {
 
@@ -66,14 +67,11 @@ struct Work::State {
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
-  // A Work dropped before it completes waits here: the runtime may still write into the tensors
-  // this state keeps alive. Its error, if any, had no one to go to.
+  // A Work dropped before its collective completed does not wait for it: its handle and tensors
+  // go to a background thread that keeps them until the collective completes (dropped_work.h).
   ~State() {
-    if (finished || !finish) return;
-    try {
-      handle.wait();
-    } catch (...) {
-    }
+    if (finished || !finish || handle.poll()) return;
+    detail::keep_until_done({std::move(handle), std::move(keep), std::move(finish)});
   }
 };
 

@@ -79,7 +79,7 @@ std::vector<int> process_set_ranks(ProcessSet set);
 struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;  // how the ranks' values combine
   // Multiplies the input before the reduction and the result after it (average multiplies the
-  // result by a further 1/size of the process set). Integer results are rounded to nearest.
+  // result by a further 1/size of the process set). Integer results truncate, as Horovod's.
   double prescale = 1.0;
   double postscale = 1.0;  // see prescale
   ProcessSet process_set;  // the ranks that take part; all of them by default

@@ -27,10 +27,9 @@ at::Tensor splits_or_undefined(const std::optional<at::Tensor>& splits) {
   return splits ? *splits : at::Tensor();
 }
 
-// Destroys a Work without the GIL: a Work dropped before its collective completed waits for it
-// (the runtime may still write into the tensors it keeps), which can last until the collective's
-// timeout, and other Python threads must run meanwhile. Torch takes the GIL itself when it drops a
-// tensor's Python object.
+// Destroys a Work without the GIL: a Work dropped before its collective completed hands its
+// tensors to the adapter's background thread (never blocks), and releasing tensors may take the
+// GIL inside torch, which must not wait on a thread holding it.
 struct DeleteWithoutGil {
   void operator()(ct::Work* work) const {
     py::gil_scoped_release unlocked;

@@ -10,6 +10,10 @@
 #include "cohort/cohort.h"
 #include "common.h"
 
+#if COHORT_PY_HAVE_NCCL
+#include <nccl.h>
+#endif
+
 namespace cohort::python {
 
 ErrorClasses& error_classes() {
@@ -109,10 +113,11 @@ void bind_basics(py::module_& m) {
   m.def("cross_rank", &cohort::cross_rank);
   m.def("cross_size", &cohort::cross_size);
   m.def("backend_name", [] { return std::string(cohort::backend_name()); });
+  // As Horovod's nccl_built(): the NCCL version this build has (NCCL_VERSION_CODE), 0 without.
 #if COHORT_PY_HAVE_NCCL
-  m.attr("nccl_built") = true;
+  m.attr("nccl_built") = static_cast<int>(NCCL_VERSION_CODE);
 #else
-  m.attr("nccl_built") = false;
+  m.attr("nccl_built") = 0;
 #endif
 
   m.def(

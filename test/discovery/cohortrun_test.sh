@@ -200,6 +200,8 @@ check_error "cohortrun: -x: NOT_SET_HERE is not set in cohortrun's environment (
   -x NOT_SET_HERE -np 1 "$probe" env
 check_error "cohortrun: -x: cohortrun sets COHORT_RANK for each worker itself" \
   -x COHORT_RANK=3 -np 1 "$probe" env
+check_error "cohortrun: -x: cohortrun sets HOROVOD_RANK for each worker itself" \
+  -x HOROVOD_RANK=3 -np 1 "$probe" env
 check_error "cohortrun: -x: '1A' is not an environment variable name" -x 1A=2 -np 1 "$probe" env
 check_error "cohortrun: -x: '' is not an environment variable name" -x =2 -np 1 "$probe" env
 # --output-filename: every rank's lines in DIR/rank.R/{stdout,stderr}; --console-ranks: only

@@ -113,11 +113,11 @@ TEST_CASE("average is not an elementwise reduction") {
   CHECK_THROWS_AS(reduce_into(&x, &y, 1, DataType::kFloat32, ReduceOp::kAverage), InvalidArgument);
 }
 
-TEST_CASE("scaling rounds integers and saturates and rejects bool") {
+TEST_CASE("scaling truncates integers toward zero and saturates and rejects bool") {
   int32_t ints[3] = {3, -3, 2000000000};
   scale(ints, 3, DataType::kInt32, 0.5);
-  CHECK(ints[0] == 2);  // 1.5 rounds to even
-  CHECK(ints[1] == -2);
+  CHECK(ints[0] == 1);  // 1.5 truncates, as Horovod's
+  CHECK(ints[1] == -1);
   CHECK(ints[2] == 1000000000);
   uint8_t bytes[1] = {200};
   scale(bytes, 1, DataType::kUInt8, 2.0);
@@ -138,7 +138,7 @@ TEST_CASE("scaling rounds integers and saturates and rejects bool") {
 TEST_CASE("scale every type") {
   uint8_t u8[3] = {3, 200, 7};
   scale(u8, 3, DataType::kUInt8, 0.5);
-  CHECK(std::vector<uint8_t>(u8, u8 + 3) == std::vector<uint8_t>{2, 100, 4});  // ties to even
+  CHECK(std::vector<uint8_t>(u8, u8 + 3) == std::vector<uint8_t>{1, 100, 3});  // truncated
   scale(u8, 3, DataType::kUInt8, -1.0);
   CHECK(u8[1] == 0);  // saturates at the bottom
   int8_t i8[3] = {-3, 100, -100};
@@ -146,11 +146,11 @@ TEST_CASE("scale every type") {
   CHECK(std::vector<int8_t>(i8, i8 + 3) == std::vector<int8_t>{-6, 127, -128});
   int32_t i32[2] = {7, -2000000000};
   scale(i32, 2, DataType::kInt32, 1.5);
-  CHECK(i32[0] == 10);  // 10.5 rounds to even
+  CHECK(i32[0] == 10);  // 10.5 truncates
   CHECK(i32[1] == INT32_MIN);
-  int64_t i64[2] = {1000, INT64_MIN / 2};
+  int64_t i64[2] = {1003, INT64_MIN / 2};
   scale(i64, 1, DataType::kInt64, 0.25);
-  CHECK(i64[0] == 250);
+  CHECK(i64[0] == 250);  // 250.75 truncates
   scale(i64 + 1, 1, DataType::kInt64, 3.0);
   CHECK(i64[1] == INT64_MIN);
   uint16_t bf[1] = {float_to_bfloat16(3.0f)};

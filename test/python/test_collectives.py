@@ -163,7 +163,8 @@ def test_allgather_gradient():
     out = hvd.allgather(x)
     (out * torch.arange(out.numel()).reshape(out.shape)).sum().backward()
     rows = torch.arange(out.numel()).reshape(out.shape)[2 * hvd.rank():2 * hvd.rank() + 2]
-    torch.testing.assert_close(x.grad, rows.float() * hvd.size())
+    # Horovod averages the output gradient over the ranks (every rank gives the same one here).
+    torch.testing.assert_close(x.grad, rows.float())
 
 
 def test_broadcast():
@@ -267,7 +268,7 @@ def test_bad_input_raises_precisely():
     assert isinstance(info.value, ValueError) and isinstance(info.value, hvd.CohortError)
     assert isinstance(info.value, RuntimeError)
     with pytest.raises(hvd.InvalidArgument, match="int16 is not supported"):
-        hvd.broadcast(torch.zeros(2, dtype=torch.int16), 0)
+        hvd.allreduce(torch.zeros(2, dtype=torch.int16))  # int16 only moves (allgather, ...)
     with pytest.raises(hvd.InvalidArgument, match="device 'meta'"):
         hvd.allreduce(torch.zeros(2).to("meta"))
     with pytest.raises(hvd.InvalidArgument, match="expected a torch.Tensor"):

@@ -296,7 +296,7 @@ def test_groups_go_from_the_hooks_and_zero_grad_drops_finished_ones():
     loss_of(model, *batch(hvd.rank(), 0)).backward()
     assert len(opt._cohort_in_flight) == 2  # both groups were sent during the backward pass
     # Finished but never applied, as a failed runtime leaves them before elastic.run's retry.
-    for handle, _, _ in list(opt._cohort_in_flight.values()):
+    for handle, *_ in list(opt._cohort_in_flight.values()):
         hvd.synchronize(handle)
     opt.zero_grad()
     assert not opt._cohort_in_flight

@@ -219,7 +219,8 @@ void check_non_contiguous_and_grad() {
 }
 
 void check_allgather_and_broadcast() {
-  for (at::ScalarType t : {at::kFloat, at::kHalf, at::kBFloat16, at::kBool, at::kLong}) {
+  for (at::ScalarType t :
+       {at::kFloat, at::kHalf, at::kBFloat16, at::kBool, at::kLong, at::kShort}) {
     // Rank r gives r + 1 rows.
     std::vector<at::Tensor> rows;
     for (int r = 0; r < g_size; ++r) rows.push_back(input_of(r, t, {r + 1, 3}));

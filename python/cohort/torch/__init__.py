@@ -40,10 +40,14 @@ from cohort.torch.mpi_ops import (  # noqa: F401
     global_process_set,
     gloo_built,
     gloo_enabled,
+    grouped_allgather,
+    grouped_allgather_async,
     grouped_allreduce,
     grouped_allreduce_,
     grouped_allreduce_async,
     grouped_allreduce_async_,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
     init,
     is_initialized,
     join,
@@ -60,6 +64,7 @@ from cohort.torch.mpi_ops import (  # noqa: F401
     rocm_built,
     shutdown,
     size,
+    sparse_allreduce_async,
     synchronize,
 )
 from cohort.torch.functions import (  # noqa: F401

@@ -56,8 +56,9 @@ def mpi_built():
 
 
 def nccl_built():
-    """Whether this build of Cohort has its NCCL backend."""
-    return bool(_C.nccl_built)
+    """As Horovod's: the NCCL version this build of Cohort has (NCCL_VERSION_CODE, e.g. 21805),
+    or 0 without its NCCL backend."""
+    return int(_C.nccl_built)
 
 
 def gloo_enabled():
@@ -72,7 +73,7 @@ def mpi_enabled():
 
 def cuda_built():
     """Whether CUDA tensors can go through Cohort (NCCL builds)."""
-    return nccl_built()
+    return nccl_built() != 0
 
 
 def rocm_built():
@@ -156,9 +157,12 @@ def add_process_set(process_set):
 
 
 def remove_process_set(process_set):
-    """Not supported: Cohort's process sets live as long as the runtime."""
-    raise NotImplementedError("cohort.torch: remove_process_set is not supported; process sets "
-                              "live until shutdown()")
+    """Not supported: Cohort's core has no removal of a process set (cohort::add_process_set
+    creates one for the runtime's life: its id and negotiation last until shutdown() or an elastic
+    reset, which drops every set)."""
+    raise NotImplementedError("cohort.torch: remove_process_set is not supported: Cohort's core "
+                              "cannot remove a process set; sets live until shutdown() or an "
+                              "elastic reset")
 
 
 def _set_id(process_set):

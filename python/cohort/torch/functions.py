@@ -87,8 +87,15 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     yet (a fresh optimizer) gets root's. Root sends its state dict's structure as one pickled
     object, then each state tensor through a broadcast collective; the others load the result
     with ``optimizer.load_state_dict``, which checks that the param groups match.
+
+    As Horovod, a rank whose optimizer has no state yet gives each parameter that requires grad
+    and has none a zero gradient (sparse for ``SparseAdam``, and for ``SGD`` on a sparse
+    ``Embedding`` of ``model``). Horovod then takes an optimizer step to create the state; Cohort
+    takes root's state instead, so parameters are not moved (Horovod's step moves them under
+    weight decay).
     """
-    del model  # Horovod's argument, not needed: the optimizer names its parameters by index
+    if not optimizer.state_dict()["state"]:
+        _zero_gradients(optimizer, model)
     is_root = _C.rank() == root_rank
     tensors = []
     skeleton = _split_tensors(optimizer.state_dict(), tensors) if is_root else None
@@ -105,6 +112,22 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
         synchronize(handle)
     if not is_root:
         optimizer.load_state_dict(_fill_tensors(skeleton, tensors))
+
+
+def _zero_gradients(optimizer, model):
+    """Horovod's zero gradients of a fresh optimizer's parameters (see broadcast_optimizer_state)."""
+    sparse = set()
+    if model is not None:
+        sparse = {id(p) for m in model.modules()
+                  if isinstance(m, torch.nn.Embedding) and m.sparse for p in m.parameters()}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if not p.requires_grad or p.grad is not None:
+                continue
+            p.grad = torch.zeros_like(p)
+            if isinstance(optimizer, torch.optim.SparseAdam) or (
+                    isinstance(optimizer, torch.optim.SGD) and id(p) in sparse):
+                p.grad = p.grad.to_sparse()
 
 
 def _collect_slots(value, slots):

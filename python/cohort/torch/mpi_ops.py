@@ -36,6 +36,7 @@ from cohort.torch.basics import (  # noqa: F401  (re-exported)
     shutdown,
     size,
 )
+from cohort.torch import autograd_ops as _ag
 from cohort.torch.compression import Compression
 
 # The reduction operators. Adasum is named so that scripts that mention it import, and refused
@@ -95,6 +96,10 @@ class Handle:
 
     def __repr__(self):
         return f"<cohort.torch handle {self._work.name}>"
+
+    def __call__(self):
+        """``synchronize(handle)``: Horovod's sparse allreduce handle is called this way."""
+        return synchronize(self)
 
 
 def poll(handle):
@@ -161,21 +166,6 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     return Handle(_C.allreduce_async(tensor, *args), _output)
 
 
-class _AllreduceFunction(torch.autograd.Function):
-    """Allreduce with a gradient: the gradient is the same allreduce of the output's gradient."""
-
-    @staticmethod
-    def forward(ctx, tensor, op, prescale, postscale, set_id, name):
-        ctx.args = (op, prescale, postscale, set_id)
-        return _C.allreduce(tensor, op, prescale, postscale, set_id, name)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        op, prescale, postscale, set_id = ctx.args
-        grad = _C.allreduce(grad_output.contiguous(), op, prescale, postscale, set_id, "")
-        return grad, None, None, None, None, None
-
-
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
               prescale_factor=1.0, postscale_factor=1.0, process_set=global_process_set):
     """Reduces ``tensor`` over the ranks into a new tensor (Average by default); differentiable."""
@@ -184,7 +174,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
                         name)
     compressed, ctx = compression.compress(tensor)
     if compressed.requires_grad:
-        out = _AllreduceFunction.apply(compressed, *args)
+        out = _ag.AllreduceFunction.apply(compressed, *args)
     else:
         out = _C.allreduce(compressed, *args)
     return compression.decompress(out, ctx)
@@ -233,7 +223,11 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
                         process_set, name)
     compressed = [compression.compress(t) for t in tensors]
-    outs = _C.grouped_allreduce([c for c, _ in compressed], *args)
+    inputs = [c for c, _ in compressed]
+    if any(t.requires_grad for t in inputs):
+        outs = _ag.GroupedAllreduceFunction.apply(*args, *inputs)
+    else:
+        outs = _C.grouped_allreduce(inputs, *args)
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, compressed)]
 
 
@@ -264,30 +258,13 @@ def allgather_async(tensor, name=None, process_set=global_process_set):
     return Handle(work, _output)
 
 
-class _AllgatherFunction(torch.autograd.Function):
-    """Allgather with a gradient: this rank's rows of the summed output gradient."""
-
-    @staticmethod
-    def forward(ctx, tensor, set_id, name):
-        ctx.set_id = set_id
-        rows = torch.tensor([tensor.shape[0] if tensor.dim() > 0 else 1], dtype=torch.int64)
-        ctx.rows = _C.allgather(rows, set_id, "").tolist()
-        ctx.index = _C.process_set_ranks(set_id).index(_C.rank())
-        return _C.allgather(tensor, set_id, name)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, ctx.set_id, "")
-        start = sum(ctx.rows[:ctx.index])
-        return grad[start:start + ctx.rows[ctx.index]], None, None
-
-
 def allgather(tensor, name=None, process_set=global_process_set):
-    """Every rank's tensor, concatenated along the first dimension in rank order."""
+    """Every rank's tensor, concatenated along the first dimension in rank order; differentiable
+    (the gradient is this rank's rows of the output gradient averaged over the ranks)."""
     _check_device(tensor, "allgather")
     set_id = _set_id(process_set)
     if tensor.requires_grad:
-        return _AllgatherFunction.apply(tensor, set_id, _name("allgather", name))
+        return _ag.AllgatherFunction.apply(tensor, set_id, _name("allgather", name))
     return _C.allgather(tensor, set_id, _name("allgather", name))
 
 
@@ -298,29 +275,13 @@ def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set
     return Handle(work, _output)
 
 
-class _BroadcastFunction(torch.autograd.Function):
-    """Broadcast with a gradient: root gets the summed gradient, the others none."""
-
-    @staticmethod
-    def forward(ctx, tensor, root_rank, set_id, name):
-        ctx.args = (root_rank, set_id)
-        return _C.broadcast(tensor, root_rank, set_id, name)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        root_rank, set_id = ctx.args
-        grad = _C.allreduce(grad_output.contiguous(), Sum, 1.0, 1.0, set_id, "")
-        if _C.rank() != root_rank:
-            grad = torch.zeros_like(grad)
-        return grad, None, None, None
-
-
 def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
-    """Root's tensor, as a new tensor on every rank."""
+    """Root's tensor, as a new tensor on every rank; differentiable (root's gradient is the output
+    gradient averaged over the ranks, the others' zero)."""
     _check_device(tensor, "broadcast")
     set_id = _set_id(process_set)
     if tensor.requires_grad:
-        return _BroadcastFunction.apply(tensor, root_rank, set_id, _name("broadcast", name))
+        return _ag.BroadcastFunction.apply(tensor, root_rank, set_id, _name("broadcast", name))
     return _C.broadcast(tensor, root_rank, set_id, _name("broadcast", name))
 
 
@@ -361,8 +322,14 @@ def alltoall(tensor, splits=None, name=None, process_set=global_process_set):
     As Horovod: returns the rows received, and, when ``splits`` is given, also how many came from
     each rank: ``(output, received_splits)``.
     """
-    output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
-    return output if splits is None else (output, received)
+    if not tensor.requires_grad:
+        output, received = synchronize(alltoall_async(tensor, splits, name, process_set))
+        return output if splits is None else (output, received)
+    _check_device(tensor, "alltoall")
+    rdtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
+    output, received = _ag.AlltoallFunction.apply(tensor, _splits_tensor(splits),
+                                                  _set_id(process_set), _name("alltoall", name))
+    return output if splits is None else (output, received.to(rdtype))
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=global_process_set,
@@ -384,8 +351,12 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     _check_device(tensor, "reducescatter")
     op = _check_op(op)
     compressed, ctx = compression.compress(tensor)
-    out = _C.reducescatter(compressed, op, prescale_factor, postscale_factor,
-                           _set_id(process_set), _name("reducescatter", name))
+    args = (op, prescale_factor, postscale_factor, _set_id(process_set),
+            _name("reducescatter", name))
+    if compressed.requires_grad:
+        out = _ag.ReducescatterFunction.apply(compressed, *args)
+    else:
+        out = _C.reducescatter(compressed, *args)
     return compression.decompress(out, ctx)
 
 
@@ -403,3 +374,13 @@ def join(device=-1):
     """
     del device  # CPU collectives only need the rank
     return _C.join()
+
+
+# Horovod's mpi_ops has the grouped allgather and reducescatter and the sparse allreduce too.
+from cohort.torch.grouped_ops import (  # noqa: E402,F401  (after the names it imports from here)
+    grouped_allgather,
+    grouped_allgather_async,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
+    sparse_allreduce_async,
+)

@@ -55,6 +55,8 @@ class _DistributedOptimizer:
         # Name order makes the group's member order the same on every rank.
         self._cohort_params = sorted(((n, p) for n, p in named if p.requires_grad),
                                      key=lambda item: item[0])
+        # Horovod's attribute of the same name (parameter -> name), which its tests read.
+        self._parameter_names = {p: n for n, p in named}
         self._cohort_compression = compression
         self._cohort_passes_per_step = backward_passes_per_step
         self._cohort_op = op
@@ -74,7 +76,9 @@ class _DistributedOptimizer:
         # Explicit groups are sent from the hooks as soon as they are complete, overlapping the
         # rest of the backward pass; the single default group waits for synchronize().
         self._cohort_overlap = num_groups > 0 or groups is not None
-        self._cohort_in_flight = {}  # group index -> (handle, gradients, compressed tensors)
+        # group index -> (handle or None, dense gradients, compressed tensors,
+        #                 [(p, sparse handle)], [p made dense by sparse_as_dense])
+        self._cohort_in_flight = {}
         self._cohort_passes = {}
         self._cohort_synchronized = False
         self._cohort_should_synchronize = True
@@ -113,24 +117,30 @@ class _DistributedOptimizer:
         return f"{self._cohort_name}.group{index}"
 
     def _cohort_submit(self, index):
-        """Starts the grouped allreduce of one group's gradients (zeros for a missing one)."""
-        grads = []
-        for _, p in self._cohort_groups[index]:
+        """Starts the grouped allreduce of one group's dense gradients (zeros for a missing one),
+        and, as Horovod, a sparse allreduce (allgathers of indices and values) of each sparse one
+        unless ``sparse_as_dense`` (then it is allreduced dense and made sparse again after)."""
+        grads, sparse, resparse = [], [], []
+        for name, p in self._cohort_groups[index]:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
-            elif p.grad.is_sparse:
-                if not self._cohort_sparse_as_dense:
-                    raise mpi_ops.InvalidArgument(
-                        "cohort.torch.DistributedOptimizer: sparse gradients are not supported; "
-                        "pass sparse_as_dense=True")
+            elif p.grad.is_sparse and self._cohort_sparse_as_dense:
                 p.grad = p.grad.to_dense()
-            grads.append(p.grad)
+                resparse.append(p)
+            if p.grad.is_sparse:
+                sparse.append((p, mpi_ops.sparse_allreduce_async(
+                    p.grad, f"{self._cohort_name}.sparse.{name}", self._cohort_op,
+                    self._cohort_process_set)))
+            else:
+                grads.append(p.grad)
         compressed = [self._cohort_compression.compress(g) for g in grads]
-        handle = mpi_ops.grouped_allreduce_async_(
-            [c for c, _ in compressed], name=self._cohort_group_name(index), op=self._cohort_op,
-            prescale_factor=self._cohort_prescale, postscale_factor=self._cohort_postscale,
-            process_set=self._cohort_process_set)
-        self._cohort_in_flight[index] = (handle, grads, compressed)
+        handle = None
+        if grads:
+            handle = mpi_ops.grouped_allreduce_async_(
+                [c for c, _ in compressed], name=self._cohort_group_name(index),
+                op=self._cohort_op, prescale_factor=self._cohort_prescale,
+                postscale_factor=self._cohort_postscale, process_set=self._cohort_process_set)
+        self._cohort_in_flight[index] = (handle, grads, compressed, sparse, resparse)
 
     def _cohort_group_ready(self, name):
         """Called when a parameter has had all its backward passes: with explicit groups, its
@@ -179,12 +189,18 @@ class _DistributedOptimizer:
                 if index not in self._cohort_in_flight:
                     self._cohort_submit(index)
             for index in sorted(self._cohort_in_flight):
-                handle, grads, compressed = self._cohort_in_flight[index]
+                handle, grads, compressed, sparse, resparse = self._cohort_in_flight[index]
+                for p, sparse_handle in sparse:
+                    p.grad = mpi_ops.synchronize(sparse_handle)
+                if handle is None:
+                    continue
                 mpi_ops.synchronize(handle)
                 with torch.no_grad():
                     for grad, (tensor, ctx) in zip(grads, compressed):
                         if tensor is not grad:
                             grad.copy_(self._cohort_compression.decompress(tensor, ctx))
+                for p in resparse:  # as Horovod: the optimizer gets the sparse gradient it made
+                    p.grad = p.grad.to_sparse()
         finally:
             self._cohort_in_flight.clear()
         self._cohort_passes.clear()
@@ -210,12 +226,19 @@ class _DistributedOptimizer:
         self._cohort_synchronized = False
         return super().step(closure)
 
+    @staticmethod
+    def _cohort_done(in_flight):
+        """Whether a group's grouped allreduce and sparse allreduces have all completed."""
+        handle, _, _, sparse, _ = in_flight
+        handles = ([] if handle is None else [handle]) + [h for _, h in sparse]
+        return all(mpi_ops.poll(h) for h in handles)
+
     def zero_grad(self, set_to_none=False):
         """The wrapped optimizer's zero_grad; also forgets the backward passes counted."""
         # Groups that finished are dropped: after a failure the old runtime failed every pending
         # one, and elastic.run's retry starts with zero_grad(). One still running is refused, as
         # in Horovod: it would write into the gradients being cleared.
-        running = {i: f for i, f in self._cohort_in_flight.items() if not mpi_ops.poll(f[0])}
+        running = {i: f for i, f in self._cohort_in_flight.items() if not self._cohort_done(f)}
         self._cohort_in_flight.clear()
         if running:
             self._cohort_in_flight.update(running)

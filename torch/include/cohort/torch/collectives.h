@@ -10,7 +10,10 @@
 // "<op>.noname.<n>", with n counting the runtime's unnamed calls of that kind, as Horovod does (so
 // unnamed calls must come in the same order on every rank; the count restarts after a reset).
 // Dtypes: uint8, int8, int32, int64, float16, bfloat16, float32, float64 and bool map to Cohort's
-// types; any other (complex, int16, ...) is refused with InvalidArgument naming it. A
+// types; int16, which Cohort has not, goes through the collectives that only move data (allgather,
+// broadcast, alltoall) as 2-byte elements (a rank giving int16 where another gives float16 is not
+// detected); any other (complex, ...), and int16 in a reduction, is refused with InvalidArgument
+// naming it. A
 // non-contiguous tensor is copied into a contiguous one for the collective, and an in-place result
 // is copied back into it. Tensors that require grad are read and written outside autograd;
 // an in-place collective bumps its tensor's version counter, as torch's in-place ops do, and with
@@ -46,7 +49,9 @@ DataType to_cohort(at::ScalarType dtype);
 at::ScalarType to_torch(DataType dtype);
 
 // An asynchronous collective on torch tensors. It holds the tensors it reads and writes until it
-// completes, so the caller may drop its own references. Copies share one collective.
+// completes, so the caller may drop its own references. Copies share one collective. Dropping the
+// last copy before the collective completed does not block: the collective completes in the
+// background, its tensors kept alive until then, and its result (or error) is discarded.
 class Work {
  public:
   Work() = default;

@@ -1,0 +1,68 @@
+// One background thread per process, started by the first dropped Work, waits for each dropped
+// collective in turn and then releases its tensors. Every wait ends: the runtime completes each
+// collective, fails it after its timeout, or fails it at shutdown.
+#include "dropped_work.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace cohort::torch::detail {
+
+namespace {
+
+class Reaper {
+ public:
+  void add(DroppedWork work) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(work));
+      if (!started_) {
+        // Detached: the thread may still wait when the process exits, and nothing joins it.
+        std::thread([this] { run(); }).detach();
+        started_ = true;
+      }
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      DroppedWork work;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return !queue_.empty(); });
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      try {
+        work.handle.wait();
+      } catch (...) {
+        // No one is left to receive the error; the runtime has logged or counted it.
+      }
+      // `work` goes here: its tensors are released without the lock.
+    }
+  }
+
+  std::mutex mutex_;               // guards queue_ and started_
+  std::condition_variable cv_;     // signalled when queue_ gets a work
+  std::deque<DroppedWork> queue_;  // dropped Works whose collective may still run
+  bool started_ = false;           // whether run() has a thread
+};
+
+// Never destroyed: its detached thread may outlive static destruction at exit.
+Reaper& reaper() {
+  static Reaper* instance = new Reaper();
+  return *instance;
+}
+
+}  // namespace
+
+void keep_until_done(DroppedWork work) {
+  reaper().add(std::move(work));
+}
+
+}  // namespace cohort::torch::detail
