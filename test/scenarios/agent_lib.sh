@@ -172,3 +172,15 @@ epoch_at() {  # epoch_at SIZE RESETS: rank 0 finished an epoch in that world
 source "$(dirname "$0")/worker_pid.sh"
 trainer=(--samples 240 --batch 4 --commit-every 2)
 until_stop=(--until-file "$tmp/stop" --step-delay-ms 2)
+# finish_with_no_reset: rank 0 (on node a) finishes one more epoch in the world of a and b with
+# no reset, then both agents end with 0 and rank 0's history was trained exactly once.
+finish_with_no_reset() {
+  local first
+  first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
+  wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit b 0
+  trained_once a
+  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+}

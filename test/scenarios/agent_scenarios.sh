@@ -223,13 +223,7 @@ etcd_member_loss)  # one of three etcd members is SIGKILLed mid-training: nothin
     [[ $try == 30 ]] && fail "the two surviving etcd members do not take writes"
     sleep 1
   done
-  first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
-  wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
-  touch "$tmp/stop"
-  expect_exit a 0
-  expect_exit b 0
-  trained_once a
-  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  finish_with_no_reset
   ;;
 etcd_outage)  # the only etcd member is SIGKILLed for longer than the lease TTL, then restarted
   start_etcd 1

@@ -75,13 +75,7 @@ garbage_current_round)  # garbage, truncated, copied, deleted: rounds/0 is repai
   done
   etcd_kv del "$prefix/rounds/0"
   wait_value "$prefix/rounds/0" "$sealed"
-  first=$(grep -c "epoch [0-9]* done rank=0" "$tmp/a.out")
-  wait_for "$tmp/a.out" "\[0\] trainer: epoch $((first)) done rank=0 size=2 resets=0"
-  touch "$tmp/stop"
-  expect_exit a 0
-  expect_exit b 0
-  trained_once a
-  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  finish_with_no_reset
   grep -q "agent: tampering: etcd no longer holds the record of round 0" "$tmp/a.err" "$tmp/b.err" ||
     fail "the tampering was not logged"
   ;;
