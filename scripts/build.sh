@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # Configures and builds Cohort. Usage: scripts/build.sh BUILD_DIR [extra cmake arguments...]
+#
+# Uses ccache where it is installed (scripts/install-deps.sh installs it): the builds of one CI run
+# share their untouched objects (the Release, torch 2.x and pip builds compile libcohort with the
+# same flags), and a later run on the same machine reuses the earlier one's. CCACHE_BASEDIR makes
+# the cached paths relative, so build folders at the same depth hit the same entries.
 set -euo pipefail
 build_dir=${1:?usage: scripts/build.sh BUILD_DIR [cmake args...]}
 shift
-cmake -S "$(dirname "$0")/.." -B "$build_dir" -G Ninja "$@" >/dev/null
+root=$(cd "$(dirname "$0")/.." && pwd)
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$root}
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$root" -B "$build_dir" -G Ninja "${launcher[@]}" "$@" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build pkg-config
+  g++ cmake ninja-build pkg-config ccache
   libgloo-dev libopenmpi-dev openmpi-bin
   libcereal-dev catch2 libcli11-dev libssl-dev
   libcurl4-openssl-dev nlohmann-json3-dev  # the etcd store (rendezvous/etcd_*)
