@@ -206,6 +206,18 @@ def test_remove_process_set_as_horovod():
     assert hvd.remove_process_set(again) is True
 
 
+def test_distributed_optimizer_outside_its_process_set_steps_alone():
+    only_0 = hvd.add_process_set([0])
+    model = torch.nn.Linear(2, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                   named_parameters=model.named_parameters(), process_set=only_0)
+    model(torch.full((1, 2), float(hvd.rank() + 1))).sum().backward()
+    opt.step()  # as Horovod: no communication on a rank outside the set, its own gradient
+    torch.testing.assert_close(model.weight.detach(), torch.full((1, 2), -float(hvd.rank())))
+    assert hvd.remove_process_set(only_0) is True
+
+
 # --- 5. int16 (torch.ShortTensor) through allgather, broadcast and alltoall --------------------
 
 def test_int16_allgather_broadcast_and_alltoall():
