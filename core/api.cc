@@ -431,6 +431,17 @@ ProcessSet add_process_set(std::vector<int> ranks) {
   return ProcessSet{h.output().as<int32_t>()[0]};
 }
 
+void remove_process_set(ProcessSet set) {
+  auto rt = runtime();
+  if (set.id == 0) {
+    throw InvalidArgument("remove_process_set: the global process set (id 0) cannot be removed");
+  }
+  rt->process_set_ranks(set.id);  // throws InvalidArgument naming an unknown or removed set
+  Request r = make_request("cohort.remove_process_set", OpType::kRemoveProcessSet, {});
+  r.members = {set.id};
+  rt->submit(std::move(r), {}, {}).wait();
+}
+
 std::vector<int> process_set_ranks(ProcessSet set) {
   return runtime()->process_set_ranks(set.id);
 }

@@ -90,6 +90,20 @@ void Executor::abort(const std::string& reason) {
   }
 }
 
+bool Executor::was_removed(int id) const {
+  std::lock_guard lock(sets_mutex_);
+  return removed_.contains(id);
+}
+
+bool Executor::concerns_me(const Response& response) const {
+  if (response.type == OpType::kAddProcessSet || response.type == OpType::kRemoveProcessSet) {
+    return true;
+  }
+  if (is_member(response.process_set)) return true;
+  auto removed = removed_.find(response.process_set);
+  return response.kind != Response::Kind::kExecute && removed != removed_.end() && removed->second;
+}
+
 bool Executor::is_member(int process_set) const {
   auto it = sets_.find(process_set);
   return it != sets_.end() && it->second.backend != nullptr;
@@ -153,11 +167,9 @@ bool Executor::execute(const ResponseList& list) {
 }
 
 void Executor::execute(const Response& response) {
-  // Every rank receives every response; a set's collectives concern its members only (an
-  // outsider may have a tensor of the same name in flight elsewhere).
-  // (Adding a set is the world's business; its response carries the new set's id.)
-  bool adds_set = response.type == OpType::kAddProcessSet;
-  if (!adds_set && !is_member(response.process_set)) return;
+  // Every rank receives every response; an outsider may have a tensor of the same name in flight
+  // elsewhere.
+  if (!concerns_me(response)) return;
   if (response.kind != Response::Kind::kExecute) {
     fail_all(response);
     return;
@@ -170,6 +182,8 @@ void Executor::execute(const Response& response) {
       return finish_join(response);
     case OpType::kAddProcessSet:
       return add_process_set(response);
+    case OpType::kRemoveProcessSet:
+      return remove_process_set(response);
     default:
       return run_single(response);
   }
@@ -377,6 +391,23 @@ void Executor::add_process_set(const Response& response) {
     sets_[response.process_set] = std::move(state);
   }
   set_scalar_output(entry, response.process_set);
+  entry.handle->complete();
+}
+
+void Executor::remove_process_set(const Response& response) {
+  TensorEntry entry = queue_.take(response.names.at(0));
+  check_submitted(entry, response.names[0]);
+  int id = static_cast<int>(entry.request.members.at(0));
+  ProcessSetState removed;  // its connections close outside the lock
+  {
+    std::lock_guard lock(sets_mutex_);
+    auto it = sets_.find(id);
+    if (it != sets_.end()) {
+      removed = std::move(it->second);
+      sets_.erase(it);
+    }
+    removed_[id] = removed.backend != nullptr;
+  }
   entry.handle->complete();
 }
 

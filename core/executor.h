@@ -47,6 +47,8 @@ class Executor {
   void mark_joined() { joined_ = true; }
   // Thread-safe: the global ranks of process set `id`, or nullopt if there is no such set.
   std::optional<std::vector<int>> members(int id) const;
+  // Thread-safe: whether process set `id` existed and was removed.
+  bool was_removed(int id) const;
   // Closes every backend (after a failure, so that peers see closed connections at once).
   void close();
   // Thread-safe: interrupts every backend (ops::Backend::abort), so the collective running on the
@@ -102,6 +104,10 @@ class Executor {
   static double device_factor(const Request& how, size_t members);
   void finish_join(const Response& response);
   void add_process_set(const Response& response);
+  void remove_process_set(const Response& response);
+  // Whether `response` is this rank's business: a set's collectives concern its members only,
+  // adding and removing sets every rank; failures in a removed set concern its former members.
+  bool concerns_me(const Response& response) const;
   // Prescale, reduce, postscale (and average) `count` elements in place.
   void reduce_in_place(ProcessSetState& set, void* data, size_t count, const Request& request,
                        const ops::BufferBinding& binding, bool prescale = true);
@@ -120,6 +126,9 @@ class Executor {
   // Guards sets_' keys, members and host backends against members() and abort().
   mutable std::mutex sets_mutex_;
   std::map<int, ProcessSetState> sets_;
+  // Removed process sets: id -> whether this rank was a member. Written by the background thread
+  // under sets_mutex_ (which it alone may read without).
+  std::map<int, bool> removed_;
 };
 
 }  // namespace cohort

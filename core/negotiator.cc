@@ -158,6 +158,11 @@ std::vector<Check> checks_for(const Request& first,
     checks.push_back(
         [&] { return differing(by_rank, "member ranks", [](R r) { return to_text(r.members); }); });
   }
+  if (type == OpType::kRemoveProcessSet) {
+    checks.push_back([&] {
+      return differing(by_rank, "process sets to remove", [](R r) { return to_text(r.members); });
+    });
+  }
   return checks;
 }
 
@@ -181,31 +186,6 @@ Negotiator::Negotiator(int size, ResponseCache* cache)
   std::vector<int> everyone(size);
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = std::move(everyone);
-}
-
-void Negotiator::add_process_set(int id, std::vector<int> members) {
-  sets_[id] = std::move(members);
-}
-
-std::optional<Response> Negotiator::reject(int rank, const Request& request) const {
-  std::string why;
-  auto set = sets_.find(request.process_set);
-  if (set == sets_.end()) {
-    why = "process set " + std::to_string(request.process_set) + " does not exist";
-  } else if (!std::binary_search(set->second.begin(), set->second.end(), rank)) {
-    why = "rank " + std::to_string(rank) + " is not a member of process set " +
-          std::to_string(request.process_set);
-  } else if (joined_[rank] && request.type != OpType::kJoin) {
-    why = "rank " + std::to_string(rank) + " submitted it after calling join()";
-  } else {
-    return std::nullopt;
-  }
-  Response error{.kind = Response::Kind::kError,
-                 .type = request.type,
-                 .names = {request.name},
-                 .process_set = request.process_set};
-  error.error = std::string(to_string(request.type)) + " '" + request.name + "': " + why;
-  return error;
 }
 
 int Negotiator::add(int rank, Request request) {
@@ -302,11 +282,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
       std::fill(joined_.begin(), joined_.end(), false);
       last_joined_ = -1;
     }
-    if (response.kind == Response::Kind::kExecute && response.type == OpType::kAddProcessSet) {
-      response.process_set = sets_.rbegin()->first + 1;
-      const auto& ranks = description(entry).members;
-      add_process_set(response.process_set, std::vector<int>(ranks.begin(), ranks.end()));
-    }
+    change_process_sets(entry, response);
     if (cache_ && response.kind == Response::Kind::kExecute) {
       response.cache_ids = {cache_->put(description(entry))};
     }
@@ -321,6 +297,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   for (auto& r : fuse_responses(std::move(ready), fusion_threshold)) {
     responses.push_back(std::move(r));
   }
+  fail_removed_sets(responses);
   // Names that some rank can no longer submit would wait forever: fail them now.
   for (auto it = table_.begin(); it != table_.end();) {
     if (auto reason = orphaned_by_shutdown(it->second)) {
@@ -412,8 +389,12 @@ Response Negotiator::construct(const std::string& name, const Entry& entry) cons
       .type = d.type, .names = {name}, .process_set = d.process_set, .device = d.device};
   auto problem = find_mismatch(name, entry.by_rank);
   if (!problem) {
-    if (auto why = cannot_run(entry))
-      problem = std::string(to_string(d.type)) + " '" + name + "': " + *why;
+    auto why = cannot_run(entry);
+    if (!why && d.type == OpType::kRemoveProcessSet) why = cannot_remove(d);
+    if (!why && removed_.contains(d.process_set)) {
+      why = "process set " + std::to_string(d.process_set) + " was removed (remove_process_set)";
+    }
+    if (why) problem = std::string(to_string(d.type)) + " '" + name + "': " + *why;
   }
   if (problem) {
     response.kind = Response::Kind::kError;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ class Negotiator {
 
   // Makes process set `id` known with these member ranks (sorted global ranks).
   void add_process_set(int id, std::vector<int> members);
+  // The id the next added process set gets: ids are never reused, so a removed set's id stays
+  // an error rather than naming a newer set.
+  int next_process_set_id() const { return next_set_id_; }
 
   // Responses for every name that is now ready on all ranks (or can never be), in the order in
   // which they became ready, allreduces fused up to `fusion_threshold` bytes (0: no fusion).
@@ -68,6 +72,12 @@ class Negotiator {
   Response construct(const std::string& name, const Entry& entry) const;
   std::optional<std::string> cannot_run(const Entry& entry) const;
   std::optional<std::string> orphaned_by_shutdown(const Entry& entry) const;
+  // Applies a ready add or remove of a process set to the table (ids, members).
+  void change_process_sets(const Entry& entry, Response& response);
+  // Why a removal cannot go ahead (the set does not exist, is the world); nullopt if it can.
+  std::optional<std::string> cannot_remove(const Request& request) const;
+  // Fails (kError) and removes the names still waiting in sets removed by this take_ready().
+  void fail_removed_sets(std::vector<Response>& responses);
 
   int size_;
   ResponseCache* cache_;
@@ -75,6 +85,9 @@ class Negotiator {
   std::vector<Key> ready_order_;
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
+  std::set<int> removed_;                 // ids of removed process sets, for precise errors
+  std::vector<int> just_removed_;         // removed in this take_ready(): sets_ still has them
+  int next_set_id_ = 1;
   std::vector<bool> shut_down_;
   std::vector<bool> joined_;
   int last_joined_ = -1;

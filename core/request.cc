@@ -177,6 +177,8 @@ std::string_view to_string(OpType type) {
       return "reducescatter";
     case OpType::kAddProcessSet:
       return "add_process_set";
+    case OpType::kRemoveProcessSet:
+      return "remove_process_set";
   }
   return "unknown";
 }

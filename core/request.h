@@ -24,8 +24,9 @@ enum class OpType : uint8_t {
   kAlltoall,
   kReducescatter,
   kAddProcessSet,
+  kRemoveProcessSet,
 };
-inline constexpr int kNumOpTypes = 8;
+inline constexpr int kNumOpTypes = 9;
 std::string_view to_string(OpType type);
 
 // The tensors of a grouped allreduce, in order, as every rank must describe them. Kept flat, so
@@ -75,7 +76,7 @@ struct Request {
   GroupSpec group;
   // Alltoall: rows of the first dimension sent to each rank of the set.
   std::vector<int64_t> splits;
-  // Adding a process set: its member ranks.
+  // Adding a process set: its member ranks. Removing one: its id, alone.
   std::vector<int64_t> members;
 
   friend bool operator==(const Request&, const Request&) = default;

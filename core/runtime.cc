@@ -196,6 +196,10 @@ Handle Runtime::submit(TensorEntry entry) {
 
 std::vector<int> Runtime::process_set_ranks(int id) const {
   auto members = executor_->members(id);
+  if (!members && executor_->was_removed(id)) {
+    throw InvalidArgument("process set " + std::to_string(id) +
+                          " was removed (remove_process_set)");
+  }
   if (!members) throw InvalidArgument("process set " + std::to_string(id) + " does not exist");
   return *members;
 }

@@ -72,6 +72,12 @@ struct ProcessSet {
 // Called by every rank with the same sorted, distinct ranks (any order is accepted and sorted):
 // creates the process set over them. Blocks until every rank has called it.
 ProcessSet add_process_set(std::vector<int> ranks);
+// Called by every rank with the same set (a collective of the world): removes the process set.
+// Blocks until every rank has called it. The set's collectives that every member had submitted
+// before the removal run first; those that some member had not fail with MismatchError naming
+// the collective and the set. The id is never reused: using it afterwards throws InvalidArgument
+// saying that the set was removed. The global set (id 0) cannot be removed (InvalidArgument).
+void remove_process_set(ProcessSet set);
 // The global ranks of a process set, ascending.
 std::vector<int> process_set_ranks(ProcessSet set);
 

@@ -125,6 +125,9 @@ void bind_basics(py::module_& m) {
       [](std::vector<int> ranks) { return add_process_set(std::move(ranks)).id; }, release(),
       py::arg("ranks"), "Creates a process set over `ranks` (collective); its id.");
   m.def(
+      "remove_process_set", [](int id) { remove_process_set(ProcessSet{id}); }, release(),
+      py::arg("process_set_id"), "Removes a process set (collective).");
+  m.def(
       "process_set_ranks", [](int id) { return process_set_ranks(ProcessSet{id}); },
       py::arg("process_set_id"));
   m.def(

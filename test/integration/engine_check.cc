@@ -1,7 +1,7 @@
 // Runs under cohortrun or mpirun with 2-4 ranks: checks grouped allreduce, join (uneven numbers of
 // steps per rank, identity contributions, the error for other collectives while a rank has
-// joined) and process sets (collectives over subsets, the error for a non-member). Exits non-zero
-// on the first failure with a message naming what failed.
+// joined) and process sets (collectives over subsets, the error for a non-member, removal). Exits
+// non-zero on the first failure with a message naming what failed.
 #include <numeric>
 #include <string>
 #include <vector>
@@ -190,6 +190,44 @@ void check_process_sets() {
       "distinct ranks", "process set with a rank out of range");
 }
 
+// remove_process_set: what every member submitted before it runs, what some member did not
+// fails naming the set, and the id stays an error afterwards.
+void check_remove_process_set() {
+  int n = cohort::size(), me = cohort::rank();
+  ProcessSet ends = add_process_set({0, n - 1});
+  bool member = me == 0 || me == n - 1;
+  std::vector<float> kept(4, 1.0f), stray(4, 1.0f);
+  Handle kept_handle, stray_handle;
+  if (member) kept_handle = allreduce_async("kept", Tensor::of(kept), {.process_set = ends});
+  // Rank 0 submits a collective that the set's other member never does.
+  if (me == 0) stray_handle = allreduce_async("stray", Tensor::of(stray), {.process_set = ends});
+  remove_process_set(ends);
+  if (member) {
+    kept_handle.wait();
+    check(kept[0] == 2.0f, "a collective every member submitted before the removal runs");
+  }
+  if (me == 0) {
+    expect_error<MismatchError>([&] { stray_handle.wait(); },
+                                "'stray' (process set " + str(ends.id) +
+                                    ") cannot complete: process set " + str(ends.id) +
+                                    " was removed",
+                                "a collective pending at removal");
+  }
+  std::string removed = "process set " + str(ends.id) + " was removed";
+  expect_error<InvalidArgument>([&] { barrier("after removal", ends); }, removed,
+                                "a collective on a removed set");
+  expect_error<InvalidArgument>([&] { process_set_ranks(ends); }, removed,
+                                "the ranks of a removed set");
+  expect_error<InvalidArgument>([&] { remove_process_set(ends); }, removed, "removing a set twice");
+  expect_error<InvalidArgument>([&] { remove_process_set(ProcessSet{}); },
+                                "the global process set (id 0) cannot be removed",
+                                "removing the global set");
+  ProcessSet again = add_process_set({0, n - 1});
+  check(again.id > ends.id, "a removed set's id is not reused");
+  if (member) barrier("re-added", again);
+  remove_process_set(again);
+}
+
 }  // namespace
 
 int main() {
@@ -202,6 +240,7 @@ int main() {
   check_alltoall();
   check_reducescatter();
   check_process_sets();
+  check_remove_process_set();
   int rank = cohort::rank();
   cohort::shutdown();
   std::cout << "rank " << rank << ": " << g_checks << " checks passed" << std::endl;

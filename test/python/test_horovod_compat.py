@@ -1,7 +1,7 @@
 """Horovod's semantics where Cohort used to differ (issue 27): gradients of the collectives,
-dropped handles, the grouped and sparse calls, int16, integer scaling, nccl_built, the optimizer's
-zero gradients and Horovod's environment variables. Run on every rank under cohortrun (-np 2 and
--np 3); every wait is bounded by COHORT_TIMEOUT_SECONDS.
+dropped handles, the grouped and sparse calls, remove_process_set, int16, integer scaling,
+nccl_built, the optimizer's zero gradients and Horovod's environment variables. Run on every rank
+under cohortrun (-np 2 and -np 3); every wait is bounded by COHORT_TIMEOUT_SECONDS.
 """
 
 import os
@@ -176,9 +176,46 @@ def test_distributed_optimizer_with_sparse_gradients():
     torch.testing.assert_close(model.weight.detach(), want)
 
 
-def test_remove_process_set_says_why_it_is_refused():
-    with pytest.raises(NotImplementedError, match="cannot remove a process set"):
-        hvd.remove_process_set(hvd.global_process_set)
+def test_remove_process_set_as_horovod():
+    n, me = hvd.size(), hvd.rank()
+    assert hvd.remove_process_set(hvd.global_process_set) is False  # as Horovod: never removed
+    assert hvd.remove_process_set(hvd.ProcessSet([0])) is False  # never added
+    ends = hvd.add_process_set([0, n - 1])
+    removed_id = ends.process_set_id
+    member = me in (0, n - 1)
+    if member:
+        kept = hvd.allreduce_async(torch.ones(3), name="kept", op=hvd.Sum, process_set=ends)
+    if me == 0:  # the set's other member never submits it
+        stray = hvd.allreduce_async(torch.ones(3), name="stray", process_set=ends)
+    assert hvd.remove_process_set(ends) is True
+    assert ends.process_set_id is None
+    if member:
+        torch.testing.assert_close(hvd.synchronize(kept), torch.full((3,), 2.0))
+    if me == 0:
+        with pytest.raises(hvd.MismatchError, match=f"process set {removed_id} was removed"):
+            hvd.synchronize(stray)
+    with pytest.raises(ValueError, match=f"process set {removed_id} was removed"):
+        hvd.allreduce(torch.ones(2), name="after", process_set=ends)
+    assert hvd.remove_process_set(ends) is False  # invalidated
+    again = hvd.add_process_set(ends)  # as Horovod: a removed set can be added again
+    assert again.process_set_id > removed_id
+    if member:
+        torch.testing.assert_close(hvd.allreduce(torch.ones(2), name="again", op=hvd.Sum,
+                                                 process_set=again),
+                                   torch.full((2,), 2.0))
+    assert hvd.remove_process_set(again) is True
+
+
+def test_distributed_optimizer_outside_its_process_set_steps_alone():
+    only_0 = hvd.add_process_set([0])
+    model = torch.nn.Linear(2, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                   named_parameters=model.named_parameters(), process_set=only_0)
+    model(torch.full((1, 2), float(hvd.rank() + 1))).sum().backward()
+    opt.step()  # as Horovod: no communication on a rank outside the set, its own gradient
+    torch.testing.assert_close(model.weight.detach(), torch.full((1, 2), -float(hvd.rank())))
+    assert hvd.remove_process_set(only_0) is True
 
 
 # --- 5. int16 (torch.ShortTensor) through allgather, broadcast and alltoall --------------------

@@ -105,6 +105,10 @@ class ProcessSet:
         self.process_set_id = None
 
     def _id(self):
+        removed = getattr(self, "_removed_id", None)
+        if self.process_set_id is None and removed is not None:
+            raise InvalidArgument(f"cohort.torch: process set {removed} was removed "
+                                  f"(remove_process_set); add it again to use it")
         if self.process_set_id is None:
             raise InvalidArgument("cohort.torch: this process set has not been added; call "
                                   "add_process_set() on every rank first")
@@ -157,12 +161,24 @@ def add_process_set(process_set):
 
 
 def remove_process_set(process_set):
-    """Not supported: Cohort's core has no removal of a process set (cohort::add_process_set
-    creates one for the runtime's life: its id and negotiation last until shutdown() or an elastic
-    reset, which drops every set)."""
-    raise NotImplementedError("cohort.torch: remove_process_set is not supported: Cohort's core "
-                              "cannot remove a process set; sets live until shutdown() or an "
-                              "elastic reset")
+    """Removes a process set, called by every rank with the same set; as Horovod, returns True
+    once it is removed (the ProcessSet is then invalidated: its process_set_id becomes None), and
+    False, without communicating, for a set that was never added or the global set.
+
+    The set's collectives that every member had submitted run first; those that some member had
+    not fail with MismatchError. Its id is never reused: a collective naming it afterwards raises
+    InvalidArgument saying it was removed.
+    """
+    if not isinstance(process_set, ProcessSet):
+        raise InvalidArgument(f"cohort.torch: remove_process_set takes a ProcessSet, not "
+                              f"{type(process_set).__name__}")
+    process_set_id = process_set.process_set_id
+    if process_set_id is None or process_set_id == 0:
+        return False
+    _C.remove_process_set(process_set_id)
+    process_set.process_set_id = None
+    process_set._removed_id = process_set_id  # pylint: disable=protected-access
+    return True
 
 
 def _set_id(process_set):

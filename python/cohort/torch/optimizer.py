@@ -83,7 +83,10 @@ class _DistributedOptimizer:
         self._cohort_synchronized = False
         self._cohort_should_synchronize = True
         self._cohort_accumulators = []
-        self._cohort_register_hooks()
+        # As Horovod: on a rank outside the process set the optimizer is the wrapped one alone.
+        self._cohort_member = process_set.included()
+        if self._cohort_member:
+            self._cohort_register_hooks()
 
     def _cohort_make_groups(self, num_groups, groups):
         """The gradient groups, as lists of (name, parameter) in name order: one group of every
@@ -182,7 +185,8 @@ class _DistributedOptimizer:
         A parameter with no gradient on this rank (unused in this step) contributes zeros, so no
         rank waits for it. A later ``step()`` does not repeat the allreduce.
         """
-        if self._cohort_synchronized:
+        if self._cohort_synchronized or not self._cohort_member:
+            self._cohort_synchronized = True
             return
         try:
             for index in range(len(self._cohort_groups)):
