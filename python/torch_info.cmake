@@ -43,11 +43,7 @@ macro(cohort_find_torch_of_python python)
       "and MPI, built with the C++11 ABI; use a torch built with it (PyPI's since 2.7, Debian's).")
   endif()
   list(PREPEND CMAKE_PREFIX_PATH ${COHORT_PYTORCH_DIR} ${COHORT_PYTORCH_DIR}/share/cmake)
-  # A CUDA torch's CMake package otherwise probes the GPUs with a CUDA test program, which fails
-  # under this project's C++20 (CMake knows no CUDA20 flags for nvcc). Cohort compiles no CUDA.
-  if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
-    set(TORCH_CUDA_ARCH_LIST "8.0")
-  endif()
+  # TORCH_CUDA_ARCH_LIST: CMakeLists.txt sets it before find_package(Torch), for both routes.
   message(STATUS "Cohort: building against torch ${COHORT_PYTORCH_VERSION} of ${python} "
                  "(${COHORT_PYTORCH_DIR})")
 endmacro()

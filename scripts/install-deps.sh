@@ -19,6 +19,7 @@ packages=(
   # recommends; sklearn is only for the digits data set it ships (the main job's data).
   libtorch-dev python3-torch pybind11-dev python3-pybind11 python3-numpy python3-pytest
   python3-sklearn zlib1g-dev
+  python3-venv  # scripts/test-torch2.sh and scripts/test-pip.sh: venvs with torch 2.x from PyPI
 )
 
 missing=()

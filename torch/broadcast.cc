@@ -15,7 +15,10 @@
 #include <exception>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "cohort/torch/broadcast.h"
 #include "cohort/torch/collectives.h"
@@ -249,9 +252,23 @@ Kind kind_of(const Optimizer& optimizer) {
       "AdamW, Adagrad, RMSprop)");
 }
 
-// How torch's optimizers key their state: the parameter's TensorImpl address as a string.
-std::string state_key(const at::Tensor& param) {
-  return c10::guts::to_string(param.unsafeGetTensorImpl());
+// How torch's optimizers key their state: the parameter's TensorImpl, as a pointer since torch 2.x
+// and as its address printed into a string (what c10::guts::to_string gave) in torch 1.x.
+using StateKey = std::remove_cvref_t<decltype(std::declval<Optimizer&>().state())>::key_type;
+
+template <typename Key>
+Key state_key_as(const at::Tensor& param) {
+  if constexpr (std::is_pointer_v<Key>) {
+    return param.unsafeGetTensorImpl();
+  } else {
+    std::ostringstream key;
+    key << static_cast<const void*>(param.unsafeGetTensorImpl());
+    return key.str();
+  }
+}
+
+StateKey state_key(const at::Tensor& param) {
+  return state_key_as<StateKey>(param);
 }
 
 // What parse_optimizer_state builds before it changes anything.

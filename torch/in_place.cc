@@ -1,5 +1,6 @@
 #include "in_place.h"
 
+#include <ATen/core/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 
 #include <string>

@@ -1,8 +1,9 @@
 """TorchState's commits copy tensors into snapshot buffers allocated once (issue 27, item 4), under
 cohortrun (-np 2 and -np 3): restore gives exactly the committed values, including optimizer state
 created after the first commit, parameters replaced by new tensors, tensors whose dtype changed,
-tied weights and non-tensor values; a commit that fails on one rank keeps the last snapshot; a sync
-sends rank 0's values; and a commit neither pickles tensors nor reallocates its buffers.
+tied weights and non-tensor values, and runs the optimizer's load_state_dict hooks (torch >= 2.0);
+a commit that fails on one rank keeps the last snapshot; a sync sends rank 0's values; and a
+commit neither pickles tensors nor reallocates its buffers.
 ElasticSampler.state_dict() costs the same whatever the data set's size.
 """
 
@@ -89,6 +90,37 @@ def test_restore_gives_the_commit_with_state_created_after_it(make_opt):
     after = [t for p in model.parameters() for t in opt.state[p].values() if torch.is_tensor(t)]
     assert all(a is b for a, b in zip(after, buffers)) and len(after) == len(buffers)
     train_step(model, opt, 5)  # and trains on
+
+
+@pytest.mark.skipif(not hasattr(torch.optim.Optimizer, "register_load_state_dict_pre_hook"),
+                    reason="torch < 2.0 has no load_state_dict hooks")
+def test_restore_runs_the_optimizers_load_state_dict_hooks():
+    model = make_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    train_step(model, opt, 0)
+    state = hvd.elastic.TorchState(model, opt)
+    state.commit()
+    committed = values(model, opt)
+    calls = []
+
+    def pre_hook(optimizer, state_dict):  # halves the learning rate it loads
+        calls.append(("pre", optimizer is opt, state_dict["param_groups"][0]["lr"]))
+        groups = [dict(g, lr=g["lr"] / 2) for g in state_dict["param_groups"]]
+        return dict(state_dict, param_groups=groups)
+
+    def post_hook(optimizer):
+        calls.append(("post", optimizer is opt, optimizer.param_groups[0]["lr"]))
+
+    opt.register_load_state_dict_pre_hook(pre_hook)
+    opt.register_load_state_dict_post_hook(post_hook)
+    train_step(model, opt, 1)
+    state.restore()
+    assert calls == [("pre", True, 0.1), ("post", True, 0.05)]
+    committed[2][0]["lr"] = 0.05
+    assert_values(model, opt, committed)
+    state.restore()  # the hook changed a copy: the snapshot still holds the committed values
+    assert calls[2:] == [("pre", True, 0.1), ("post", True, 0.05)]
+    assert_values(model, opt, committed)
 
 
 def test_commit_copies_into_buffers_allocated_once(monkeypatch):

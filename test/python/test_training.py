@@ -5,6 +5,7 @@ a Horovod-style script written against the horovod.torch names.
 """
 
 import gc
+import warnings
 import weakref
 
 import pytest
@@ -313,3 +314,11 @@ def test_states_are_freed():
     del state
     gc.collect()
     assert freed() is None  # the C++ State's callbacks do not keep it alive
+
+
+def test_elastic_sampler_makes_no_warning():
+    # torch 2.x warns when a Sampler is given the data source it does not use.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sampler = hvd.elastic.ElasticSampler(list(range(10)))
+    assert len(list(sampler)) == len(sampler)

@@ -29,7 +29,8 @@ class ElasticSampler(torch.utils.data.Sampler):
     """
 
     def __init__(self, dataset, shuffle=True, seed=0):
-        super().__init__(dataset)
+        # torch never used the data source: 1.13 requires the argument, 2.x warns when it is given.
+        super().__init__(None)
         self.dataset = dataset
         self.shuffle = shuffle
         self.seed = seed

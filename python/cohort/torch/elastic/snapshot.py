@@ -143,13 +143,47 @@ def _restored(live, saved):
     return copy.deepcopy(saved)  # containers, numbers; a tensor inside is cloned
 
 
+def _load_hooks(optimizer, kind):
+    """The optimizer's load_state_dict hooks of ``kind`` ("pre" or "post"), in the order torch runs
+    them; none before torch 2.0, which has no ``register_load_state_dict_{pre,post}_hook``."""
+    return list(getattr(optimizer, f"_optimizer_load_state_dict_{kind}_hooks", {}).values())
+
+
+def _pre_hooked(optimizer, saved):
+    """``saved`` after the optimizer's load_state_dict pre-hooks, as ``load_state_dict`` gives it
+    to them: a shallow copy each may change or replace. Its tensors are the snapshot buffers: a
+    hook may replace them but must not change them in place."""
+    saved = saved.copy()
+    for hook in _load_hooks(optimizer, "pre"):
+        result = hook(optimizer, saved)
+        if result is not None:
+            saved = result
+    return saved
+
+
+def _restored_group(group, saved_group):
+    """A param group as committed, with the live group's parameters (and, as torch keeps them,
+    its ``param_names`` where the committed group has none)."""
+    restored = {k: copy.deepcopy(v) for k, v in saved_group.items() if k != "params"}
+    restored["params"] = group["params"]
+    if "param_names" in group and "param_names" not in saved_group:
+        restored["param_names"] = group["param_names"]
+    return restored
+
+
 def restore_optimizer(optimizer, saved):
     """``optimizer.load_state_dict(saved)`` without its deep copy of every tensor: the state's
     tensors are copied into the optimizer's current ones where dtype, device, shape and strides
     match (new ones otherwise), state created after the commit is dropped, and the param groups'
-    hyperparameters are the committed ones. Parameters pair by position, as in torch."""
+    hyperparameters are the committed ones. Parameters pair by position, as in torch. The
+    optimizer's load_state_dict pre- and post-hooks (torch >= 2.0) run as load_state_dict runs
+    them."""
+    saved = _pre_hooked(optimizer, saved)
     groups = optimizer.param_groups
     saved_groups = saved["param_groups"]
+    if len(saved_groups) != len(groups) or any(
+            len(s["params"]) != len(g["params"]) for s, g in zip(saved_groups, groups)):
+        raise ValueError("the saved optimizer state has other param groups than this one")
     id_map = dict(zip((i for g in saved_groups for i in g["params"]),
                       (p for g in groups for p in g["params"])))
     state = collections.defaultdict(dict)
@@ -161,7 +195,7 @@ def restore_optimizer(optimizer, saved):
                 continue
             live = optimizer.state.get(param, {})
             state[param] = {name: _restored(live.get(name), value) for name, value in entry.items()}
-    param_groups = [{k: (group["params"] if k == "params" else copy.deepcopy(v))
-                     for k, v in saved_group.items()}
-                    for group, saved_group in zip(groups, saved_groups)]
+    param_groups = [_restored_group(g, s) for g, s in zip(groups, saved_groups)]
     optimizer.__setstate__({"state": state, "param_groups": param_groups})
+    for hook in _load_hooks(optimizer, "post"):
+        hook(optimizer)

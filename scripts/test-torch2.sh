@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# CI stage: the torch adapter's checks (test/torch) and the Python package's tests (test/python)
+# against the newest torch 2.x from PyPI, beside the Release stage's run against Debian's torch 1.13.
+# Makes or reuses the virtual environment (scripts/torch2-env.sh), configures BUILD_DIR (default
+# build-torch2) against its torch and Python, builds only what those tests run (the target
+# cohort_torch_tests) and runs them.
+#   scripts/test-torch2.sh [BUILD_DIR [extra cmake arguments...]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build-torch2}
+shift || true
+
+venv=$(scripts/torch2-env.sh)
+# A compiler cache beside the venv, kept between runs (CI builds a fresh clone each time): without
+# it the build is most of this stage. Paths relative to the checkout, so any clone hits it.
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
+log=$build_dir/configure.log
+mkdir -p "$build_dir"
+torch_cmake=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_cmake" \
+  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_BUILD_EXAMPLES=OFF \
+  -DCOHORT_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >"$log" 2>&1 ||
+  { cat "$log"; exit 1; }
+grep -q "Cohort: Python package for $venv/bin/python" "$log" ||
+  { cat "$log"; echo "test-torch2: no Python package for $venv" >&2; exit 1; }
+cmake --build "$build_dir" -j "$(nproc)" --target cohort_torch_tests
+ctest --test-dir "$build_dir" -R '^(torch|python)\.' --output-on-failure --timeout 300 -j 2
