@@ -1,0 +1,19 @@
+"""Cohort's allreduce (cohort.torch, Horovod's API) for bench/peers/common.py; run by cohortrun."""
+
+import cohort.torch as hvd
+import torch
+
+import common
+
+
+def main():
+    args = common.parse_args()
+    hvd.init()
+    barrier_tensor = torch.zeros(1)
+    common.run(args, hvd.rank(), hvd.size(), lambda t: hvd.allreduce_(t, op=hvd.Sum),
+               lambda: hvd.allreduce_(barrier_tensor, op=hvd.Sum))
+    hvd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
