@@ -105,16 +105,19 @@ def markdown(args, figures, failed, nps):
 
 
 def plot(figures, nps, svg):
-    """busbw against size, one line per system and rank count (gnuplot)."""
+    """busbw against size: one colour per system, solid at the fewest ranks, dashed above (gnuplot)."""
     dat = svg.with_suffix(".dat")
-    blocks, titles = [], []
-    for (system, np), by_size in sorted(figures.items()):
+    blocks, styles = [], []
+    systems = sorted({s for s, _ in figures}, key=list(LABELS).index)
+    for (system, np), by_size in sorted(figures.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         blocks.append("\n".join(f"{b} {busbw(b, us, np):.6f}" for b, us in sorted(by_size.items())))
-        titles.append(f"{LABELS.get(system, system)}, {np} ranks")
+        styles.append(f"lc {systems.index(system) + 1} dt {nps.index(np) + 1} pt {nps.index(np) + 6}"
+                      f" title '{LABELS.get(system, system)}, {np} ranks'")
     dat.write_text("\n\n\n".join(blocks) + "\n")
-    plots = ", ".join(f"'{dat}' index {i} with linespoints title '{t}'" for i, t in enumerate(titles))
+    plots = ", ".join(f"'{dat}' index {i} with linespoints {st}" for i, st in enumerate(styles))
     script = (f"set terminal svg size 900,520 dynamic; set output '{svg}'; set logscale x 2;"
-              " set xlabel 'message size (bytes)'; set ylabel 'busbw (GB/s)'; set key top left;"
+              " set format x '%.0b %BB'; set xtics 32; set grid;"
+              " set xlabel 'message size'; set ylabel 'busbw (GB/s)'; set key top left;"
               f" set title 'allreduce, float32 sum, torch tensors, one host'; plot {plots}")
     subprocess.run(["gnuplot", "-e", script], check=True)
 
