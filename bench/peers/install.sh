@@ -15,7 +15,7 @@
 # Environment: PEERS_DIR (default ${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/peers).
 set -uo pipefail
 
-PEERS_DIR=${PEERS_DIR:-${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/peers}
+source "$(dirname "$0")/lib.sh"
 JOBS=${COHORT_PEERS_JOBS:-2}
 PYTHON=/usr/bin/python3
 HOROVOD_VERSION=0.28.1
@@ -33,7 +33,7 @@ mkdir -p "$PEERS_DIR"
 
 # fail PEER REASON LOG: records why PEER could not be installed.
 fail() {
-  { echo "$2"; [ -f "$3" ] && tail -n 5 "$3" | sed 's/^/  /'; } > "$PEERS_DIR/$1.failed"
+  { echo "$2"; [ -f "$3" ] && tail -n 5 "$3" | awk '{ print "  " $0 }'; } > "$PEERS_DIR/$1.failed"
   echo "install.sh: $1 could not be installed: $2 (log: $3)" >&2
 }
 

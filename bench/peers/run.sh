@@ -34,7 +34,7 @@ done
 [ $quick = 1 ] && { trials=1; nps=2; }
 [ "$doc" = default ] && { [ $quick = 1 ] && doc= || doc=$repo/docs/comparison.md; }
 out=${out:-$build/peers}
-PEERS_DIR=${PEERS_DIR:-${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/peers}
+source "$here/lib.sh"
 run_timeout=${COHORT_PEERS_RUN_TIMEOUT:-900}
 mkdir -p "$out/logs"
 : > "$out/results.txt"
@@ -43,13 +43,12 @@ export GLOO_SOCKET_IFNAME=lo PYTHONUNBUFFERED=1
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # --- Systems: availability (a reason on stdout when missing) and launchers -----------------------
-venv_of() { case $1 in horovod) echo horovod ;; torch|torchft) echo torch2 ;; esac; }
 missing_reason() {
   case $1 in
     cohort) [ -x "$build/bin/cohortrun" ] && [ -d "$build/python/cohort" ] ||
       echo "not built: $build/bin/cohortrun or $build/python/cohort is missing" ;;
     horovod|torch|torchft)
-      local v; v=$(venv_of "$1")
+      local v; v=$(peer_venv "$1")
       if [ -f "$PEERS_DIR/$v.ok" ]; then return 0; fi
       if [ -f "$PEERS_DIR/$v.failed" ]; then echo "could not be installed: $(head -n 1 "$PEERS_DIR/$v.failed")"
       else echo "not installed: run bench/peers/install.sh (looked in $PEERS_DIR)"; fi ;;
