@@ -55,11 +55,12 @@ install_horovod() {
     { fail horovod "python3 -m venv failed" "$log"; return 1; }
   "$venv/bin/pip" install -q setuptools wheel 'cmake<4' >> "$log" 2>&1 ||
     { fail horovod "pip could not install Horovod's build tools" "$log"; return 1; }
-  local mpi
+  local mpi mpi_flag
   for mpi in 1 0; do
     echo "== Horovod $HOROVOD_VERSION, HOROVOD_WITH_MPI=$mpi" >> "$log"
+    if [ $mpi = 1 ]; then mpi_flag=HOROVOD_WITH_MPI=1; else mpi_flag=HOROVOD_WITHOUT_MPI=1; fi
     if env HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITHOUT_TENSORFLOW=1 \
-        HOROVOD_WITHOUT_MXNET=1 $([ $mpi = 1 ] && echo HOROVOD_WITH_MPI=1 || echo HOROVOD_WITHOUT_MPI=1) \
+        HOROVOD_WITHOUT_MXNET=1 "$mpi_flag" \
         MAKEFLAGS=-j$JOBS CMAKE_BUILD_PARALLEL_LEVEL=$JOBS \
         nice -n 15 "$venv/bin/pip" install -v --no-build-isolation --no-cache-dir \
         "horovod==$HOROVOD_VERSION" >> "$log" 2>&1; then

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by install.sh and run.sh (bench/peers): the settings both read, parsed here only.
 #   PEERS_DIR  where the peers' venvs, logs and <peer>.ok / <peer>.failed files live
 #              (default ${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/peers)

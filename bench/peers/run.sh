@@ -18,7 +18,7 @@ usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 build=${1:-}; [ -n "$build" ] && [ "${build#-}" = "$build" ] || usage; shift
 build=$(cd "$build" && pwd) || exit 2
-quick=0 workloads=allreduce systems=cohort,horovod,torch,torchft nps=2,4 trials=3 out= doc=default
+quick=0 workloads=allreduce systems=cohort,horovod,torch,torchft nps=2,4 trials=3 out='' doc=default
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -57,23 +57,23 @@ missing_reason() {
 }
 
 launch_cohort() {
-  local np=$1; shift
+  local np=$1 script=$here/$2; shift 2
   PYTHONPATH=$build/python:$here timeout "$run_timeout" "$build/bin/cohortrun" -np "$np" \
-    /usr/bin/python3 "$here/$@" --system cohort
+    /usr/bin/python3 "$script" "$@" --system cohort
 }
 launch_horovod() {
-  local np=$1 venv=$PEERS_DIR/horovod; shift
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/horovod; shift 2
   PATH=$venv/bin:$PATH PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/horovodrun" --gloo \
-    -np "$np" -H "localhost:$np" "$venv/bin/python" "$here/$@" --system horovod
+    -np "$np" -H "localhost:$np" "$venv/bin/python" "$script" "$@" --system horovod
 }
 launch_torch() {
-  local np=$1 venv=$PEERS_DIR/torch2; shift
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2; shift 2
   PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --standalone --nproc-per-node "$np" \
-    "$here/$@" --system torch
+    "$script" "$@" --system torch
 }
 # TorchFT: a Lighthouse, then one replica group per rank, each a torchrun of one process.
 launch_torchft() {
-  local np=$1 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i; shift
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i; shift 2
   lport=$(free_port)
   "$venv/bin/torchft_lighthouse" --min_replicas "$np" --quorum_tick_ms 100 --join_timeout_ms 10000 \
     --bind "[::]:$lport" > "$out/logs/lighthouse.log" 2>&1 &
@@ -81,7 +81,7 @@ launch_torchft() {
   for ((i = 0; i < np; i++)); do
     REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
       PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
-      --master-port "$(free_port)" "$here/$@" --system torchft &
+      --master-port "$(free_port)" "$script" "$@" --system torchft &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
