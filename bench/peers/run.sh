@@ -36,8 +36,6 @@ done
 out=${out:-$build/peers}
 source "$here/lib.sh"
 run_timeout=${COHORT_PEERS_RUN_TIMEOUT:-900}
-mkdir -p "$out/logs"
-: > "$out/results.txt"
 export GLOO_SOCKET_IFNAME=lo PYTHONUNBUFFERED=1
 
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -115,7 +113,20 @@ workload_allreduce() {
 }
 
 # --- Versions, runs, reports ---------------------------------------------------------------------
+# Bad arguments are refused before anything under OUT is touched.
+for workload in ${workloads//,/ }; do
+  declare -F "workload_$workload" > /dev/null ||
+    { echo "run.sh: unknown workload '$workload' (known: allreduce)" >&2; exit 2; }
+done
+for system in ${systems//,/ }; do
+  declare -F "launch_$system" > /dev/null ||
+    { echo "run.sh: unknown system '$system' (known: cohort, horovod, torch, torchft)" >&2; exit 2; }
+done
+[[ $trials =~ ^[1-9][0-9]*$ && $nps =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+  { echo "run.sh: --trials takes a count and --np a list of counts (e.g. 2,4)" >&2; exit 2; }
 available=()
+mkdir -p "$out/logs"
+: > "$out/results.txt"
 {
   echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg) at start"
   echo "cohort: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'), torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>&1) (Debian)"
@@ -131,8 +142,6 @@ done
 
 status=0
 for workload in ${workloads//,/ }; do
-  declare -F "workload_$workload" > /dev/null ||
-    { echo "run.sh: unknown workload '$workload' (known: allreduce)" >&2; exit 2; }
   "workload_$workload"
   /usr/bin/python3 "$here/report.py" --workload "$workload" --out "$out" --systems "$systems" \
     --command "bench/peers/run.sh BUILD_DIR --workloads $workload --np $nps --trials $trials" \
