@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Runs Cohort and the peers installed by bench/peers/install.sh through the same workloads on this
+# machine, trials interleaved (trial → ranks → system), and writes per workload a markdown table
+# and a plot under OUT; a full run also regenerates the measured section of docs/comparison.md.
+#
+#   bench/peers/run.sh BUILD_DIR [--quick] [--workloads allreduce] [--systems cohort,horovod,torch,torchft]
+#                      [--np 2,4] [--trials 3] [--out DIR] [--doc FILE|--no-doc]
+#
+#   --quick    tiny sizes, few iterations, one trial, 2 ranks, no doc update (the ctest smoke test)
+#   --out      default BUILD_DIR/peers; holds results.txt (RESULT lines), logs/, versions.txt,
+#              <workload>.md and <workload>.svg
+# Environment: PEERS_DIR as for install.sh; COHORT_PEERS_RUN_TIMEOUT (s per run, default 900).
+# Workloads plug in as workload_<name> functions; systems as launch_<system> NP SCRIPT ARGS....
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+build=${1:-}; [ -n "$build" ] && [ "${build#-}" = "$build" ] || usage; shift
+build=$(cd "$build" && pwd) || exit 2
+quick=0 workloads=allreduce systems=cohort,horovod,torch,torchft nps=2,4 trials=3 out='' doc=default
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --workloads|--systems|--np|--trials|--out|--doc)
+      [ $# -ge 2 ] || usage
+      case $1 in --workloads) workloads=$2 ;; --systems) systems=$2 ;; --np) nps=$2 ;;
+        --trials) trials=$2 ;; --out) out=$2 ;; --doc) doc=$2 ;; esac
+      shift 2 ;;
+    --no-doc) doc=; shift ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
+  esac
+done
+[ $quick = 1 ] && { trials=1; nps=2; }
+[ "$doc" = default ] && { [ $quick = 1 ] && doc= || doc=$repo/docs/comparison.md; }
+out=${out:-$build/peers}
+source "$here/lib.sh"
+run_timeout=${COHORT_PEERS_RUN_TIMEOUT:-900}
+export GLOO_SOCKET_IFNAME=lo PYTHONUNBUFFERED=1
+
+free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# --- Systems: availability (a reason on stdout when missing) and launchers -----------------------
+missing_reason() {
+  case $1 in
+    cohort) [ -x "$build/bin/cohortrun" ] && [ -d "$build/python/cohort" ] ||
+      echo "not built: $build/bin/cohortrun or $build/python/cohort is missing" ;;
+    horovod|torch|torchft)
+      local v; v=$(peer_venv "$1")
+      if [ -f "$PEERS_DIR/$v.ok" ]; then return 0; fi
+      if [ -f "$PEERS_DIR/$v.failed" ]; then echo "could not be installed: $(head -n 1 "$PEERS_DIR/$v.failed")"
+      else echo "not installed: run bench/peers/install.sh (looked in $PEERS_DIR)"; fi ;;
+    *) echo "unknown system" ;;
+  esac
+}
+
+launch_cohort() {
+  local np=$1 script=$here/$2; shift 2
+  PYTHONPATH=$build/python:$here timeout "$run_timeout" "$build/bin/cohortrun" -np "$np" \
+    /usr/bin/python3 "$script" "$@" --system cohort
+}
+launch_horovod() {
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/horovod; shift 2
+  PATH=$venv/bin:$PATH PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/horovodrun" --gloo \
+    -np "$np" -H "localhost:$np" "$venv/bin/python" "$script" "$@" --system horovod
+}
+launch_torch() {
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2; shift 2
+  PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --standalone --nproc-per-node "$np" \
+    "$script" "$@" --system torch
+}
+# TorchFT: a Lighthouse, then one replica group per rank, each a torchrun of one process.
+launch_torchft() {
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i; shift 2
+  lport=$(free_port)
+  "$venv/bin/torchft_lighthouse" --min_replicas "$np" --quorum_tick_ms 100 --join_timeout_ms 10000 \
+    --bind "[::]:$lport" > "$out/logs/lighthouse.log" 2>&1 &
+  local lighthouse=$!
+  for ((i = 0; i < np; i++)); do
+    REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
+      PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
+      --master-port "$(free_port)" "$script" "$@" --system torchft &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  kill "$lighthouse" 2> /dev/null; wait "$lighthouse" 2> /dev/null
+  return $rc
+}
+
+# run_one WORKLOAD SYSTEM NP TRIAL SCRIPT ARGS...: one run; its RESULT lines go to results.txt, a
+# failure becomes a FAILED line (never a silent gap).
+run_one() {
+  local workload=$1 system=$2 np=$3 trial=$4; shift 4
+  local log=$out/logs/$workload-$system-np$np-t$trial.log rc
+  echo "run.sh: $workload $system np=$np trial $trial" >&2
+  "launch_$system" "$np" "$@" --trial "$trial" > "$log" 2>&1; rc=$?
+  grep -ho 'RESULT .*' "$log" >> "$out/results.txt"
+  [ $rc = 0 ] || echo "FAILED workload=$workload system=$system np=$np trial=$trial rc=$rc log=$log" |
+    tee -a "$out/results.txt" >&2
+}
+
+# --- Workloads -----------------------------------------------------------------------------------
+workload_allreduce() {
+  local args=() trial np system
+  [ $quick = 1 ] && args=(--max-bytes 4096 --warmup 1 --min-iters 2 --max-iters 5)
+  for trial in $(seq "$trials"); do
+    for np in ${nps//,/ }; do
+      for system in "${available[@]}"; do
+        run_one allreduce "$system" "$np" "$trial" allreduce_"$system".py "${args[@]}"
+      done
+    done
+  done
+}
+
+# --- Versions, runs, reports ---------------------------------------------------------------------
+# Bad arguments are refused before anything under OUT is touched.
+for workload in ${workloads//,/ }; do
+  declare -F "workload_$workload" > /dev/null ||
+    { echo "run.sh: unknown workload '$workload' (known: allreduce)" >&2; exit 2; }
+done
+for system in ${systems//,/ }; do
+  declare -F "launch_$system" > /dev/null ||
+    { echo "run.sh: unknown system '$system' (known: cohort, horovod, torch, torchft)" >&2; exit 2; }
+done
+[[ $trials =~ ^[1-9][0-9]*$ && $nps =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+  { echo "run.sh: --trials takes a count and --np a list of counts (e.g. 2,4)" >&2; exit 2; }
+available=()
+mkdir -p "$out/logs"
+: > "$out/results.txt"
+{
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg) at start"
+  echo "cohort: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'), torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>&1) (Debian)"
+  cat "$PEERS_DIR"/*.ok 2>/dev/null
+} > "$out/versions.txt"
+: > "$out/missing.txt"
+for system in ${systems//,/ }; do
+  reason=$(missing_reason "$system")
+  if [ -z "$reason" ]; then available+=("$system")
+  else echo "$system: $reason" | tee -a "$out/missing.txt" >&2; fi
+done
+[ ${#available[@]} -gt 0 ] || { echo "run.sh: no system can run" >&2; exit 1; }
+
+status=0
+for workload in ${workloads//,/ }; do
+  "workload_$workload"
+  /usr/bin/python3 "$here/report.py" --workload "$workload" --out "$out" --systems "$systems" \
+    --command "bench/peers/run.sh BUILD_DIR --workloads $workload --np $nps --trials $trials" \
+    ${doc:+--doc "$doc"} || status=1
+done
+grep -q '^FAILED' "$out/results.txt" && status=1
+exit $status
