@@ -8,7 +8,7 @@
 # the one found, and a stray PYTHONPATH cannot substitute another.
 
 # cohort_query_torch(PYTHON): sets in the caller's scope, or fails naming what went wrong,
-#   COHORT_PYTORCH_VERSION      torch.__version__, e.g. 2.9.1+cu128 or 1.13.0a0
+#   COHORT_PYTORCH_VERSION      torch.__version__, e.g. 2.15.0+cu132 or 1.13.0a0
 #   COHORT_PYTORCH_CXX11_ABI    1 or 0: torch._C._GLIBCXX_USE_CXX11_ABI
 #   COHORT_PYTORCH_DIR          the torch package's directory (its lib/ and share/cmake)
 function(cohort_query_torch python)

@@ -3,7 +3,9 @@
 # against the newest torch 2.x from PyPI, beside the Release stage's run against Debian's torch 1.13.
 # Makes or reuses the virtual environment (scripts/torch2-env.sh), configures BUILD_DIR (default
 # build-torch2) against its torch and Python, builds only what those tests run (the target
-# cohort_torch_tests) and runs them.
+# cohort_torch_tests) and runs them. Then the pip route on the same torch: scripts/test-pip.sh
+# installs this checkout into the venv and runs a 2-rank job through the venv's cohortrun; the
+# package is uninstalled afterwards, so the cached venv stays as torch2-env.sh made it.
 #   scripts/test-torch2.sh [BUILD_DIR [extra cmake arguments...]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,14 +21,21 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
+# Without Cohort's NCCL backend, as the wheel builds it (CMakeLists.txt): PyPI's CUDA torch brings
+# its own NCCL (nvidia-nccl-cu13), newer than the CUDA toolkit's here; linking both fails (torch
+# 2.15's libtorch_cuda needs symbols the toolkit's lacks) and one process can hold only one
+# libnccl.so.2. So this stage checks CPU tensors; CUDA tensors are issue 30's device check.
 log=$build_dir/configure.log
 mkdir -p "$build_dir"
 torch_cmake=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_cmake" \
-  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_BUILD_EXAMPLES=OFF \
+  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_BUILD_EXAMPLES=OFF \
   -DCOHORT_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >"$log" 2>&1 ||
   { cat "$log"; exit 1; }
 grep -q "Cohort: Python package for $venv/bin/python" "$log" ||
   { cat "$log"; echo "test-torch2: no Python package for $venv" >&2; exit 1; }
 cmake --build "$build_dir" -j "$(nproc)" --target cohort_torch_tests
 ctest --test-dir "$build_dir" -R '^(torch|python)\.' --output-on-failure --timeout 300 -j 2
+
+trap '"$venv/bin/pip" uninstall --yes --quiet cohort >/dev/null 2>&1 || true' EXIT
+scripts/test-pip.sh "$venv"

@@ -8,6 +8,11 @@ scripts/install-deps.sh
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure --timeout 300 -j 2
 
+# The torch adapter's and the Python package's tests again, against the newest torch 2.x from
+# PyPI (a venv cached on the machine, scripts/torch2-env.sh), then `pip install .` into that venv
+# and a 2-rank job through its cohortrun (scripts/test-pip.sh).
+scripts/test-torch2.sh build-torch2
+
 # Sanitizers: leaks in MPI's own start-up are not ours, so leak checking stays off; any other
 # report fails the test. Sanitizer builds leave out the torch adapter and the Python package
 # (CMakeLists.txt): Debian's libtorch is not instrumented, so their tests run in the stage above.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes (once) and prints the path of a virtual environment with torch 2.x from PyPI and what the
 # Python tests need, for building and testing Cohort against it (scripts/test-torch2.sh).
-#   scripts/torch2-env.sh            -> prints e.g. /root/.cache/cohort/venv-torch-2.9.1
+#   scripts/torch2-env.sh            -> prints e.g. /root/.cache/cohort/venv-torch-2.15.0
 # The environment lives outside the checkout, in ${COHORT_CACHE_DIR:-$HOME/.cache/cohort}, so CI
 # runs on one machine share it. It is reused when its marker file says it was completed and its
 # Python still imports the pinned torch, numpy and pytest; otherwise (missing, interrupted, broken)
@@ -10,7 +10,7 @@
 # extension cohort._C builds against.
 set -euo pipefail
 
-torch_version=2.9.1  # the newest torch 2.x; change it here only
+torch_version=2.15.0  # the newest torch 2.x on PyPI (2026-11); change it here only
 python=/usr/bin/python3
 cache=${COHORT_CACHE_DIR:-$HOME/.cache/cohort}
 venv=$cache/venv-torch-$torch_version

@@ -29,8 +29,12 @@ class ElasticSampler(torch.utils.data.Sampler):
     """
 
     def __init__(self, dataset, shuffle=True, seed=0):
-        # torch never used the data source: 1.13 requires the argument, 2.x warns when it is given.
-        super().__init__(None)
+        # torch never used the data source: 1.13 requires the argument, 2.x warns when it is given,
+        # and 2.15's Sampler has no __init__ of its own (object's takes none).
+        if torch.utils.data.Sampler.__init__ is object.__init__:
+            super().__init__()
+        else:
+            super().__init__(None)
         self.dataset = dataset
         self.shuffle = shuffle
         self.seed = seed
