@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <utility>
 
 #include "base/log.h"
 #include "cohort/cohort.h"
@@ -194,7 +195,12 @@ Request allreduce_request(std::string name, OpType type, const Tensor& input,
 
 void init() {
   std::lock_guard lock(g_mutex);
-  if (g_runtime) return;
+  if (g_runtime && !g_runtime->defunct()) return;
+  // A runtime that the other ranks left (they shut down while a collective of this rank waited
+  // for them, which then failed; Horovod's suite does this when a test failed on one rank only)
+  // is shut down here, as the others wait for (bounded by the shutdown timeout), and this init()
+  // meets them afresh, as after a shutdown().
+  if (g_runtime) std::exchange(g_runtime, nullptr)->shutdown();
   Config config = Config::from_environment();
   log::set_level(config.log_level);
   report_fitted_timeouts(config);

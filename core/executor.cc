@@ -196,6 +196,7 @@ void Executor::fail_all(const Response& response) {
       error = std::make_exception_ptr(StallError(response.error));
       break;
     case Response::Kind::kPeerLeft:
+      peer_shut_down_ = true;
       error = std::make_exception_ptr(InternalError(response.error));
       break;
     default:

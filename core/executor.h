@@ -4,6 +4,7 @@
 // buffer) and completes the handles. Used by the background thread only, except members().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -49,6 +50,8 @@ class Executor {
   std::optional<std::vector<int>> members(int id) const;
   // Thread-safe: whether process set `id` existed and was removed.
   bool was_removed(int id) const;
+  // Thread-safe: whether a collective failed here because a rank it needed has shut down.
+  bool peer_shut_down() const { return peer_shut_down_; }
   // Closes every backend (after a failure, so that peers see closed connections at once).
   void close();
   // Thread-safe: interrupts every backend (ops::Backend::abort), so the collective running on the
@@ -66,6 +69,8 @@ class Executor {
     std::vector<std::byte> fusion_buffer;
     int generation = 0;  // counts the buffer's moves: algorithms bound to an old one are stale
   };
+
+  std::atomic<bool> peer_shut_down_{false};
 
   bool is_member(int process_set) const;
   // The backend for tensors on `device` in `set`: the set's own, or its NCCL backend.

@@ -219,6 +219,12 @@ void Runtime::check_process_set(const Request& request) const {
   }
 }
 
+bool Runtime::defunct() const {
+  if (executor_ && executor_->peer_shut_down()) return true;
+  std::lock_guard lock(finished_mutex_);
+  return finished_;
+}
+
 void Runtime::shutdown() {
   if (!thread_.joinable()) return;
   shutdown_requested_ = true;

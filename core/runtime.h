@@ -83,6 +83,10 @@ class Runtime {
   // The global ranks of a process set; throws InvalidArgument if it does not exist.
   std::vector<int> process_set_ranks(int id) const;
 
+  // True once this runtime can run nothing more for the world: its background thread has ended
+  // (a failure, or every rank shut down), or a collective failed here because a rank it needed
+  // has shut down. init() then replaces it (core/api.cc).
+  bool defunct() const;
   // Waits (bounded by the shutdown timeout) until every rank has shut down, then stops.
   void shutdown();
   // Leaves without the collective shutdown, for a world that is broken or being replaced: fails
@@ -149,9 +153,9 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
   std::atomic<bool> abandoned_{false};  // a failure seen while abandoning is expected, not news
-  std::mutex finished_mutex_;
+  mutable std::mutex finished_mutex_;
   std::condition_variable finished_cv_;
-  bool finished_ = false;
+  bool finished_ = false;  // guarded by finished_mutex_
   std::thread thread_;
 };
 

@@ -26,7 +26,9 @@ namespace cohort {
 
 // Joins the job: reads COHORT_* settings from the environment (see docs/environment.md), detects
 // the launcher (cohortrun → Gloo, mpirun → MPI, none → a world of one) and connects to every other
-// rank. Calling it again while initialized does nothing.
+// rank. Calling it again while initialized does nothing, unless the other ranks have left this
+// runtime (they shut down while a collective here waited for them, which failed): then it shuts
+// this one down, as they wait for, and joins them afresh.
 // SIGPIPE, SIGUSR1 and SIGUSR2 that still have their default action (which ends the process) are
 // ignored from then on: launchers pass SIGUSR1 and SIGUSR2 on to every worker (Slurm sends them
 // ahead of preemption). A handler the program installed before init() stays
