@@ -1,12 +1,13 @@
-"""Cohort's allreduce (cohort.torch, Horovod's API) for bench/peers/common.py; run by cohortrun."""
+"""Cohort's allreduce (cohort.torch, Horovod's API) for bench/peers/common.py; run by cohortrun.
+allreduce_horovod.py runs this same program on horovod.torch."""
 
-import cohort.torch as hvd
 import torch
 
 import common
 
 
-def main():
+def main(hvd):
+    """The benchmark on `hvd`, a module with Horovod's API (cohort.torch or horovod.torch)."""
     args = common.parse_args()
     hvd.init()
     barrier_tensor = torch.zeros(1)
@@ -18,4 +19,6 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import cohort.torch
+
+    main(cohort.torch)
