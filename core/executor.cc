@@ -202,6 +202,12 @@ void Executor::fail_all(const Response& response) {
     default:
       error = std::make_exception_ptr(MismatchError(response.error));
   }
+  // This rank had not submitted the name when the failure was decided: an entry of that name here
+  // is a later submission (made after another rank saw the failure), which it must not take.
+  if (std::find(response.not_submitted.begin(), response.not_submitted.end(), rank_) !=
+      response.not_submitted.end()) {
+    return;
+  }
   for (const auto& name : response.names) {
     // Also sent for names this rank never submitted (another rank left, a stall): nothing to
     // fail here then.

@@ -232,6 +232,14 @@ const Request& Negotiator::description(const Entry& entry) const {
                         [](const auto& r) { return r.has_value(); });
 }
 
+std::vector<int64_t> Negotiator::not_submitted(const Entry& entry) const {
+  std::vector<int64_t> out;
+  for (int rank : members(entry)) {
+    if (!entry.by_rank[rank]) out.push_back(rank);
+  }
+  return out;
+}
+
 std::vector<int> Negotiator::missing(const Entry& entry) const {
   // Joined ranks stand in for every collective of the whole world except join itself, which
   // they do submit; collectives other than allreduce then fail (cannot_run).
@@ -305,6 +313,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
                      .names = {it->first.second},
                      .process_set = it->first.first};
       error.error = describe(it->first) + " cannot complete: " + *reason;
+      error.not_submitted = not_submitted(it->second);
       responses.push_back(std::move(error));
       it = table_.erase(it);
     } else {
@@ -364,6 +373,7 @@ std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::d
     why << describe(it->first) << " stalled: " << missing_ranks(it->second) << " for more than "
         << seconds << " s (COHORT_STALL_SHUTDOWN_TIME_SECONDS)";
     stalled.error = why.str();
+    stalled.not_submitted = not_submitted(it->second);
     responses.push_back(std::move(stalled));
     it = table_.erase(it);
   }

@@ -63,6 +63,9 @@ class Negotiator {
   const std::vector<int>& members(const Entry& entry) const;
   // The ranks of the entry's set that have neither submitted it nor joined.
   std::vector<int> missing(const Entry& entry) const;
+  // The members that have not submitted the entry (joined ranks included), for
+  // Response::not_submitted.
+  std::vector<int64_t> not_submitted(const Entry& entry) const;
   std::string missing_ranks(const Entry& entry) const;
   const Request& description(const Entry& entry) const;
   void mark_if_ready(const Key& key, Entry& entry);

@@ -47,6 +47,7 @@ void Negotiator::fail_removed_sets(std::vector<Response>& responses) {
     error.error = describe(it->first) + " cannot complete: process set " +
                   std::to_string(it->first.first) + " was removed (remove_process_set) while " +
                   missing_ranks(it->second);
+    error.not_submitted = not_submitted(it->second);
     responses.push_back(std::move(error));
     std::erase(ready_order_, it->first);
     it = table_.erase(it);

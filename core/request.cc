@@ -231,6 +231,7 @@ std::vector<std::byte> encode(const ResponseList& list) {
     write_batches(w, r.batches);
     w.i32(r.last_joined);
     w.u8(r.rebind ? 1 : 0);
+    w.i64s(r.not_submitted);
   }
   return std::move(w.bytes());
 }
@@ -257,6 +258,7 @@ Response read_response(wire::Reader& rd) {
   r.batches = read_batches(rd);
   r.last_joined = rd.i32();
   r.rebind = rd.u8() != 0;
+  r.not_submitted = non_negative(rd.i64s(), "ranks that did not submit");
   return r;
 }
 }  // namespace

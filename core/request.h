@@ -140,6 +140,10 @@ struct Response {
   int32_t last_joined = -1;
   // Some rank's memory changed since the name last ran.
   bool rebind = true;
+  // For a failure of a name that not every rank submitted (kStalled, kPeerLeft, a removed set's
+  // kError): the global ranks that had not submitted it. They have nothing to fail: an entry of
+  // that name there was submitted after the failure was decided, and must not take it.
+  std::vector<int64_t> not_submitted;
 };
 
 struct ResponseList {

@@ -40,8 +40,13 @@ TEST_CASE("response lists survive encoding") {
   fused.parts = {2, 1};
   fused.batches = {{1, DataType::kFloat64}, {2, DataType::kInt8}};
   list.responses.push_back(fused);
+  Response stalled{.kind = Response::Kind::kStalled, .names = {"s"}, .error = "stalled"};
+  stalled.not_submitted = {0, 2};
+  list.responses.push_back(stalled);
   ResponseList back = decode_response_list(encode(list));
-  REQUIRE(back.responses.size() == 2);
+  REQUIRE(back.responses.size() == 3);
+  CHECK(back.responses[2].not_submitted == std::vector<int64_t>{0, 2});
+  CHECK(back.responses[0].not_submitted.empty());
   CHECK(back.responses[0].names == std::vector<std::string>{"x", "y"});
   CHECK(back.responses[0].error == "bad");
   CHECK(back.responses[0].first_dims == std::vector<int64_t>{1, 2, 3});
