@@ -405,6 +405,11 @@ void Executor::remove_process_set(const Response& response) {
   TensorEntry entry = queue_.take(response.names.at(0));
   check_submitted(entry, response.names[0]);
   int id = static_cast<int>(entry.request.members.at(0));
+  // Every rank runs the removal here, after the set's last collectives (responses run in the same
+  // order everywhere). A barrier of the world first: a member that finished its part of the set's
+  // last collective must not close the set's connections while another member still reads its
+  // last bytes there ("Connection closed by peer", seen under load).
+  member_set(0).backend->barrier();
   ProcessSetState removed;  // its connections close outside the lock
   {
     std::lock_guard lock(sets_mutex_);
