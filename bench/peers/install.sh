@@ -10,7 +10,7 @@
 #   horovod  Horovod 0.28.1 (sdist, compiled: PyTorch + Gloo, MPI when it builds) against Debian's
 #            torch 1.13 (/usr/bin/python3, venv with --system-site-packages). Compiled under
 #            nice -n 15 with COHORT_PEERS_JOBS (default 2) jobs.
-#   torch2   torch 2.9.1 (DDP, torchrun, torch.distributed gloo) and TorchFT 0.2.0 with its
+#   torch2   torch 2.15.0 (DDP, torchrun, torch.distributed gloo) and TorchFT 0.2.0 with its
 #            Lighthouse (torchft_lighthouse) in one venv: TorchFT 0.2.0 requires torch >= 2.7.
 # Environment: PEERS_DIR (default ${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/peers).
 set -uo pipefail
@@ -19,7 +19,7 @@ source "$(dirname "$0")/lib.sh"
 JOBS=${COHORT_PEERS_JOBS:-2}
 PYTHON=/usr/bin/python3
 HOROVOD_VERSION=0.28.1
-TORCH_VERSION=2.9.1
+TORCH_VERSION=2.15.0  # the newest torch 2.x on PyPI (2026-11); scripts/torch2-env.sh pins the same
 TORCHFT_VERSION=0.2.0
 peers=horovod,torch2
 
@@ -76,7 +76,9 @@ install_torch2() {
   local venv=$PEERS_DIR/torch2 log=$PEERS_DIR/torch2.log start=$SECONDS
   rm -rf "$venv"
   "$PYTHON" -m venv "$venv" > "$log" 2>&1 || { fail torch2 "python3 -m venv failed" "$log"; return 1; }
-  "$venv/bin/pip" install "torch==$TORCH_VERSION" "torchft==$TORCHFT_VERSION" numpy >> "$log" 2>&1 ||
+  # scikit-build-core and pybind11: run.sh pip-installs this checkout into the venv (Cohort on torch 2).
+  "$venv/bin/pip" install "torch==$TORCH_VERSION" "torchft==$TORCHFT_VERSION" numpy \
+    "scikit-build-core>=0.10" pybind11 >> "$log" 2>&1 ||
     { fail torch2 "pip install torch==$TORCH_VERSION torchft==$TORCHFT_VERSION failed" "$log"; return 1; }
   [ -x "$venv/bin/torchft_lighthouse" ] ||
     { fail torch2 "torchft $TORCHFT_VERSION installed no torchft_lighthouse" "$log"; return 1; }

@@ -3,7 +3,7 @@
 # machine, trials interleaved (trial → ranks → system), and writes per workload a markdown table
 # and a plot under OUT; a full run also regenerates the measured section of docs/comparison.md.
 #
-#   bench/peers/run.sh BUILD_DIR [--quick] [--workloads allreduce] [--systems cohort,horovod,torch,torchft]
+#   bench/peers/run.sh BUILD_DIR [--quick] [--workloads allreduce,...] [--systems cohort,cohort2,...]
 #                      [--np 2,4] [--trials 3] [--out DIR] [--doc FILE|--no-doc]
 #
 #   --quick    tiny sizes, few iterations, one trial, 2 ranks, no doc update (the ctest smoke test)
@@ -45,6 +45,9 @@ missing_reason() {
   case $1 in
     cohort) [ -x "$build/bin/cohortrun" ] && [ -d "$build/python/cohort" ] ||
       echo "not built: $build/bin/cohortrun or $build/python/cohort is missing" ;;
+    cohort2)
+      missing_reason torch | sed 's/^/torch 2 venv: /'; [ -f "$PEERS_DIR/torch2.ok" ] || return 0
+      install_cohort2 ;;
     horovod|torch|torchft)
       local v; v=$(peer_venv "$1")
       if [ -f "$PEERS_DIR/$v.ok" ]; then return 0; fi
@@ -58,6 +61,23 @@ launch_cohort() {
   local np=$1 script=$here/$2; shift 2
   PYTHONPATH=$build/python:$here timeout "$run_timeout" "$build/bin/cohortrun" -np "$np" \
     /usr/bin/python3 "$script" "$@" --system cohort
+}
+# install_cohort2: this checkout pip-installed into the torch 2 venv (incremental: a build folder
+# of its own under PEERS_DIR, and ccache); prints the reason when it fails.
+install_cohort2() {
+  local venv=$PEERS_DIR/torch2 log=$out/logs/cohort2-install.log
+  echo "run.sh: pip install of this checkout into $venv (log: $log)" >&2
+  if command -v ccache > /dev/null; then
+    export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  fi
+  env -u PYTHONPATH "$venv/bin/pip" install --no-build-isolation \
+    --config-settings=build-dir="$PEERS_DIR/cohort2-build" "$repo" > "$log" 2>&1 ||
+    echo "pip install of this checkout into $venv failed (log: $log)"
+}
+launch_cohort2() {
+  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2; shift 2
+  PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/cohortrun" -np "$np" \
+    "$venv/bin/python" "$script" "$@" --system cohort2
 }
 launch_horovod() {
   local np=$1 script=$here/$2 venv=$PEERS_DIR/horovod; shift 2
@@ -99,28 +119,26 @@ run_one() {
     tee -a "$out/results.txt" >&2
 }
 
-# --- Workloads -----------------------------------------------------------------------------------
-workload_allreduce() {
-  local args=() trial np system
-  [ $quick = 1 ] && args=(--max-bytes 4096 --warmup 1 --min-iters 2 --max-iters 5)
-  for trial in $(seq "$trials"); do
-    for np in ${nps//,/ }; do
-      for system in "${available[@]}"; do
-        run_one allreduce "$system" "$np" "$trial" allreduce_"$system".py "${args[@]}"
-      done
-    done
-  done
-}
+# --- Workloads: each folder <workload>/ holds workload.sh (its workload_<name> function, run with
+# quick, trials, nps and available set), report.py and one program per system ------------------
+# harness WORKLOAD SYSTEM: the program SYSTEM runs for WORKLOAD, relative to bench/peers. Cohort on
+# torch 2 (cohort2) runs Cohort's program.
+harness() { echo "$1/$1_${2%2}.py"; }
+known_workloads=()
+for file in "$here"/*/workload.sh; do
+  source "$file"
+  known_workloads+=("$(basename "$(dirname "$file")")")
+done
 
 # --- Versions, runs, reports ---------------------------------------------------------------------
 # Bad arguments are refused before anything under OUT is touched.
 for workload in ${workloads//,/ }; do
   declare -F "workload_$workload" > /dev/null ||
-    { echo "run.sh: unknown workload '$workload' (known: allreduce)" >&2; exit 2; }
+    { echo "run.sh: unknown workload '$workload' (known: ${known_workloads[*]})" >&2; exit 2; }
 done
 for system in ${systems//,/ }; do
   declare -F "launch_$system" > /dev/null ||
-    { echo "run.sh: unknown system '$system' (known: cohort, horovod, torch, torchft)" >&2; exit 2; }
+    { echo "run.sh: unknown system '$system' (known: cohort, cohort2, horovod, torch, torchft)" >&2; exit 2; }
 done
 [[ $trials =~ ^[1-9][0-9]*$ && $nps =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
   { echo "run.sh: --trials takes a count and --np a list of counts (e.g. 2,4)" >&2; exit 2; }

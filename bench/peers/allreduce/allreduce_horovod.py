@@ -1,4 +1,4 @@
-"""Horovod's allreduce (horovod.torch) for bench/peers/common.py; run by horovodrun --gloo.
+"""Horovod's allreduce (horovod.torch) for allreduce/common.py; run by horovodrun --gloo.
 The same program as allreduce_cohort.py, on Horovod's module."""
 
 import horovod.torch

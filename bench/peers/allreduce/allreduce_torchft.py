@@ -1,5 +1,5 @@
 """TorchFT's allreduce (Manager.allreduce over its fault-tolerant ProcessGroupGloo) for
-bench/peers/common.py. Each rank is one replica group of one process, started by torchrun with its
+allreduce/common.py. Each rank is one replica group of one process, started by torchrun with its
 own store and joined through the Lighthouse, as TorchFT's train_ddp example does (run.sh starts
 both). All sizes run inside one quorum: start_quorum before, should_commit after, untimed.
 """
@@ -12,12 +12,13 @@ from torch.distributed import ReduceOp
 from torchft import Manager, ProcessGroupGloo
 
 import common
+import harness
 
 
 def main():
     args = common.parse_args()
-    replica = common.env_int("REPLICA_GROUP_ID")
-    groups = common.env_int("NUM_REPLICA_GROUPS")
+    replica = harness.env_int("REPLICA_GROUP_ID")
+    groups = harness.env_int("NUM_REPLICA_GROUPS")
     manager = Manager(pg=ProcessGroupGloo(timeout=timedelta(seconds=60)), min_replica_size=groups,
                       load_state_dict=lambda state: None, state_dict=lambda: {},
                       replica_id=f"bench_{replica}", timeout=timedelta(seconds=60),

@@ -1,4 +1,4 @@
-"""torch.distributed's gloo allreduce for bench/peers/common.py; run by torchrun."""
+"""torch.distributed's gloo allreduce for allreduce/common.py; run by torchrun."""
 
 import torch
 import torch.distributed as dist

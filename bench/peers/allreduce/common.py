@@ -6,11 +6,11 @@ warm-up, iteration counts, the correctness check and the RESULT line are the sam
 systems differ only in the allreduce they call. Works with any Python 3 and torch >= 1.13.
 """
 
-import argparse
-import os
 import time
 
 import torch
+
+import harness
 
 
 def sizes(min_bytes, max_bytes):
@@ -28,9 +28,7 @@ def iterations(nbytes, args):
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description="allreduce latency and bandwidth (bench/peers)")
-    p.add_argument("--system", required=True, help="name printed in RESULT lines")
-    p.add_argument("--trial", type=int, default=1)
+    p = harness.parser("allreduce latency and bandwidth (bench/peers)")
     p.add_argument("--min-bytes", type=int, default=8)
     p.add_argument("--max-bytes", type=int, default=256 << 20)
     p.add_argument("--warmup", type=int, default=3)
@@ -63,14 +61,7 @@ def run(args, rank, world, allreduce_, barrier):
         for _ in range(iters):
             allreduce_(t)
         us = (time.perf_counter() - start) / iters * 1e6
-        print(f"RESULT workload=allreduce system={args.system} np={world} rank={rank} "
-              f"trial={args.trial} bytes={nbytes} iters={iters} us={us:.2f}", flush=True)
+        harness.result("allreduce", args, np=world, rank=rank, bytes=nbytes, iters=iters,
+                       us=f"{us:.2f}")
     barrier()
 
-
-def env_int(*names):
-    """The first of the environment variables names that is set, as an int."""
-    for name in names:
-        if name in os.environ:
-            return int(os.environ[name])
-    raise RuntimeError(f"none of {', '.join(names)} is set: start this harness with bench/peers/run.sh")

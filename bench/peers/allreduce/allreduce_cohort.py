@@ -1,4 +1,4 @@
-"""Cohort's allreduce (cohort.torch, Horovod's API) for bench/peers/common.py; run by cohortrun.
+"""Cohort's allreduce (cohort.torch, Horovod's API) for allreduce/common.py; run by cohortrun.
 allreduce_horovod.py runs this same program on horovod.torch."""
 
 import torch
