@@ -67,6 +67,8 @@ launch_cohort() {
 install_cohort2() {
   local venv=$PEERS_DIR/torch2 log=$out/logs/cohort2-install.log
   echo "run.sh: pip install of this checkout into $venv (log: $log)" >&2
+  exec 8> "$PEERS_DIR/cohort2.lock"  # one install at a time into the shared venv and build folder
+  flock --timeout 1200 8 || { echo "timed out waiting for $PEERS_DIR/cohort2.lock"; return 0; }
   if command -v ccache > /dev/null; then
     export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
   fi
