@@ -7,8 +7,7 @@
 # it with pip, which checks that the sdist builds; a cold build of its own (minutes).
 # Environment: COHORT_PIP_ARGS, extra arguments for `pip install` (e.g. --no-build-isolation).
 # Repeated runs are incremental: scikit-build-core keeps its build in build-pip/, and ccache, where
-# present, is the compiler launcher (CMake reads CMAKE_<LANG>_COMPILER_LAUNCHER from the
-# environment).
+# present, is the compiler launcher (scripts/ccache-env.sh).
 set -euo pipefail
 venv=${1:?usage: scripts/test-pip.sh VENV_DIR [--dist]}
 dist=${2:-}
@@ -21,10 +20,7 @@ fail() { echo "test-pip: FAIL: $*" >&2; exit 1; }
   fail "$venv has no torch; install it first ($venv/bin/pip install torch)"
 # The job below (examples/torch/train_digits.py) needs numpy, which torch 2.x does not pull in.
 "$venv/bin/python" -I -c "import numpy" 2>/dev/null || "$venv/bin/pip" install -q numpy
-if command -v ccache >/dev/null; then
-  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
-  export CMAKE_C_COMPILER_LAUNCHER=${CMAKE_C_COMPILER_LAUNCHER:-ccache}
-fi
+source "$root/scripts/ccache-env.sh"
 unset PYTHONPATH
 
 start=$SECONDS

@@ -15,12 +15,7 @@ shift || true
 venv=$(scripts/torch2-env.sh)
 # A compiler cache beside the venv, kept between runs (CI builds a fresh clone each time): without
 # it the build is most of this stage. Paths relative to the checkout, so any clone hits it.
-launcher=()
-if command -v ccache >/dev/null; then
-  export CCACHE_DIR=${CCACHE_DIR:-${COHORT_CACHE_DIR:-$HOME/.cache/cohort}/ccache}
-  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-fi
+source "$(dirname "$0")/ccache-env.sh"
 # Without Cohort's NCCL backend, as the wheel builds it (CMakeLists.txt): PyPI's CUDA torch brings
 # its own NCCL (nvidia-nccl-cu13), newer than the CUDA toolkit's here; linking both fails (torch
 # 2.15's libtorch_cuda needs symbols the toolkit's lacks) and one process can hold only one
@@ -30,7 +25,7 @@ mkdir -p "$build_dir"
 torch_cmake=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_cmake" \
   -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_BUILD_EXAMPLES=OFF \
-  -DCOHORT_BUILD_BENCHMARKS=OFF "${launcher[@]}" "$@" >"$log" 2>&1 ||
+  -DCOHORT_BUILD_BENCHMARKS=OFF "$@" >"$log" 2>&1 ||
   { cat "$log"; exit 1; }
 grep -q "Cohort: Python package for $venv/bin/python" "$log" ||
   { cat "$log"; echo "test-torch2: no Python package for $venv" >&2; exit 1; }

@@ -69,9 +69,7 @@ install_cohort2() {
   echo "run.sh: pip install of this checkout into $venv (log: $log)" >&2
   exec 8> "$PEERS_DIR/cohort2.lock"  # one install at a time into the shared venv and build folder
   flock --timeout 1200 8 || { echo "timed out waiting for $PEERS_DIR/cohort2.lock"; return 0; }
-  if command -v ccache > /dev/null; then
-    export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
-  fi
+  source "$repo/scripts/ccache-env.sh"
   env -u PYTHONPATH "$venv/bin/pip" install --no-build-isolation \
     --config-settings=build-dir="$PEERS_DIR/cohort2-build" "$repo" > "$log" 2>&1 ||
     echo "pip install of this checkout into $venv failed (log: $log)"
