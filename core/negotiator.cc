@@ -232,12 +232,18 @@ const Request& Negotiator::description(const Entry& entry) const {
                         [](const auto& r) { return r.has_value(); });
 }
 
-std::vector<int64_t> Negotiator::not_submitted(const Entry& entry) const {
-  std::vector<int64_t> out;
+std::vector<int> Negotiator::members_where(const Entry& entry,
+                                           const std::function<bool(int)>& keep) const {
+  std::vector<int> out;
   for (int rank : members(entry)) {
-    if (!entry.by_rank[rank]) out.push_back(rank);
+    if (keep(rank)) out.push_back(rank);
   }
   return out;
+}
+
+std::vector<int64_t> Negotiator::not_submitted(const Entry& entry) const {
+  auto ranks = members_where(entry, [&](int rank) { return !entry.by_rank[rank]; });
+  return {ranks.begin(), ranks.end()};
 }
 
 std::vector<int> Negotiator::missing(const Entry& entry) const {
@@ -245,11 +251,8 @@ std::vector<int> Negotiator::missing(const Entry& entry) const {
   // they do submit; collectives other than allreduce then fail (cannot_run).
   bool joined_count =
       description(entry).process_set == 0 && description(entry).type != OpType::kJoin;
-  std::vector<int> out;
-  for (int rank : members(entry)) {
-    if (!entry.by_rank[rank] && !(joined_count && joined_[rank])) out.push_back(rank);
-  }
-  return out;
+  return members_where(
+      entry, [&](int rank) { return !entry.by_rank[rank] && !(joined_count && joined_[rank]); });
 }
 
 void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
@@ -350,10 +353,7 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
 }
 
 std::string Negotiator::missing_ranks(const Entry& entry) const {
-  std::vector<int> submitted;
-  for (int rank : members(entry)) {
-    if (entry.by_rank[rank]) submitted.push_back(rank);
-  }
+  auto submitted = members_where(entry, [&](int rank) { return entry.by_rank[rank].has_value(); });
   return "submitted by ranks " + rank_list(submitted) + " but not by ranks " +
          rank_list(missing(entry));
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +62,8 @@ class Negotiator {
   static std::string describe(const Key& key);
 
   const std::vector<int>& members(const Entry& entry) const;
+  // The members of entry's process set for which keep(rank) holds, in rank order.
+  std::vector<int> members_where(const Entry& entry, const std::function<bool(int)>& keep) const;
   // The ranks of the entry's set that have neither submitted it nor joined.
   std::vector<int> missing(const Entry& entry) const;
   // The members that have not submitted the entry (joined ranks included), for
