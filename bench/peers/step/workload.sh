@@ -4,7 +4,7 @@
 # each system through its own data-parallel wrapper, trials interleaved.
 workload_step() {
   local args=() trial np system
-  [ "$quick" = 1 ] && args=(--models digits,mlp25m --warmup 1 --steps 2)
+  [ "$quick" = 1 ] && args=(--models digits,mlp25m --warmup 0 --steps 1)
   for trial in $(seq "$trials"); do
     for np in ${nps//,/ }; do
       for system in "${available[@]}"; do
