@@ -96,7 +96,8 @@ def body(figs, systems, nps):
 def plot(figs, nps, svg):
     """ms per step, one cluster of bars per model and rank count, one bar per system (gnuplot)."""
     dat = svg.with_suffix(".dat")
-    systems = sorted({s for s, _ in figs["ms"]}, key=list(LABELS).index)
+    by_torch = [s for _, cohort, peers in TORCHES for s in [cohort] + peers]  # side by side
+    systems = sorted({s for s, _ in figs["ms"]}, key=(by_torch + list(LABELS)).index)
     rows = [f'"{m}, {np} ranks" ' + " ".join(
         f"{figs['ms'].get((s, np), {}).get(m, '-')}" for s in systems)
         for m in ordered(figs["models"]) for np in nps]
