@@ -1,0 +1,138 @@
+"""The step workload's figures, tables and plot, for bench/peers/report.py.
+
+Figures: per model, the slowest rank's mean time per training step in each trial, then the median
+over trials, in ms; the same of the CPU time per step (every thread of a rank's process: the
+framework's own threads included), which a machine shared with other work changes far less. Each system is compared with the peers on the same torch: Cohort with Horovod
+on Debian's torch 1.13, Cohort (torch 2) with DDP and TorchFT on the peers' torch 2.x.
+"""
+
+import re
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from report import LABELS
+
+# Per torch: Cohort on it, then its peers ("best peer / Cohort" is taken within each).
+TORCHES = [("torch 1.13", "cohort", ["horovod"]), ("torch 2.x", "cohort2", ["torch", "torchft"])]
+MODEL_ORDER = ["digits", "mlp25m", "tf50m"]
+
+
+def medians(results, field):
+    """{(system, np): {model: median over trials of the largest value of field among the ranks}}."""
+    per_trial = defaultdict(lambda: defaultdict(dict))
+    for f in results:
+        if field in f:
+            key, trial = (f["system"], int(f["np"])), int(f["trial"])
+            slowest = per_trial[key][f["model"]]
+            slowest[trial] = max(slowest.get(trial, 0.0), float(f[field]))
+    return {key: {m: statistics.median(t.values()) for m, t in by_model.items()}
+            for key, by_model in per_trial.items()}
+
+
+def figures(results):
+    """{"ms": medians of ms, "cpu": medians of cpu_ms, "models": {model: (params, batch, steps)}};
+    {} without results."""
+    if not results:
+        return {}
+    models = {f["model"]: (int(f["params"]), int(f["batch"]), int(f["steps"])) for f in results}
+    return {"ms": medians(results, "ms"), "cpu": medians(results, "cpu_ms"), "models": models}
+
+
+def columns(systems, shown):
+    """(header, function of {system: ms} -> cell) per column, grouped by torch."""
+    cols = []
+    for _, cohort, peers in TORCHES:
+        group = [s for s in [cohort] + peers if s in systems and s in shown]
+        cols += [(f"{LABELS[s]} ms", lambda ms, s=s: f"{ms[s]:.1f}" if ms.get(s) else "-")
+                 for s in group]
+        present = [p for p in peers if p in group]
+        if cohort in group and present:
+            name = LABELS[present[0]] if len(present) == 1 else \
+                "best of " + ", ".join(LABELS[p] for p in present)
+            cols.append((f"{name} / {LABELS[cohort]}",
+                         lambda ms, c=cohort, ps=present: ratio(ms, c, ps)))
+    return cols
+
+
+def ratio(ms, cohort, peers):
+    best = min((ms[p] for p in peers if ms.get(p)), default=None)
+    return f"{best / ms[cohort]:.2f}" if best and ms.get(cohort) else "-"
+
+
+def table(by_key, systems, model, nps, first="ranks"):
+    """One table of by_key ({(system, np): {model: ms}}) for model: a row per rank count."""
+    shown = {s for (s, np), by_model in by_key.items() if model in by_model}
+    cols = columns(systems, shown)
+    lines = [f"| {first} | " + " | ".join(h for h, _ in cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for np in nps:
+        ms = {s: by_key.get((s, np), {}).get(model) for s in shown}
+        lines.append(f"| {np} | " + " | ".join(cell(ms) for _, cell in cols) + " |")
+    return lines
+
+
+def ordered(models):
+    return sorted(models, key=lambda m: (MODEL_ORDER + [m]).index(m))
+
+
+def body(figs, systems, nps):
+    if not figs:
+        return ["", "No figures: no run succeeded."]
+    lines = ["", "ms per training step: median over trials of the slowest rank's mean over the "
+             "timed steps; below it, the CPU time per step (all threads of a rank's process, the "
+             "busiest rank). A ratio above 1: Cohort is faster, or uses less CPU, than the best "
+             "peer on the same torch."]
+    for model in ordered(figs["models"]):
+        params, batch, steps = figs["models"][model]
+        lines += ["", f"**{model}** ({params:,} parameters, batch {batch} per rank, {steps} timed "
+                  "steps)", ""] + table(figs["ms"], systems, model, nps)
+        if any(model in by_model for by_model in figs["cpu"].values()):
+            lines += [""] + table(figs["cpu"], systems, model, nps, first="ranks (CPU)")
+    return lines
+
+
+def plot(figs, nps, svg):
+    """ms per step, one cluster of bars per model and rank count, one bar per system (gnuplot)."""
+    dat = svg.with_suffix(".dat")
+    by_torch = [s for _, cohort, peers in TORCHES for s in [cohort] + peers]  # side by side
+    systems = sorted({s for s, _ in figs["ms"]}, key=(by_torch + list(LABELS)).index)
+    rows = [f'"{m}, {np} ranks" ' + " ".join(
+        f"{figs['ms'].get((s, np), {}).get(m, '-')}" for s in systems)
+        for m in ordered(figs["models"]) for np in nps]
+    dat.write_text("\n".join(rows) + "\n")
+    plots = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{LABELS[s]}'"
+                      for i, s in enumerate(systems))
+    script = (f"set terminal svg size 900,520 dynamic; set output '{svg}'; set datafile missing '-';"
+              " set style data histogram; set style histogram clustered gap 1;"
+              " set style fill solid 0.8 border -1; set logscale y; set grid ytics;"
+              " set ylabel 'ms per training step (log scale)'; set key top left; set xtics rotate by -20;"
+              f" set title 'training step, SGD with momentum, one torch thread per rank, one host'; plot {plots}")
+    subprocess.run(["gnuplot", "-e", script], check=True)
+
+
+def parse(md):
+    """{(label, np): {model: ms}} read back from the written tables of ms per step."""
+    got, model, head = defaultdict(dict), None, None
+    for line in Path(md).read_text().splitlines():
+        m = re.match(r"\*\*(\w+)\*\* \(", line)
+        if m:
+            model, head = m.group(1), None
+        elif model and line.startswith("| ranks |"):
+            head = [c.strip() for c in line.strip("|").split("|")]
+        elif line.startswith("| ranks (CPU) |"):
+            head = None
+        elif model and head and line.startswith("| ") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            for name, value in zip(head[1:], cells[1:]):
+                if name.endswith(" ms") and value != "-":
+                    got[(name[:-3], int(cells[0]))][model] = float(value)
+    return got
+
+
+def check_read_back(md, figs):
+    back = parse(md)
+    for (system, np), by_model in (figs or {}).get("ms", {}).items():
+        if set(back[(LABELS[system], np)]) != set(by_model):
+            sys.exit(f"report.py: {md} does not read back {system} at {np} ranks")
