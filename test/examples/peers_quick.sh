@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CI smoke test of bench/peers (issue 28), offline: install.sh with pip cut off from any index
-# must record why torch 2.x could not be installed; then run.sh --quick for Cohort, with Horovod
-# (never installed) and TorchFT (failed) asked for too, must write a table that parses back with
-# Cohort's figures and names each missing peer with its reason instead of leaving a silent gap.
+# must record why torch 2.x could not be installed; then run.sh --quick (the allreduce and commit
+# workloads) for Cohort, with Horovod (never installed) and TorchFT (failed) asked for too, must
+# write tables that parse back with Cohort's figures and name each missing peer with its reason
+# instead of leaving a silent gap.
 # Usage: peers_quick.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: peers_quick.sh BUILD_DIR}
@@ -15,7 +16,11 @@ mkdir -p "$out/no-wheels"
 if PIP_NO_INDEX=1 PIP_FIND_LINKS=$out/no-wheels "$peers/install.sh" --peers torch2; then
   echo "FAIL: install.sh succeeded without an index" >&2; exit 1
 fi
-"$peers/run.sh" "$build" --quick --systems cohort,horovod,torchft --out "$out/run"
+"$peers/run.sh" "$build" --quick --workloads allreduce,commit --systems cohort,horovod,torchft \
+  --out "$out/run"
+/usr/bin/python3 "$peers/report.py" --workload commit --parse "$out/run/commit.md" --expect cohort:2
+grep -q '^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* | [0-9.]* |' "$out/run/commit.md" ||
+  { echo "FAIL: the commit table lacks Cohort's commit" >&2; cat "$out/run/commit.md" >&2; exit 1; }
 md=$out/run/allreduce.md
 /usr/bin/python3 "$peers/report.py" --workload allreduce --parse "$md" --expect cohort:2
 expect() {

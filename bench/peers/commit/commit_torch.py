@@ -2,8 +2,9 @@
 (torchrun restarts every worker, which reloads its own checkpoint; DDP tutorial: rank 0 saves,
 every rank loads). commit() is torch.save of {"model": model.state_dict(), "optimizer":
 optimizer.state_dict()} by rank 0 to a file in /tmp, then a barrier (every rank waits for it);
-commit_fsync the same with flush + os.fsync before the barrier; restore() is torch.load on every
-rank and load_state_dict of both. The file is read back from the page cache (just written)."""
+with --fsync also commit_fsync, the same with flush + os.fsync before the barrier; restore() is
+torch.load on every rank and load_state_dict of both. The file is read back from the page cache
+(just written)."""
 
 import os
 import tempfile
@@ -15,14 +16,15 @@ import torch.distributed as dist
 import common
 
 
-def checkpointer(path, rank):
-    """Method factory: rank 0 saves to path (fsync or not), every rank loads."""
+def checkpointer(path, rank, fsync):
+    """Method factory: rank 0 saves to path (with fsync: again, fsync'd), every rank loads."""
     def method(model, optimizer):
-        def save(fsync):
+        def save(sync):
             if rank == 0:
                 with open(path, "wb") as f:
-                    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, f)
-                    if fsync:
+                    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+                    torch.save(state, f)
+                    if sync:
                         f.flush()
                         os.fsync(f.fileno())
             dist.barrier()
@@ -32,19 +34,23 @@ def checkpointer(path, rank):
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
 
-        return common.Method(lambda: save(False), load, how="torch.save",
-                             extra={"commit_fsync": lambda: save(True)})
+        extra = {"commit_fsync": lambda: save(True)} if fsync else {}
+        return common.Method(lambda: save(False), load, how="torch.save", extra=extra,
+                             warm_up=False)  # every save writes a new file: nothing to warm
     return method
 
 
 def main():
     args = common.parse_args()
-    dist.init_process_group("gloo", timeout=timedelta(seconds=600))  # bounded: a 3.8 GB save fits
+    dist.init_process_group("gloo", timeout=timedelta(seconds=600))  # bounded; a 3.8 GB save fits
     rank, world = dist.get_rank(), dist.get_world_size()
-    where = [tempfile.mkstemp(prefix="cohort-peers-commit-", suffix=".pt")[1] if rank == 0 else None]
+    where = [None]
+    if rank == 0:
+        fd, where[0] = tempfile.mkstemp(prefix="cohort-peers-commit-", suffix=".pt")
+        os.close(fd)
     dist.broadcast_object_list(where, src=0)
     try:  # run() ends with a barrier: every rank has loaded the file before rank 0 removes it
-        common.run(args, rank, world, checkpointer(where[0], rank), dist.barrier)
+        common.run(args, rank, world, checkpointer(where[0], rank, args.fsync), dist.barrier)
     finally:
         if rank == 0:
             os.remove(where[0])

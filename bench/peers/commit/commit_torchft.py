@@ -29,7 +29,7 @@ TIMEOUT = timedelta(seconds=600)  # a 3.8 GB state over HTTP on a busy 2-core ma
 
 
 def join():
-    """The Manager in a quorum of every replica group; returns (manager, replica, world, allreduce_)."""
+    """The Manager, in a quorum of every replica group; (manager, replica, world, allreduce_)."""
     replica, groups = harness.env_int("REPLICA_GROUP_ID"), harness.env_int("NUM_REPLICA_GROUPS")
     manager = Manager(pg=ProcessGroupGloo(timeout=TIMEOUT), min_replica_size=groups,
                       load_state_dict=lambda state: None, state_dict=lambda: {},
