@@ -36,6 +36,8 @@ def parse_args(argv=None):
     p = harness.parser("commit/checkpoint cost of the recovery state (bench/peers)")
     p.add_argument("--model", default="mlp25m", choices=["mlp25m", "mlp500m"])
     p.add_argument("--commits", type=int, default=5, help="timed commits (and restores)")
+    p.add_argument("--no-clone", dest="clone", action="store_false",
+                   help="skip the clone (fresh memory) timing: it costs seconds on mlp500m")
     p.add_argument("--fsync", action="store_true",
                    help="torch's checkpoint only: also time torch.save with an fsync")
     return p.parse_args(argv)
@@ -105,14 +107,15 @@ def commit_name(method):
     return "send" if method.role == "source" else "commit"
 
 
-def one_round(i, state, method, barrier, scratch, full_check):
+def one_round(i, state, method, barrier, scratch, full_check, with_clone):
     """One timed round: memcpy, clone, commit of marked state, spoil, restore, check. state()
     gives the state tensors (a restore may replace the optimizer's momentum buffers)."""
     times, tensors = {}, state()
     barrier()
     times["memcpy"] = timed(lambda: memcpy(tensors, scratch))
-    barrier()
-    times["clone"] = timed(lambda: clone(tensors))
+    if with_clone:
+        barrier()
+        times["clone"] = timed(lambda: clone(tensors))
     value = float(i + 1)
     if method.role != "receiver":
         mark(tensors, value)
@@ -145,8 +148,8 @@ def run(args, rank, world, method, barrier):
     first = None
     if method.role in ("all", "source") and method.warm_up:
         first = timed(method.commit)  # allocates what later commits reuse: shown apart
-    rounds = [one_round(i, lambda: state_tensors(model, optimizer), method, barrier, scratch, i == 0)
-              for i in range(args.commits)]
+    rounds = [one_round(i, lambda: state_tensors(model, optimizer), method, barrier, scratch,
+                        i == 0, args.clone) for i in range(args.commits)]
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     figures = dict(np=world, rank=rank, model=args.model, how=method.how, role=method.role,
                    params=models.parameters(model), state_bytes=nbytes, commits=args.commits,

@@ -53,7 +53,7 @@ def rows(key, fig):
     lines = []
     for how, commit in variants:
         cells = [LABELS.get(system, system), str(np), HOW.get(how, how), f"{fig['memcpy']:.3f}",
-                 f"{fig['clone']:.3f}"]
+                 f"{fig['clone']:.3f}" if "clone" in fig else "-"]
         cells += ratio_cells(commit, fig) if commit is not None else ["0 (none)", "-", "-"]
         cells += ratio_cells(fig.get("restore"), fig)
         lines.append("| " + " | ".join(cells) + " |")
@@ -76,9 +76,9 @@ def body(figures, systems, nps):
     lines = []
     for model in sorted({m for m, _, _ in figures}):
         some = next(f for (m, _, _), f in figures.items() if m == model)
-        lines += [f"**{model}** ({some['params'] / 1e6:.1f}M parameters: "
+        lines += ["", f"**{model}** ({some['params'] / 1e6:.1f}M parameters: "
                   f"{some['state_bytes'] / 1e6:.0f} MB of parameters and momentum per rank; seconds"
-                  " are medians over trials of the slowest rank's median)", ""]
+                  " are medians over trials of the slowest rank's median)"]
         for torch, members in GROUPS:
             keys = sorted((k for k in figures
                            if k[0] == model and k[1] in members and k[1] in systems),
