@@ -19,7 +19,8 @@ fi
 "$peers/run.sh" "$build" --quick --workloads allreduce,commit --systems cohort,horovod,torchft \
   --out "$out/run"
 /usr/bin/python3 "$peers/report.py" --workload commit --parse "$out/run/commit.md" --expect cohort:2
-grep -q '^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* | [0-9.]* |' "$out/run/commit.md" ||
+cohort_commit='^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* | [0-9.]* |'
+grep -q "$cohort_commit" "$out/run/commit.md" ||
   { echo "FAIL: the commit table lacks Cohort's commit" >&2; cat "$out/run/commit.md" >&2; exit 1; }
 md=$out/run/allreduce.md
 /usr/bin/python3 "$peers/report.py" --workload allreduce --parse "$md" --expect cohort:2
