@@ -108,10 +108,11 @@ launch_torchft() {
 }
 
 # run_one WORKLOAD SYSTEM NP TRIAL SCRIPT ARGS...: one run; its RESULT lines go to results.txt, a
-# failure becomes a FAILED line (never a silent gap).
+# failure becomes a FAILED line (never a silent gap). A workload that runs several variants at the
+# same ranks sets run_tag (e.g. the model) so that their logs keep apart.
 run_one() {
   local workload=$1 system=$2 np=$3 trial=$4; shift 4
-  local log=$out/logs/$workload-$system-np$np-t$trial.log rc
+  local log=$out/logs/$workload${run_tag:+-$run_tag}-$system-np$np-t$trial.log rc
   echo "run.sh: $workload $system np=$np trial $trial" >&2
   "launch_$system" "$np" "$@" --trial "$trial" > "$log" 2>&1; rc=$?
   grep -ho 'RESULT .*' "$log" >> "$out/results.txt"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The CI smoke test of bench/peers (issue 28), offline: install.sh with pip cut off from any index
-# must record why torch 2.x could not be installed; then run.sh --quick for Cohort, with Horovod
-# (never installed) and TorchFT (failed) asked for too, must write tables (allreduce, training
-# step) that parse back with Cohort's figures and name each missing peer with its reason instead
-# of leaving a silent gap.
+# must record why torch 2.x could not be installed; then run.sh --quick (every workload) for
+# Cohort, with Horovod (never installed) and TorchFT (failed) asked for too, must write tables
+# that parse back with Cohort's figures and name each missing peer with its reason instead of
+# leaving a silent gap.
 # Usage: peers_quick.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: peers_quick.sh BUILD_DIR}
@@ -16,8 +16,12 @@ mkdir -p "$out/no-wheels"
 if PIP_NO_INDEX=1 PIP_FIND_LINKS=$out/no-wheels "$peers/install.sh" --peers torch2; then
   echo "FAIL: install.sh succeeded without an index" >&2; exit 1
 fi
-"$peers/run.sh" "$build" --quick --workloads allreduce,step --systems cohort,horovod,torchft \
+"$peers/run.sh" "$build" --quick --workloads allreduce,step,commit --systems cohort,horovod,torchft \
   --out "$out/run"
+/usr/bin/python3 "$peers/report.py" --workload commit --parse "$out/run/commit.md" --expect cohort:2
+cohort_commit='^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* | [0-9.]* |'
+grep -q "$cohort_commit" "$out/run/commit.md" ||
+  { echo "FAIL: the commit table lacks Cohort's commit" >&2; cat "$out/run/commit.md" >&2; exit 1; }
 /usr/bin/python3 "$peers/report.py" --workload step --parse "$out/run/step.md" --expect cohort:2
 [ -s "$out/run/step.svg" ] || { echo "FAIL: no plot of the step workload" >&2; exit 1; }
 md=$out/run/allreduce.md
