@@ -79,7 +79,7 @@ struct Config {
   bool shared_memory = true;
   // COHORT_CONTROL_SPIN_MICROSECONDS: where every rank is on one host (and has a core of its
   // own), how long the background thread looks for a control message in shared memory before
-  // it sleeps; 0 sleeps at once.
+  // it sleeps (pausing while its spins keep missing: base/spin_policy.h); 0 sleeps at once.
   std::chrono::microseconds control_spin{50};
   // COHORT_HIERARCHICAL: in a Gloo world over several hosts, allreduce, broadcast, allgather and
   // reducescatter within each host through shared memory and across hosts among one rank per host

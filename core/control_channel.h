@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/spin_policy.h"
 #include "core/control_ring.h"
 #include "ops/shm_segment.h"
 
@@ -117,8 +118,11 @@ class ControlChannel {
   void read_ring(Peer& p);
   void take_messages(Peer& p, std::vector<ControlMessage>& messages);
   static void ring_doorbell(Peer& p);
-  // Until a ring can be read or written, wake() is called, or `limit` passes; false then.
+  // Until a ring can be read or written, wake() is called, or `limit` passes; false then, and
+  // false at once when spin_policy_ says that spinning has stopped paying.
   bool spin_for_rings(std::chrono::microseconds limit);
+  // Whether a ring can be read or written, or wake() was called (which it consumes).
+  bool rings_ready();
   // Tells the ring peers this rank sleeps; false if something is ready already.
   bool rings_sleep();
   void rings_awake();
@@ -137,6 +141,7 @@ class ControlChannel {
   std::vector<Peer> peers_;
   std::optional<ops::ShmSegment> rings_segment_;
   std::chrono::microseconds spin_{0};
+  SpinPolicy spin_policy_;  // used by the thread that waits (the background thread)
 };
 
 }  // namespace cohort

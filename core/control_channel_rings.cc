@@ -72,18 +72,29 @@ void ControlChannel::read_ring(Peer& p) {
 }
 
 bool ControlChannel::spin_for_rings(std::chrono::microseconds limit) {
-  if (limit.count() <= 0 || !rings_segment_) return false;
+  if (limit.count() <= 0 || !rings_segment_ || !spin_policy_.should_spin()) return false;
   auto deadline = SteadyClock::now() + limit;
   for (int turn = 1;; ++turn) {
-    if (woken_->exchange(false, std::memory_order_relaxed)) return true;
-    for (auto& p : peers_) {
-      if (!p.rings || !p.fd.valid()) continue;
-      if (p.rings->in.readable()) return true;
-      if (!p.out.empty() && p.rings->out.writable()) return true;
+    if (rings_ready()) {
+      spin_policy_.spun(true);
+      return true;
     }
-    if (turn % 64 == 0 && SteadyClock::now() >= deadline) return false;
+    if (turn % 64 == 0 && SteadyClock::now() >= deadline) {
+      spin_policy_.spun(false);
+      return false;
+    }
     cpu_relax();
   }
+}
+
+bool ControlChannel::rings_ready() {
+  if (woken_->exchange(false, std::memory_order_relaxed)) return true;
+  for (auto& p : peers_) {
+    if (!p.rings || !p.fd.valid()) continue;
+    if (p.rings->in.readable()) return true;
+    if (!p.out.empty() && p.rings->out.writable()) return true;
+  }
+  return false;
 }
 
 bool ControlChannel::rings_sleep() {

@@ -107,9 +107,15 @@ void ShmGroup::barrier(std::string_view what) {
     wake_all();
     return;
   }
-  for (int spin = 0; spin < kSpins; ++spin) {
-    if (all_arrived()) return;
-    cpu_relax();
+  if (spin_policy_.should_spin()) {
+    for (int spin = 0; spin < kSpins; ++spin) {
+      if (all_arrived()) {
+        spin_policy_.spun(true);
+        return;
+      }
+      cpu_relax();
+    }
+    spin_policy_.spun(false);
   }
   auto deadline = SteadyClock::now() + timeout_;
   for (;;) {

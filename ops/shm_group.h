@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/spin_policy.h"
 #include "ops/shm_segment.h"
 
 namespace cohort::ops {
@@ -78,7 +79,8 @@ class ShmGroup {
   std::chrono::milliseconds timeout_;
   std::byte* banks_;
   int bank_ = 0;
-  uint64_t arrivals_ = 0;  // barriers this member has arrived at
+  uint64_t arrivals_ = 0;   // barriers this member has arrived at
+  SpinPolicy spin_policy_;  // whether barrier() spins before it sleeps
   std::atomic<bool> aborted_here_{false};
 };
 
