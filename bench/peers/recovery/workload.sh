@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# The recovery workload (issue 28, workloads 3 and 4), sourced by bench/peers/run.sh: a 4-worker
+# job of the digits CNN (recovery/common.py) where one worker SIGKILLs itself mid-epoch (kind
+# kill) or one leaves cleanly (kind remove), each system recovering with its own elastic
+# mechanism; analyze.py turns each run's log into a RESULT line (or a FAILED line and a .reason
+# file). --quick: Cohort's kill run at 2 ranks only, a few seconds of training.
+recovery_args=()
+
+# The discovery script of an elastic job: it prints WORK/hosts, which starts as localhost:NP.
+recovery_discovery() {
+  echo "localhost:$2" > "$1/hosts"
+  printf '#!/bin/sh\nexec cat %s/hosts\n' "$1" > "$1/discover.sh"
+  chmod +x "$1/discover.sh"
+}
+
+# cohortrun in elastic mode: a killed worker's slot comes back after a 1 s cooldown
+# (--blacklist-cooldown-range 1 1), which is how a failed worker is replaced on the same host.
+recovery_cohortrun() {
+  local cohortrun=$1 python=$2 pythonpath=$3 system=$4 np=$5 work=$6; shift 6
+  recovery_discovery "$work" "$np"
+  PYTHONPATH=$pythonpath timeout "$run_timeout" "$cohortrun" \
+    --host-discovery-script "$work/discover.sh" --discovery-interval 0.2 \
+    --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" --blacklist-cooldown-range 1 1 \
+    "$python" "$here/recovery/recovery_cohort.py" --np "$np" --work "$work" "$@" --system "$system"
+}
+recovery_launch_cohort() {
+  recovery_cohortrun "$build/bin/cohortrun" /usr/bin/python3 "$build/python:$here" cohort "$@"
+}
+recovery_launch_cohort2() {
+  recovery_cohortrun "$PEERS_DIR/torch2/bin/cohortrun" "$PEERS_DIR/torch2/bin/python" "$here" \
+    cohort2 "$@"
+}
+
+# recovery_run SYSTEM NP TRIAL KIND: one run and its analysis.
+recovery_run() {
+  local system=$1 np=$2 trial=$3 kind=$4 log work rc
+  log=$out/logs/recovery-$system-$kind-np$np-t$trial.log
+  work=$(mktemp -d "$out/logs/recovery-work.XXXXXX")
+  echo "run.sh: recovery $system $kind np=$np trial $trial" >&2
+  "recovery_launch_$system" "$np" "$work" --kind "$kind" --trial "$trial" "${recovery_args[@]}" \
+    > "$log" 2>&1
+  rc=$?
+  rm -rf "$work"
+  if /usr/bin/python3 "$here/recovery/analyze.py" "$log" --system "$system" --trial "$trial" \
+    --np "$np" --kind "$kind" --rc "$rc" >> "$out/results.txt" 2> "$log.reason"; then
+    rm -f "$log.reason"
+  else
+    echo "FAILED workload=recovery system=$system np=$np trial=$trial rc=$rc kind=$kind log=$log" |
+      tee -a "$out/results.txt" >&2
+  fi
+}
+
+workload_recovery() {
+  local trial system kind np=4 kinds=(kill remove)
+  if [ "$quick" = 1 ]; then
+    np=2 kinds=(kill) recovery_args=(--samples 512 --epochs 16 --step-delay-ms 30)
+  fi
+  for trial in $(seq "$trials"); do
+    for kind in "${kinds[@]}"; do
+      for system in "${available[@]}"; do
+        [ "$quick" = 1 ] && [ "$system" != cohort ] && continue
+        declare -F "recovery_launch_$system" > /dev/null || continue
+        recovery_run "$system" "$np" "$trial" "$kind"
+      done
+    done
+  done
+}
