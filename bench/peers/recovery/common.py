@@ -32,7 +32,7 @@ import models
 def parse_args(argv=None):
     p = harness.parser("recovery time and sample accounting (bench/peers)")
     p.add_argument("--kind", choices=["kill", "remove"], default="kill")
-    p.add_argument("--np", type=int, required=True, help="the full job size")
+    p.add_argument("--job-size", type=int, required=True, help="the full job size")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--epochs", type=int, default=6)
@@ -44,7 +44,7 @@ def parse_args(argv=None):
     p.add_argument("--work", required=True, help="a folder of the run: marker, checkpoint, hosts")
     args = p.parse_args(argv)
     if not args.event_step:
-        args.event_step = steps_per_epoch(args, args.np) * 14 // 10
+        args.event_step = steps_per_epoch(args, args.job_size) * 14 // 10
     return args
 
 

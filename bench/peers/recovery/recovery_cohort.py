@@ -69,7 +69,7 @@ class Job:
             args = self.args
             hosts = os.path.join(args.work, "hosts")
             with open(hosts + ".new", "w") as f:
-                f.write(f"localhost:{args.np - 1}\n")
+                f.write(f"localhost:{args.job_size - 1}\n")
             os.replace(hosts + ".new", hosts)
             common.announce_removal(rank)
 

@@ -21,7 +21,7 @@ recovery_cohortrun() {
   PYTHONPATH=$pythonpath timeout "$run_timeout" "$cohortrun" \
     --host-discovery-script "$work/discover.sh" --discovery-interval 0.2 \
     --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" --blacklist-cooldown-range 1 1 \
-    "$python" "$here/recovery/recovery_cohort.py" --np "$np" --work "$work" "$@" --system "$system"
+    "$python" "$here/recovery/recovery_cohort.py" --job-size "$np" --work "$work" "$@" --system "$system"
 }
 recovery_launch_cohort() {
   recovery_cohortrun "$build/bin/cohortrun" /usr/bin/python3 "$build/python:$here" cohort "$@"
@@ -34,6 +34,8 @@ recovery_launch_cohort2() {
 # recovery_run SYSTEM NP TRIAL KIND: one run and its analysis.
 recovery_run() {
   local system=$1 np=$2 trial=$3 kind=$4 log work rc
+  # A healthy run takes well under a minute: a stuck recovery fails in 3 minutes, not in 15.
+  local run_timeout=$((run_timeout < 180 ? run_timeout : 180))
   log=$out/logs/recovery-$system-$kind-np$np-t$trial.log
   work=$(mktemp -d "$out/logs/recovery-work.XXXXXX")
   echo "run.sh: recovery $system $kind np=$np trial $trial" >&2
@@ -60,8 +62,46 @@ workload_recovery() {
       for system in "${available[@]}"; do
         [ "$quick" = 1 ] && [ "$system" != cohort ] && continue
         declare -F "recovery_launch_$system" > /dev/null || continue
+        [ "$system:$kind" = torch:remove ] && continue  # n/a (recovery/report.py says why)
         recovery_run "$system" "$np" "$trial" "$kind"
       done
     done
   done
+}
+
+# torchrun: one node, restart-all (--max-restarts 3), the program resumes from its checkpoint.
+recovery_launch_torch() {
+  local np=$1 work=$2 venv=$PEERS_DIR/torch2; shift 2
+  PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --standalone --nproc-per-node "$np" \
+    --max-restarts 3 "$here/recovery/recovery_torch.py" --job-size "$np" --work "$work" "$@" \
+    --system torch
+}
+
+# TorchFT: a Lighthouse (quorum of at least half the groups), one replica group of one process
+# per worker; a group that fails is started again once (the replacement), as a cluster manager
+# would, and heals from the others.
+recovery_torchft_group() {
+  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 4
+  for tries in 1 2; do
+    REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
+      PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
+      --master-port "$(free_port)" "$here/recovery/recovery_torchft.py" --job-size "$np" \
+      --work "$work" "$@" --system torchft && return 0
+    echo "recovery: replica group $i failed; starting a replacement" >&2
+  done
+  return 1
+}
+recovery_launch_torchft() {
+  local np=$1 work=$2 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i lighthouse; shift 2
+  lport=$(free_port)
+  "$venv/bin/torchft_lighthouse" --min_replicas $((np > 2 ? np / 2 : 1)) --quorum_tick_ms 100 \
+    --join_timeout_ms 10000 --bind "[::]:$lport" > "$work/lighthouse.log" 2>&1 &
+  lighthouse=$!
+  for ((i = 0; i < np; i++)); do
+    recovery_torchft_group "$np" "$work" "$i" "$lport" "$@" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  kill "$lighthouse" 2> /dev/null; wait "$lighthouse" 2> /dev/null
+  return $rc
 }
