@@ -105,3 +105,16 @@ recovery_launch_torchft() {
   kill "$lighthouse" 2> /dev/null; wait "$lighthouse" 2> /dev/null
   return $rc
 }
+
+# horovodrun elastic with the same discovery script. HOROVOD_COOLDOWN=1: with
+# --blacklist-cooldown-range 1 1, so a host whose worker failed comes back after 1 s (by default
+# Horovod blacklists it for good).
+recovery_launch_horovod() {
+  local np=$1 work=$2 venv=$PEERS_DIR/horovod cooldown=(); shift 2
+  [ "${HOROVOD_COOLDOWN:-0}" = 1 ] && cooldown=(--blacklist-cooldown-range 1 1)
+  recovery_discovery "$work" "$np"
+  PATH=$venv/bin:$PATH PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/horovodrun" --gloo \
+    --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" --host-discovery-script "$work/discover.sh" \
+    "${cooldown[@]}" "$venv/bin/python" "$here/recovery/recovery_horovod.py" --job-size "$np" \
+    --work "$work" "$@" --system "$RECOVERY_SYSTEM"
+}
