@@ -31,6 +31,13 @@ def records(log):
     return out
 
 
+def last_error(log):
+    """': <the log's last line that names an error>', shortened, or ''."""
+    with open(log, errors="replace") as f:
+        lines = [line.strip() for line in f if re.search(r"error|Error|ERROR", line)]
+    return f": {lines[-1][:200]}" if lines else ""
+
+
 def first_after(steps, t, world=None):
     """The end time of the first step that started after t (at world size `world`, if given)."""
     ends = [float(s["t"]) for s in steps
@@ -71,7 +78,7 @@ def main():
         if not rec["ACCOUNT"]:
             raise ValueError("no ACCOUNT lines: the job did not finish its training")
     except ValueError as e:
-        sys.exit(f"{e}")
+        sys.exit(f"{e}{last_error(args.log)}")
     lost = sum(int(a["lost"]) for a in rec["ACCOUNT"])
     dup = sum(int(a["duplicated"]) for a in rec["ACCOUNT"])
     samples = sum(int(a["samples"]) for a in rec["ACCOUNT"])

@@ -12,7 +12,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from report import LABELS
+import report
+
+LABELS = dict(report.LABELS, horovod_cooldown="Horovod, --blacklist-cooldown-range 1 1")
 
 KINDS = {"kill": "SIGKILL of one worker, then a replacement",
          "remove": "one worker removed cleanly"}

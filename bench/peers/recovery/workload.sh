@@ -53,13 +53,14 @@ recovery_run() {
 }
 
 workload_recovery() {
-  local trial system kind np=4 kinds=(kill remove)
+  local trial system kind np=4 kinds=(kill remove) horovod=''
+  [[ " ${available[*]} " == *" horovod "* ]] && horovod=1
   if [ "$quick" = 1 ]; then
     np=2 kinds=(kill) recovery_args=(--samples 512 --epochs 16 --step-delay-ms 30)
   fi
   for trial in $(seq "$trials"); do
     for kind in "${kinds[@]}"; do
-      for system in "${available[@]}"; do
+      for system in "${available[@]}" ${horovod:+horovod_cooldown}; do
         [ "$quick" = 1 ] && [ "$system" != cohort ] && continue
         declare -F "recovery_launch_$system" > /dev/null || continue
         [ "$system:$kind" = torch:remove ] && continue  # n/a (recovery/report.py says why)
@@ -81,7 +82,7 @@ recovery_launch_torch() {
 # per worker; a group that fails is started again once (the replacement), as a cluster manager
 # would, and heals from the others.
 recovery_torchft_group() {
-  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 4
+  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 3
   for tries in 1 2; do
     REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
       PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
@@ -106,15 +107,17 @@ recovery_launch_torchft() {
   return $rc
 }
 
-# horovodrun elastic with the same discovery script. HOROVOD_COOLDOWN=1: with
-# --blacklist-cooldown-range 1 1, so a host whose worker failed comes back after 1 s (by default
-# Horovod blacklists it for good).
-recovery_launch_horovod() {
-  local np=$1 work=$2 venv=$PEERS_DIR/horovod cooldown=(); shift 2
-  [ "${HOROVOD_COOLDOWN:-0}" = 1 ] && cooldown=(--blacklist-cooldown-range 1 1)
+# horovodrun elastic with the same discovery script, by default (Horovod blacklists a host whose
+# worker failed, for good), and as horovod_cooldown with --blacklist-cooldown-range 1 1 (the host
+# comes back after 1 s).
+recovery_horovodrun() {
+  local system=$1 np=$2 work=$3 venv=$PEERS_DIR/horovod cooldown=(); shift 3
+  [ "$system" = horovod_cooldown ] && cooldown=(--blacklist-cooldown-range 1 1)
   recovery_discovery "$work" "$np"
   PATH=$venv/bin:$PATH PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/horovodrun" --gloo \
-    --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" --host-discovery-script "$work/discover.sh" \
-    "${cooldown[@]}" "$venv/bin/python" "$here/recovery/recovery_horovod.py" --job-size "$np" \
-    --work "$work" "$@" --system "$RECOVERY_SYSTEM"
+    --network-interface lo -np "$np" --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" \
+    --host-discovery-script "$work/discover.sh" "${cooldown[@]}" "$venv/bin/python" \
+    "$here/recovery/recovery_horovod.py" --job-size "$np" --work "$work" "$@" --system "$system"
 }
+recovery_launch_horovod() { recovery_horovodrun horovod "$@"; }
+recovery_launch_horovod_cooldown() { recovery_horovodrun horovod_cooldown "$@"; }
