@@ -57,6 +57,7 @@ out_dir = None  # set by bench/peers/report.py
 def body(figures, systems, nps):
     failed = failures(out_dir) if out_dir else {}
     lines = []
+    systems = [v for s in systems for v in ([s, "horovod_cooldown"] if s == "horovod" else [s])]
     for kind, title in KINDS.items():
         lines += ["", f"**{title}** (medians over trials; times from the event, in seconds)", "",
                   "| system | " + " | ".join(COLUMNS) + " |", "|" + "---|" * (len(COLUMNS) + 1)]
