@@ -82,7 +82,7 @@ recovery_launch_torch() {
 # per worker; a group that fails is started again once (the replacement), as a cluster manager
 # would, and heals from the others.
 recovery_torchft_group() {
-  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 3
+  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 4
   for tries in 1 2; do
     REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
       PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
