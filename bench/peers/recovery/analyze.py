@@ -32,9 +32,11 @@ def records(log):
 
 
 def last_error(log):
-    """': <the log's last line that names an error>', shortened, or ''."""
+    """': <the log's last line that names an error>', shortened, or ''. A launcher's own ERROR
+    line (Horovod's driver: 'blacklisted slots count == 4 -> stop running') comes first."""
     with open(log, errors="replace") as f:
         lines = [line.strip() for line in f if re.search(r"error|Error|ERROR", line)]
+    lines = [line for line in lines if "ERROR:" in line] or lines
     return f": {lines[-1][:200]}" if lines else ""
 
 
