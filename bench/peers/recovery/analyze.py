@@ -51,7 +51,7 @@ def figures(rec, args):
     """(recovery_s, full_size_s) or raises ValueError with the reason."""
     event = rec["KILL" if args.kind == "kill" else "REMOVE"]
     if not event:
-        raise ValueError(f"no {args.kind} happened (no {'KILL' if args.kind == 'kill' else 'REMOVE'} line)")
+        raise ValueError(f"no {args.kind} happened (no {args.kind.upper()} line)")
     t = float(event[0]["t"])
     if args.kind == "kill":
         next_step, full = first_after(rec["STEP"], t), first_after(rec["STEP"], t, args.np)

@@ -35,7 +35,7 @@ def parse_args(argv=None):
     p.add_argument("--job-size", type=int, required=True, help="the full job size")
     p.add_argument("--samples", type=int, default=4096)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--epochs", type=int, default=6)
+    p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--step-delay-ms", type=float, default=30)
     p.add_argument("--commit-every", type=int, default=4, help="steps between commits/checkpoints")
     p.add_argument("--event-rank", type=int, default=1, help="the rank that is killed or leaves")

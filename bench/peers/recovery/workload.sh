@@ -21,7 +21,8 @@ recovery_cohortrun() {
   PYTHONPATH=$pythonpath timeout "$run_timeout" "$cohortrun" \
     --host-discovery-script "$work/discover.sh" --discovery-interval 0.2 \
     --min-np $((np > 2 ? np / 2 : 1)) --max-np "$np" --blacklist-cooldown-range 1 1 \
-    "$python" "$here/recovery/recovery_cohort.py" --job-size "$np" --work "$work" "$@" --system "$system"
+    "$python" "$here/recovery/recovery_cohort.py" --job-size "$np" --work "$work" "$@" \
+    --system "$system"
 }
 recovery_launch_cohort() {
   recovery_cohortrun "$build/bin/cohortrun" /usr/bin/python3 "$build/python:$here" cohort "$@"
@@ -64,6 +65,7 @@ workload_recovery() {
         [ "$quick" = 1 ] && [ "$system" != cohort ] && continue
         declare -F "recovery_launch_$system" > /dev/null || continue
         [ "$system:$kind" = torch:remove ] && continue  # n/a (recovery/report.py says why)
+        [ "$system:$kind" = horovod_cooldown:remove ] && continue  # a cooldown changes no removal
         recovery_run "$system" "$np" "$trial" "$kind"
       done
     done
@@ -82,13 +84,13 @@ recovery_launch_torch() {
 # per worker; a group that fails is started again once (the replacement), as a cluster manager
 # would, and heals from the others.
 recovery_torchft_group() {
-  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 tries; shift 4
-  for tries in 1 2; do
+  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 try; shift 4
+  for try in first replacement; do
     REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
       PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
       --master-port "$(free_port)" "$here/recovery/recovery_torchft.py" --job-size "$np" \
       --work "$work" "$@" --system torchft && return 0
-    echo "recovery: replica group $i failed; starting a replacement" >&2
+    echo "recovery: replica group $i ($try) failed" >&2
   done
   return 1
 }
