@@ -17,7 +17,11 @@ import argparse
 import re
 import sys
 
-LINE = re.compile(r"\b(STEP|KILL|REMOVE|ACCOUNT) ((?:\w+=\S+ ?)+)")
+# No word boundary before the kind: the lines of processes that share a log can interleave
+# ("...recovery_0REMOVE t=... rank=1] Start quorum"); values are numbers.
+LINE = re.compile(r"(STEP|KILL|REMOVE|ACCOUNT) ((?:[a-z0-9]+=-?[0-9.]+ ?)+)")
+NEEDS = {"STEP": {"t0", "t", "world"}, "KILL": {"t"}, "REMOVE": {"t"},
+         "ACCOUNT": {"samples", "lost", "duplicated"}}
 
 
 def records(log):
@@ -26,8 +30,9 @@ def records(log):
     with open(log, errors="replace") as f:
         for line in f:
             m = LINE.search(line)
-            if m:
-                out[m.group(1)].append(dict(kv.split("=", 1) for kv in m.group(2).split()))
+            fields = dict(kv.split("=", 1) for kv in m.group(2).split()) if m else {}
+            if m and NEEDS[m.group(1)] <= fields.keys():  # a line cut by another is skipped
+                out[m.group(1)].append(fields)
     return out
 
 
