@@ -3,7 +3,8 @@
 # must record why torch 2.x could not be installed; then run.sh --quick (every workload) for
 # Cohort, with Horovod (never installed) and TorchFT (failed) asked for too, must write tables
 # that parse back with Cohort's figures and name each missing peer with its reason instead of
-# leaving a silent gap.
+# leaving a silent gap. The recovery workload's --quick (Cohort alone: one worker SIGKILLs itself,
+# a replacement joins) must give Cohort's kill figures with no lost and no duplicated sample.
 # Usage: peers_quick.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: peers_quick.sh BUILD_DIR}
@@ -16,7 +17,7 @@ mkdir -p "$out/no-wheels"
 if PIP_NO_INDEX=1 PIP_FIND_LINKS=$out/no-wheels "$peers/install.sh" --peers torch2; then
   echo "FAIL: install.sh succeeded without an index" >&2; exit 1
 fi
-"$peers/run.sh" "$build" --quick --workloads allreduce,step,commit --systems cohort,horovod,torchft \
+"$peers/run.sh" "$build" --quick --workloads allreduce,step,commit,recovery --systems cohort,horovod,torchft \
   --out "$out/run"
 /usr/bin/python3 "$peers/report.py" --workload commit --parse "$out/run/commit.md" --expect cohort:2
 cohort_commit='^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* | [0-9.]* |'
@@ -32,4 +33,6 @@ expect() {
 expect '^| Horovod | .* | not installed: run bench/peers/install.sh'
 expect '^| TorchFT | .* | could not be installed: pip install torch==[0-9.]* torchft==0.2.0 failed'
 [ -s "$out/run/allreduce.svg" ] || { echo "FAIL: no plot" >&2; exit 1; }
+md=$out/run/recovery.md
+expect '^| Cohort | [0-9.]* | [0-9.]* | 0 | 0 | [0-9]* | 1 |$'
 echo "PASS (peers_quick)"
