@@ -120,6 +120,19 @@ run_one() {
     tee -a "$out/results.txt" >&2
 }
 
+# each_run WORKLOAD ARGS...: every available system's program for WORKLOAD at every --np, trials
+# interleaved (trial → ranks → system), so that every system sees the same machine noise.
+each_run() {
+  local workload=$1 trial np system; shift
+  for trial in $(seq "$trials"); do
+    for np in ${nps//,/ }; do
+      for system in "${available[@]}"; do
+        run_one "$workload" "$system" "$np" "$trial" "$(harness "$workload" "$system")" "$@"
+      done
+    done
+  done
+}
+
 # --- Workloads: each folder <workload>/ holds workload.sh (its workload_<name> function, run with
 # quick, trials, nps and available set), report.py and one program per system ------------------
 # harness WORKLOAD SYSTEM: the program SYSTEM runs for WORKLOAD, relative to bench/peers. Cohort on

@@ -2,13 +2,7 @@
 # The allreduce workload (issue 28, workload 2), sourced by bench/peers/run.sh: every system's own
 # allreduce on float32 torch tensors, 8 B … 256 MiB (allreduce/common.py), trials interleaved.
 workload_allreduce() {
-  local args=() trial np system
+  local args=()
   [ "$quick" = 1 ] && args=(--max-bytes 4096 --warmup 1 --min-iters 2 --max-iters 5)
-  for trial in $(seq "$trials"); do
-    for np in ${nps//,/ }; do
-      for system in "${available[@]}"; do
-        run_one allreduce "$system" "$np" "$trial" "$(harness allreduce "$system")" "${args[@]}"
-      done
-    done
-  done
+  each_run allreduce "${args[@]}"
 }

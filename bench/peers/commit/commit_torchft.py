@@ -18,34 +18,12 @@ import socket
 from datetime import timedelta
 
 import torch
-from torch.distributed import ReduceOp
-from torchft import Manager, ProcessGroupGloo
 from torchft.checkpointing import HTTPTransport
 
 import common
-import harness
+import torchft_quorum
 
 TIMEOUT = timedelta(seconds=600)  # a 3.8 GB state over HTTP on a busy 2-core machine
-
-
-def join():
-    """The Manager, in a quorum of every replica group; (manager, replica, world, allreduce_)."""
-    replica, groups = harness.env_int("REPLICA_GROUP_ID"), harness.env_int("NUM_REPLICA_GROUPS")
-    manager = Manager(pg=ProcessGroupGloo(timeout=TIMEOUT), min_replica_size=groups,
-                      load_state_dict=lambda state: None, state_dict=lambda: {},
-                      replica_id=f"bench_{replica}", timeout=TIMEOUT, init_sync=False)
-    manager.start_quorum()
-    world = manager.num_participants()
-    if world != groups or not manager.is_participating():
-        raise RuntimeError(f"TorchFT quorum has {world} replica groups, expected {groups}, "
-                           f"this one participating: {manager.is_participating()}")
-
-    def allreduce_(t):
-        manager.allreduce(t, reduce_op=ReduceOp.SUM).wait()
-        if manager.errored():  # TorchFT swallows a failed allreduce and reports it here
-            raise RuntimeError(f"TorchFT: the allreduce failed: {manager.errored()}")
-
-    return manager, replica, world, allreduce_
 
 
 def transfer(manager, transport, replica, world, ports):
@@ -77,7 +55,7 @@ def transfer(manager, transport, replica, world, ports):
 
 def main():
     args = common.parse_args()
-    manager, replica, world, allreduce_ = join()
+    manager, replica, world, allreduce_ = torchft_quorum.join(TIMEOUT)
     transport = HTTPTransport(timeout=TIMEOUT, num_chunks=0)
     ports = torch.zeros(world, dtype=torch.float64)  # every replica group's transport port
     ports[replica] = int(transport.metadata().rsplit(":", 1)[1].split("/")[0])  # http://h:port/...

@@ -6,16 +6,9 @@
 # a receiver), in the first trial only and without the clone timing, to keep a full run near 10
 # minutes. 3 commits per process; --quick: mlp25m, 2 commits.
 workload_commit() {
-  local trial np system run_tag commits=3
+  local np system commits=3
   [ "$quick" = 1 ] && commits=2
-  for trial in $(seq "$trials"); do
-    for np in ${nps//,/ }; do
-      for system in "${available[@]}"; do
-        run_tag=mlp25m run_one commit "$system" "$np" "$trial" "$(harness commit "$system")" \
-          --model mlp25m --commits "$commits" --fsync
-      done
-    done
-  done
+  run_tag=mlp25m each_run commit --model mlp25m --commits "$commits" --fsync
   [ "$quick" = 1 ] && return
   for system in "${available[@]}"; do
     np=1; [ "$system" = torchft ] && np=2
