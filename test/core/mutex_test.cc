@@ -49,12 +49,18 @@ TEST_CASE("mutex: a lock let go within its scope is held again and released once
   {
     MutexLock lock(c.mutex);
     lock.unlock();
-    CHECK(c.mutex.try_lock());  // free while let go
-    c.mutex.unlock();
+    if (c.mutex.try_lock()) {
+      c.mutex.unlock();
+    } else {
+      FAIL("held while let go");
+    }
     lock.lock();
     c.value = 2;
   }
-  CHECK(c.mutex.try_lock());  // released by the scope's end, once
-  CHECK(c.value == 2);
-  c.mutex.unlock();
+  if (c.mutex.try_lock()) {  // released by the scope's end, once
+    CHECK(c.value == 2);
+    c.mutex.unlock();
+  } else {
+    FAIL("still held after the scope");
+  }
 }
