@@ -14,7 +14,7 @@ Cancellation::Cancellation() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
 }
 
 void Cancellation::cancel(const std::string& reason) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (cancelled()) return;
   reason_ = reason;
   cancelled_.store(true, std::memory_order_release);
@@ -26,7 +26,7 @@ void Cancellation::cancel(const std::string& reason) {
 }
 
 int Cancellation::add_hook(Hook hook) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (cancelled()) {
     hook(reason_);
     return -1;
@@ -37,12 +37,12 @@ int Cancellation::add_hook(Hook hook) const {
 }
 
 void Cancellation::remove_hook(int id) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   hooks_.erase(id);
 }
 
 std::string Cancellation::reason() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return reason_;
 }
 

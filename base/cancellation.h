@@ -7,10 +7,10 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 
 namespace cohort {
 
@@ -42,10 +42,10 @@ class Cancellation {
  private:
   Fd fd_;
   std::atomic<bool> cancelled_{false};
-  mutable std::mutex mutex_;  // hooks run under it, so remove_hook() waits for a running one
-  std::string reason_;
-  mutable std::map<int, Hook> hooks_;
-  mutable int next_hook_ = 0;
+  mutable Mutex mutex_;  // hooks run under it, so remove_hook() waits for a running one
+  std::string reason_ GUARDED_BY(mutex_);
+  mutable std::map<int, Hook> hooks_ GUARDED_BY(mutex_);
+  mutable int next_hook_ GUARDED_BY(mutex_) = 0;
 };
 
 // Keeps a hook registered for the lifetime of a scope; does nothing without a cancellation.

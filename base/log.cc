@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "cohort/errors.h"
 
 namespace cohort::log {
@@ -17,8 +17,8 @@ namespace {
 std::atomic<Level> g_level{Level::kWarning};
 
 struct Prefix {
-  std::mutex mutex;
-  std::string text;
+  Mutex mutex;
+  std::string text GUARDED_BY(mutex);
 };
 
 // Never destroyed: a program that returns from main() without cohort::shutdown() leaves the
@@ -36,9 +36,9 @@ struct Repeats {
     int written = 0;
     uint64_t held = 0;
   };
-  std::mutex mutex;
-  std::chrono::milliseconds window{std::chrono::seconds(10)};
-  std::map<std::string, Window, std::less<>> keys;
+  Mutex mutex;
+  std::chrono::milliseconds window GUARDED_BY(mutex){std::chrono::seconds(10)};
+  std::map<std::string, Window, std::less<>> keys GUARDED_BY(mutex);
 };
 
 Repeats& repeats() {
@@ -83,13 +83,13 @@ Level level() {
 
 void set_prefix(std::string text) {
   Prefix& p = prefix();
-  std::lock_guard lock(p.mutex);
+  MutexLock lock(p.mutex);
   p.text = std::move(text);
 }
 
 void set_repeat_window(std::chrono::milliseconds window) {
   Repeats& r = repeats();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   r.window = window;
   r.keys.clear();
 }
@@ -97,7 +97,7 @@ void set_repeat_window(std::chrono::milliseconds window) {
 bool admit(std::string_view key, std::string& note, int burst) {
   Repeats& r = repeats();
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard lock(r.mutex);
+  MutexLock lock(r.mutex);
   note.clear();
   auto [it, first] = r.keys.try_emplace(std::string(key), Repeats::Window{.opened = now});
   Repeats::Window& w = it->second;
@@ -126,7 +126,7 @@ void write(Level lvl, std::string_view message) {
   std::string line;
   {
     Prefix& p = prefix();
-    std::lock_guard lock(p.mutex);
+    MutexLock lock(p.mutex);
     line = p.text.empty() ? "" : p.text + " ";
   }
   line += "cohort ";

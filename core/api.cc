@@ -3,11 +3,11 @@
 #include <cmath>
 #include <csignal>
 #include <memory>
-#include <mutex>
 #include <numeric>
 #include <utility>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cohort/cohort.h"
 #include "core/elastic_join.h"
 #include "core/runtime.h"
@@ -18,16 +18,16 @@ namespace cohort {
 namespace {
 
 // The process's single Runtime. Everything else hangs off it, so shutdown() + init() starts over.
-std::mutex g_mutex;
-std::shared_ptr<Runtime> g_runtime;  // guarded by g_mutex
+Mutex g_mutex;
+std::shared_ptr<Runtime> g_runtime GUARDED_BY(g_mutex);
 // Runtimes init() has built in this process (guarded by g_mutex). Each one after the first meets
 // its peers in a fresh rendezvous scope, "init.<n>": every rank computes the same n without asking
 // anyone, since every rank calls init() and shutdown() alike, and the previous runtime's Gloo
 // addresses, still on the launcher's server, are never read again.
-int g_inits = 0;
+int g_inits GUARDED_BY(g_mutex) = 0;
 
 std::shared_ptr<Runtime> runtime() {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(g_mutex);
   if (!g_runtime) {
     throw NotInitialized("cohort is not initialized: call cohort::init() first");
   }
@@ -194,7 +194,7 @@ Request allreduce_request(std::string name, OpType type, const Tensor& input,
 }  // namespace
 
 void init() {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(g_mutex);
   if (g_runtime && !g_runtime->defunct()) return;
   // A runtime that the other ranks left (they shut down while a collective of this rank waited
   // for them, which then failed; Horovod's suite does this when a test failed on one rank only)
@@ -223,12 +223,12 @@ std::shared_ptr<Runtime> current_runtime() {
 }
 
 std::shared_ptr<Runtime> take_runtime() {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(g_mutex);
   return std::move(g_runtime);
 }
 
 void install_runtime(std::shared_ptr<Runtime> rt) {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(g_mutex);
   if (g_runtime) throw InvalidArgument("install_runtime: a runtime is already installed");
   set_log_prefix(*rt);
   g_runtime = std::move(rt);
@@ -239,14 +239,14 @@ void install_runtime(std::shared_ptr<Runtime> rt) {
 void shutdown() {
   std::shared_ptr<Runtime> rt;
   {
-    std::lock_guard lock(g_mutex);
+    MutexLock lock(g_mutex);
     rt = std::move(g_runtime);
   }
   if (rt) rt->shutdown();
 }
 
 bool is_initialized() {
-  std::lock_guard lock(g_mutex);
+  MutexLock lock(g_mutex);
   return g_runtime != nullptr;
 }
 

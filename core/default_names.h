@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "base/mutex.h"
 
 namespace cohort {
 
@@ -16,15 +17,15 @@ class DefaultNames {
  public:
   // The next name for `kind`; safe to call from any thread.
   std::string next(std::string_view kind) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = counts_.find(kind);
     if (it == counts_.end()) it = counts_.emplace(std::string(kind), 0).first;
     return std::string(kind) + ".noname." + std::to_string(it->second++);
   }
 
  private:
-  std::mutex mutex_;
-  std::map<std::string, uint64_t, std::less<>> counts_;
+  Mutex mutex_;
+  std::map<std::string, uint64_t, std::less<>> counts_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cohort

@@ -62,14 +62,14 @@ Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Time
 }
 
 std::optional<std::vector<int>> Executor::members(int id) const {
-  std::lock_guard lock(sets_mutex_);
+  MutexLock lock(sets_mutex_);
   auto it = sets_.find(id);
   if (it == sets_.end()) return std::nullopt;
   return it->second.members;
 }
 
 void Executor::close() {
-  std::lock_guard lock(sets_mutex_);
+  MutexLock lock(sets_mutex_);
   // Sub-sets first: their connections were made after the world's.
   for (auto it = sets_.rbegin(); it != sets_.rend(); ++it) {
     try {
@@ -82,7 +82,7 @@ void Executor::close() {
 }
 
 void Executor::abort(const std::string& reason) {
-  std::lock_guard lock(sets_mutex_);
+  MutexLock lock(sets_mutex_);
   // Device backends are made by the background thread outside the lock, and NCCL waits end at
   // their own timeout anyway: only the host backends are interrupted.
   for (auto& [id, set] : sets_) {
@@ -91,7 +91,7 @@ void Executor::abort(const std::string& reason) {
 }
 
 bool Executor::was_removed(int id) const {
-  std::lock_guard lock(sets_mutex_);
+  MutexLock lock(sets_mutex_);
   return removed_.contains(id);
 }
 
@@ -100,13 +100,14 @@ bool Executor::concerns_me(const Response& response) const {
     return true;
   }
   if (is_member(response.process_set)) return true;
-  auto removed = removed_.find(response.process_set);
-  return response.kind != Response::Kind::kExecute && removed != removed_.end() && removed->second;
+  auto removed = owned_removed().find(response.process_set);
+  return response.kind != Response::Kind::kExecute && removed != owned_removed().end() &&
+         removed->second;
 }
 
 bool Executor::is_member(int process_set) const {
-  auto it = sets_.find(process_set);
-  return it != sets_.end() && it->second.backend != nullptr;
+  auto it = owned_sets().find(process_set);
+  return it != owned_sets().end() && it->second.backend != nullptr;
 }
 
 ops::Backend& Executor::backend_for(ProcessSetState& set, int device) {
@@ -149,8 +150,8 @@ void* Executor::allocate_output(ProcessSetState& set, TensorEntry& entry, int64_
 }
 
 Executor::ProcessSetState& Executor::member_set(int id) {
-  auto it = sets_.find(id);
-  if (it == sets_.end() || !it->second.backend) {
+  auto it = owned_sets().find(id);
+  if (it == owned_sets().end() || !it->second.backend) {
     throw InternalError("rank 0 scheduled a collective on process set " + std::to_string(id) +
                         ", of which this rank is not a member");
   }
@@ -394,7 +395,7 @@ void Executor::add_process_set(const Response& response) {
     return;
   }
   {
-    std::lock_guard lock(sets_mutex_);
+    MutexLock lock(sets_mutex_);
     sets_[response.process_set] = std::move(state);
   }
   set_scalar_output(entry, response.process_set);
@@ -412,7 +413,7 @@ void Executor::remove_process_set(const Response& response) {
   member_set(0).backend->barrier();
   ProcessSetState removed;  // its connections close outside the lock
   {
-    std::lock_guard lock(sets_mutex_);
+    MutexLock lock(sets_mutex_);
     auto it = sets_.find(id);
     if (it != sets_.end()) {
       removed = std::move(it->second);

@@ -9,11 +9,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "base/mutex.h"
 #include "core/request.h"
 #include "core/tensor_queue.h"
 #include "core/timeline.h"
@@ -42,7 +42,7 @@ class Executor {
   // handles.
   void execute(const Response& response);
 
-  ops::Backend& world() { return *sets_.at(0).backend; }
+  ops::Backend& world() { return *owned_sets().at(0).backend; }
   // This rank submitted join(): until the join completes, it contributes the operator's identity
   // to allreduces it never submitted.
   void mark_joined() { joined_ = true; }
@@ -129,11 +129,17 @@ class Executor {
   // A joined rank's contribution to a single allreduce; a prescaled copy of a reducescatter input.
   std::vector<std::byte> scratch_;
   // Guards sets_' keys, members and host backends against members() and abort().
-  mutable std::mutex sets_mutex_;
-  std::map<int, ProcessSetState> sets_;
-  // Removed process sets: id -> whether this rank was a member. Written by the background thread
-  // under sets_mutex_ (which it alone may read without).
-  std::map<int, bool> removed_;
+  mutable Mutex sets_mutex_;
+  std::map<int, ProcessSetState> sets_ GUARDED_BY(sets_mutex_);
+  // Removed process sets: id -> whether this rank was a member.
+  std::map<int, bool> removed_ GUARDED_BY(sets_mutex_);
+  // sets_ and removed_ as the background thread reads them: it alone writes them (under
+  // sets_mutex_), so it alone may read them without; other threads lock sets_mutex_.
+  std::map<int, ProcessSetState>& owned_sets() NO_THREAD_SAFETY_ANALYSIS { return sets_; }
+  const std::map<int, ProcessSetState>& owned_sets() const NO_THREAD_SAFETY_ANALYSIS {
+    return sets_;
+  }
+  const std::map<int, bool>& owned_removed() const NO_THREAD_SAFETY_ANALYSIS { return removed_; }
 };
 
 }  // namespace cohort

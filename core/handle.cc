@@ -67,21 +67,24 @@ const std::string& Handle::name() const {
 
 bool Handle::poll() const {
   checked(state_);
-  std::lock_guard lock(state_->mutex);
+  MutexLock lock(state_->mutex);
   return state_->done;
 }
 
 void Handle::wait() const {
   checked(state_);
-  std::unique_lock lock(state_->mutex);
-  state_->cv.wait(lock, [&] { return state_->done; });
+  MutexLock lock(state_->mutex);
+  state_->cv.wait(state_->mutex, [&]() REQUIRES(state_->mutex) { return state_->done; });
   if (state_->error.kind != detail::ErrorRecord::Kind::kNone) state_->error.raise();
 }
 
 bool Handle::wait_for(std::chrono::milliseconds timeout) const {
   checked(state_);
-  std::unique_lock lock(state_->mutex);
-  if (!state_->cv.wait_for(lock, timeout, [&] { return state_->done; })) return false;
+  MutexLock lock(state_->mutex);
+  if (!state_->cv.wait_for(state_->mutex, timeout,
+                           [&]() REQUIRES(state_->mutex) { return state_->done; })) {
+    return false;
+  }
   if (state_->error.kind != detail::ErrorRecord::Kind::kNone) state_->error.raise();
   return true;
 }

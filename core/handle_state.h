@@ -1,12 +1,11 @@
 // The shared completion state behind a Handle: set once by the background thread, read by users.
 #pragma once
 
-#include <condition_variable>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cohort/types.h"
 
 namespace cohort::detail {
@@ -38,7 +37,7 @@ struct HandleState {
   void complete(const std::exception_ptr& err = nullptr) {
     ErrorRecord record = err ? ErrorRecord::from(err) : ErrorRecord{};
     {
-      std::lock_guard lock(mutex);
+      MutexLock lock(mutex);
       if (done) return;
       error = std::move(record);
       done = true;
@@ -47,10 +46,10 @@ struct HandleState {
   }
 
   const std::string name;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool done = false;
-  ErrorRecord error;
+  Mutex mutex;
+  CondVar cv;
+  bool done GUARDED_BY(mutex) = false;
+  ErrorRecord error GUARDED_BY(mutex);
   OwnedTensor output;                    // written by the background thread before complete()
   std::vector<int64_t> received_splits;  // alltoall, likewise
 };

@@ -10,14 +10,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/mutex.h"
 #include "core/control_channel.h"
 
 namespace cohort {
@@ -75,11 +74,12 @@ class Heartbeat {
   std::vector<Watched> watched_;  // heartbeat thread only
   Clock::time_point next_beat_;   // heartbeat thread only
 
-  std::mutex mutex_;
-  std::condition_variable verdict_cv_;
-  std::optional<std::string> verdict_;
-  std::optional<std::string> local_failure_;  // from fail(), not yet told to the peers
-  bool stop_requested_ = false;
+  Mutex mutex_;
+  CondVar verdict_cv_;
+  std::optional<std::string> verdict_ GUARDED_BY(mutex_);
+  // From fail(), not yet told to the peers.
+  std::optional<std::string> local_failure_ GUARDED_BY(mutex_);
+  bool stop_requested_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

@@ -221,7 +221,7 @@ void Runtime::check_process_set(const Request& request) const {
 
 bool Runtime::defunct() const {
   if (executor_ && executor_->peer_shut_down()) return true;
-  std::lock_guard lock(finished_mutex_);
+  MutexLock lock(finished_mutex_);
   return finished_;
 }
 
@@ -230,8 +230,9 @@ void Runtime::shutdown() {
   shutdown_requested_ = true;
   control_.wake();
   {
-    std::unique_lock lock(finished_mutex_);
-    if (!finished_cv_.wait_for(lock, config_.shutdown_timeout, [&] { return finished_; })) {
+    MutexLock lock(finished_mutex_);
+    if (!finished_cv_.wait_for(finished_mutex_, config_.shutdown_timeout,
+                               [&]() REQUIRES(finished_mutex_) { return finished_; })) {
       log::warning("shutdown: the other ranks did not all shut down within ",
                    config_.shutdown_timeout.count() / 1000.0,
                    " s (COHORT_SHUTDOWN_TIMEOUT_SECONDS); leaving without them");
@@ -262,7 +263,7 @@ void Runtime::abandon(const std::string& reason) {
 void Runtime::finish(std::exception_ptr error) {
   if (error) queue_.close(error);
   {
-    std::lock_guard lock(finished_mutex_);
+    MutexLock lock(finished_mutex_);
     finished_ = true;
   }
   finished_cv_.notify_all();
@@ -278,7 +279,7 @@ void Runtime::background_loop() {
       auto messages = control_.wait(wait_timeout());
       auto fresh = collect_if_due();
       bool last = role_->step(std::move(messages), std::move(fresh), shutdown_requested_);
-      std::lock_guard lock(finished_mutex_);
+      MutexLock lock(finished_mutex_);
       finished_ = finished_ || last;
       done = finished_;
     }

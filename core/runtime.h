@@ -17,14 +17,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <thread>
 
 #include "base/cancellation.h"
+#include "base/mutex.h"
 #include "base/placement.h"
 #include "cohort/handle.h"
 #include "core/config.h"
@@ -153,9 +152,9 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   std::atomic<bool> abort_{false};
   std::atomic<bool> abandoned_{false};  // a failure seen while abandoning is expected, not news
-  mutable std::mutex finished_mutex_;
-  std::condition_variable finished_cv_;
-  bool finished_ = false;  // guarded by finished_mutex_
+  mutable Mutex finished_mutex_;
+  CondVar finished_cv_;
+  bool finished_ GUARDED_BY(finished_mutex_) = false;
   std::thread thread_;
 };
 

@@ -22,7 +22,7 @@ bool TensorQueue::outputs_moved(const TensorEntry& entry) {
 void TensorQueue::add(TensorEntry entry) {
   bool wake;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (closed_) std::rethrow_exception(closed_);
     const std::string& name = entry.request.name;
     if (in_flight_.contains(name)) {
@@ -42,7 +42,7 @@ void TensorQueue::add(TensorEntry entry) {
 }
 
 std::vector<Request> TensorQueue::take_new_requests() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   wake_pending_ = false;  // anything added from now on wakes the thread again
   std::vector<Request> taken = std::move(new_requests_);
   // Room for a burst like the last one: a step's thousand requests then fill the vector without
@@ -53,7 +53,7 @@ std::vector<Request> TensorQueue::take_new_requests() {
 }
 
 std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (new_requests_.empty()) return std::nullopt;
   Arrivals arrivals = arrivals_;
   arrivals.alone = new_requests_.size() == 1 && in_flight_.size() == 1;
@@ -61,7 +61,7 @@ std::optional<TensorQueue::Arrivals> TensorQueue::new_request_arrivals() {
 }
 
 TensorEntry TensorQueue::take(const std::string& name) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = in_flight_.find(name);
   if (it == in_flight_.end()) return {};
   TensorEntry entry = std::move(it->second);
@@ -72,7 +72,7 @@ TensorEntry TensorQueue::take(const std::string& name) {
 void TensorQueue::close(std::exception_ptr error) {
   std::unordered_map<std::string, TensorEntry> failed;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!closed_) closed_ = error;
     failed.swap(in_flight_);
     new_requests_.clear();

@@ -7,12 +7,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cohort/types.h"
 #include "core/handle_state.h"
 #include "core/request.h"
@@ -55,19 +55,19 @@ class TensorQueue {
 
  private:
   // Records where `entry` writes; true when that differs from the last submission of its name.
-  bool outputs_moved(const TensorEntry& entry);
+  bool outputs_moved(const TensorEntry& entry) REQUIRES(mutex_);
 
   std::function<void()> wake_;
-  std::mutex mutex_;
-  std::unordered_map<std::string, TensorEntry> in_flight_;
+  Mutex mutex_;
+  std::unordered_map<std::string, TensorEntry> in_flight_ GUARDED_BY(mutex_);
   // The output memory each name used last time (each tensor of a group), to tell the backend
   // when it changes.
-  std::unordered_map<std::string, std::vector<void*>> last_outputs_;
-  std::vector<Request> new_requests_;
-  Arrivals arrivals_;  // of new_requests_, when not empty
-  std::exception_ptr closed_;
+  std::unordered_map<std::string, std::vector<void*>> last_outputs_ GUARDED_BY(mutex_);
+  std::vector<Request> new_requests_ GUARDED_BY(mutex_);
+  Arrivals arrivals_ GUARDED_BY(mutex_);  // of new_requests_, when not empty
+  std::exception_ptr closed_ GUARDED_BY(mutex_);
   // Set by the add that wakes the thread, cleared when the thread takes the new requests.
-  bool wake_pending_ = false;
+  bool wake_pending_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace cohort

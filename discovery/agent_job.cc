@@ -180,6 +180,7 @@ void Agent::refresh() {
   retry_read_at_.reset();
   last_read_ = steady_now();
   try {
+    watch_->throw_if_failed();
     flush_exits();
     auto listing = store_.list("");
     if (unreachable_since_) announce("etcd answers again");
@@ -197,8 +198,11 @@ void Agent::refresh() {
     log::info("agent: etcd no longer knows this agent's lease: ", e.what());
     lease_lost_ = true;
     retry_read_at_ = steady_now();
-  } catch (const Error& e) {
+  } catch (const rendezvous::StoreUnreachable& e) {
     on_etcd_unreachable(e.what());
+  } catch (const Error& e) {
+    // etcd answered, or this agent failed: no outage to wait out, a fault to report now.
+    stop_job(1, "agent for node " + options_.node + ": " + e.what());
   }
 }
 
@@ -381,9 +385,10 @@ void Agent::raise_notice(const AgentSnapshot& s) {
   std::optional<std::string> why;
   if (exit_notice_) why = exit_notice_->why;
   for (const auto& [id, w] : local_) {
+    const std::string& worker = w.id;  // clang 14 cannot capture a structured binding
     bool in_round =
         std::any_of(s.view.last_round->members.begin(), s.view.last_round->members.end(),
-                    [&](const AgentMember& m) { return m.worker == w.id; });
+                    [&](const AgentMember& m) { return m.worker == worker; });
     if (!in_round && w.checked_in && !w.killed && !w.expected_exit) {
       why = "worker " + w.id + " on " + options_.node + " is ready to join";
     }

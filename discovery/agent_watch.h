@@ -2,12 +2,13 @@
 // loop sleeps in one poll() on its workers' pipes, its signals and etcd together.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "base/cancellation.h"
+#include "base/mutex.h"
 #include "discovery/wakeup.h"
 #include "rendezvous/etcd_store.h"
 
@@ -27,16 +28,24 @@ class AgentWatch {
   // last one asked for when etcd restarted without its data).
   void watch_after(int64_t revision);
 
+  // Throws Error naming what failed once watching failed for another reason than an etcd that
+  // cannot be reached (which it waits out); the watch has stopped then.
+  void throw_if_failed();
+
  private:
   void loop();
 
   rendezvous::EtcdStore store_;
   const Wakeup& wake_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  int64_t wanted_ = -1;  // the revision to watch after; -1: none asked for yet
-  int64_t woken_ = -1;   // the last revision after which a change was reported
-  bool stopping_ = false;
+  Mutex mutex_;
+  CondVar cv_;
+  // The revision to watch after; -1: none asked for yet.
+  int64_t wanted_ GUARDED_BY(mutex_) = -1;
+  // The last revision after which a change was reported.
+  int64_t woken_ GUARDED_BY(mutex_) = -1;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  // Why watching stopped, other than an outage.
+  std::optional<std::string> failure_ GUARDED_BY(mutex_);
   Cancellation stop_;
   std::thread thread_;
 };

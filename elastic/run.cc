@@ -10,6 +10,7 @@
 #include "elastic/reports.h"
 #include "elastic/reset.h"
 #include "elastic/session.h"
+#include "rendezvous/store.h"
 
 namespace cohort::elastic {
 namespace {
@@ -27,26 +28,10 @@ enum HostsAnswer : uint8_t {
   kLauncherUnreachable = 3
 };
 
-HostsAnswer ask_launcher(const detail::Session& m, std::string& error) {
-  try {
-    // One read, not a wait: on etcd a get would also open a watch at every commit.
-    return m.notices->lookup(rendezvous::notice_key(m.assignment.generation + 1)) ? kUpdated
-                                                                                  : kUnchanged;
-  } catch (const Error& e) {
-    error = e.what();
-    return kLauncherUnreachable;
-  }
-}
-
 // Rank 0 on etcd: an outage shorter than the session's limit is waited out commit by commit, as
 // if nothing had changed (hosts that changed meanwhile are noticed once etcd answers again).
-HostsAnswer tolerate_outage(detail::Session& m, HostsAnswer answer, const std::string& error) {
+HostsAnswer tolerate_outage(detail::Session& m, const std::string& error) {
   auto now = std::chrono::steady_clock::now();
-  if (answer != kLauncherUnreachable) {
-    if (m.unreachable_since) log::warning("check_host_updates: the launcher's store answers again");
-    m.unreachable_since.reset();
-    return answer;
-  }
   if (!m.unreachable_since) m.unreachable_since = now;
   if (now - *m.unreachable_since >= m.outage_limit) {
     log::error("check_host_updates: cannot reach the launcher: ", error);
@@ -56,6 +41,24 @@ HostsAnswer tolerate_outage(detail::Session& m, HostsAnswer answer, const std::s
                m.notices->describe(), "; training goes on and asks again at the next commit (",
                error, ")");
   return kUnchanged;
+}
+
+// Only an unreachable store is waited out; any other error (a refused or malformed answer) fails
+// the round at once with its own message.
+HostsAnswer ask_launcher(detail::Session& m) {
+  HostsAnswer answer = kUnchanged;
+  try {
+    // One read, not a wait: on etcd a get would also open a watch at every commit.
+    if (m.notices->lookup(rendezvous::notice_key(m.assignment.generation + 1))) answer = kUpdated;
+  } catch (const rendezvous::StoreUnreachable& e) {
+    return tolerate_outage(m, e.what());
+  } catch (const Error& e) {
+    log::error("check_host_updates: asking ", m.notices->describe(), " failed: ", e.what());
+    return kLauncherUnreachable;
+  }
+  if (m.unreachable_since) log::warning("check_host_updates: the launcher's store answers again");
+  m.unreachable_since.reset();
+  return answer;
 }
 
 // Rank 0's progress report: at most once a second, unless `now`.
@@ -102,9 +105,7 @@ void check_host_updates() {
   int notice = session->assignment.generation + 1;
   uint8_t answer = drain_requested() ? kDraining : kUnchanged;
   if (rt->topology().rank == 0) {
-    std::string error;
-    answer =
-        std::max<uint8_t>(answer, tolerate_outage(*session, ask_launcher(*session, error), error));
+    answer = std::max<uint8_t>(answer, ask_launcher(*session));
   }
   allreduce(kHostsUpdatedName, Tensor::of(std::span<uint8_t>(&answer, 1)), {.op = ReduceOp::kMax});
   if (answer == kUpdated) {

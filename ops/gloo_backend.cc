@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
 #include "ops/gloo_algorithm_cache.h"
@@ -179,7 +179,7 @@ class GlooBackend final : public Backend {
 
   void abort(const std::string& reason) override {
     {
-      std::lock_guard lock(abort_mutex_);
+      MutexLock lock(abort_mutex_);
       if (aborted_) return;
       abort_reason_ = reason;
       aborted_ = true;
@@ -207,7 +207,7 @@ class GlooBackend final : public Backend {
 
   void throw_if_aborted(const char* what) {
     if (!aborted_) return;
-    std::lock_guard lock(abort_mutex_);
+    MutexLock lock(abort_mutex_);
     throw InternalError(std::string("Gloo ") + what + " on rank " + std::to_string(rank_) + " of " +
                         std::to_string(size_) + " interrupted: " + abort_reason_);
   }
@@ -244,8 +244,8 @@ class GlooBackend final : public Backend {
   uint64_t allreduce_scratch_generation_ = 0;
   GlooInterrupter interrupter_;  // after context_: made from it
   GlooWaitBreaker breaker_;
-  std::mutex abort_mutex_;  // guards abort_reason_
-  std::string abort_reason_;
+  Mutex abort_mutex_;
+  std::string abort_reason_ GUARDED_BY(abort_mutex_);
   std::atomic<bool> aborted_{false};
 };
 

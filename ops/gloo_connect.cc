@@ -11,11 +11,11 @@
 
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "ops/gloo_guard.h"
 
 namespace cohort::ops {
@@ -47,7 +47,7 @@ class PublishedAddresses final : public gloo::rendezvous::Store {
 
   void set(const std::string& key, const std::vector<char>& data) override {
     if (key == key_) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       mine_ = data;
     }
     inner_.set(key, data);
@@ -64,7 +64,7 @@ class PublishedAddresses final : public gloo::rendezvous::Store {
   // runs as a cancellation hook, which must not throw: an address Gloo cannot read back is left
   // to Gloo's own timeout.
   void knock_on_listeners() const noexcept {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (peers_ <= 0 || mine_.empty() || mine_.size() % peers_ != 0) return;
     size_t block = mine_.size() / peers_;
     for (int i = 0; i < peers_; ++i) {
@@ -82,8 +82,8 @@ class PublishedAddresses final : public gloo::rendezvous::Store {
   const std::string key_;
   const int peers_;
   std::function<void()> on_published_;
-  mutable std::mutex mutex_;
-  std::vector<char> mine_;
+  mutable Mutex mutex_;
+  std::vector<char> mine_ GUARDED_BY(mutex_);
 };
 
 }  // namespace

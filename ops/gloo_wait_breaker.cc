@@ -13,13 +13,13 @@ constexpr std::chrono::milliseconds kBreakEvery{2};
 }  // namespace
 
 GlooWaitBreaker::InFlight::InFlight(GlooWaitBreaker& breaker) : breaker_(breaker) {
-  std::lock_guard lock(breaker_.mutex_);
+  MutexLock lock(breaker_.mutex_);
   ++breaker_.in_flight_;
 }
 
 GlooWaitBreaker::InFlight::~InFlight() {
   {
-    std::lock_guard lock(breaker_.mutex_);
+    MutexLock lock(breaker_.mutex_);
     --breaker_.in_flight_;
   }
   breaker_.ended_.notify_all();
@@ -28,7 +28,7 @@ GlooWaitBreaker::InFlight::~InFlight() {
 GlooWaitBreaker::Watch::Watch(InFlight& in_flight,
                               std::initializer_list<gloo::transport::UnboundBuffer*> buffers)
     : breaker_(in_flight.breaker_), mine_(buffers) {
-  std::lock_guard lock(breaker_.mutex_);
+  MutexLock lock(breaker_.mutex_);
   for (auto* buffer : mine_) {
     breaker_.buffers_.push_back(buffer);
     if (breaker_.breaking_) {
@@ -39,7 +39,7 @@ GlooWaitBreaker::Watch::Watch(InFlight& in_flight,
 }
 
 GlooWaitBreaker::Watch::~Watch() {
-  std::lock_guard lock(breaker_.mutex_);
+  MutexLock lock(breaker_.mutex_);
   auto& all = breaker_.buffers_;
   for (auto* buffer : mine_) all.erase(std::find(all.begin(), all.end(), buffer));
 }
@@ -49,20 +49,20 @@ GlooWaitBreaker::~GlooWaitBreaker() {
 }
 
 void GlooWaitBreaker::break_waits() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (breaking_) return;
   breaking_ = true;
   thread_ = std::thread([this] { keep_breaking(); });
 }
 
 void GlooWaitBreaker::keep_breaking() {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   while (in_flight_ > 0) {
     for (auto* buffer : buffers_) {
       buffer->abortWaitSend();
       buffer->abortWaitRecv();
     }
-    ended_.wait_for(lock, kBreakEvery);
+    ended_.wait_for(mutex_, kBreakEvery);
   }
 }
 

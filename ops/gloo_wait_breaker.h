@@ -17,11 +17,11 @@
 
 #include <gloo/transport/unbound_buffer.h>
 
-#include <condition_variable>
 #include <initializer_list>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace cohort::ops {
 
@@ -67,14 +67,14 @@ class GlooWaitBreaker {
   void break_waits();
 
  private:
-  void keep_breaking();
+  void keep_breaking() EXCLUDES(mutex_);
 
-  std::mutex mutex_;
-  std::condition_variable ended_;  // a collective ended
-  std::vector<gloo::transport::UnboundBuffer*> buffers_;
-  int in_flight_ = 0;
-  bool breaking_ = false;
-  std::thread thread_;
+  Mutex mutex_;
+  CondVar ended_;  // a collective ended
+  std::vector<gloo::transport::UnboundBuffer*> buffers_ GUARDED_BY(mutex_);
+  int in_flight_ GUARDED_BY(mutex_) = 0;
+  bool breaking_ GUARDED_BY(mutex_) = false;
+  std::thread thread_;  // started once, under mutex_; joined by the destructor
 };
 
 }  // namespace cohort::ops

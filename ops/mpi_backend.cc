@@ -6,13 +6,13 @@
 #include <array>
 #include <cstdlib>
 #include <limits>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "base/launch_env.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
 #include "ops/reduce.h"
@@ -45,8 +45,8 @@ void finalize_at_exit() {
 }
 
 void ensure_initialized() {
-  static std::mutex mutex;
-  std::lock_guard lock(mutex);
+  static Mutex mutex;
+  MutexLock lock(mutex);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (is_finalized()) {
@@ -232,7 +232,8 @@ class MpiBackend final : public Backend {
     auto user = std::find(kUserTypes.begin(), kUserTypes.end(), dtype);
     if (user != kUserTypes.end()) return user_ops_[user - kUserTypes.begin()][index];
     // Open MPI's native integer sum and product wrap around on overflow, like our kernels.
-    constexpr std::array<MPI_Op, 4> native = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
+    // Not constexpr: Open MPI's handles are addresses, which clang refuses in a constant.
+    const std::array<MPI_Op, 4> native = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
     return native[index];
   }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/framed_socket.h"
+#include "base/wire.h"
 #include "rendezvous/frame_io.h"
 #include "rendezvous/hmac.h"
 
@@ -57,7 +58,7 @@ RendezvousResponse RendezvousClient::exchange(const RendezvousRequest& request,
 
 RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono::milliseconds wait,
                                           const Cancellation* cancel) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::string where = "rendezvous server " + address();
   request.scope = scope_;
   auto give_up = Clock::now() + timeout_ + wait;
@@ -80,12 +81,16 @@ RendezvousResponse RendezvousClient::call(RendezvousRequest request, std::chrono
     } catch (const RendezvousRejected& e) {
       fd_.reset();
       throw Error(where + " sent an unauthentic response: " + e.what());
+    } catch (const wire::MalformedBytes& e) {
+      fd_.reset();  // authentic but malformed: a fault of the server's, not an outage
+      throw Error(where + " sent a malformed response: " + e.what());
     } catch (const Error& e) {
       fd_.reset();  // the connection's state is unknown: the next attempt starts afresh
       throw_if_cancelled(cancel);
       if (Clock::now() + retry_pause(attempt) >= give_up) {
-        throw Error(where + ": " + e.what() + " (key '" + request.key + "', " +
-                    std::to_string(attempt + 1) + (attempt == 0 ? " attempt)" : " attempts)"));
+        throw StoreUnreachable(where + ": " + e.what() + " (key '" + request.key + "', " +
+                               std::to_string(attempt + 1) +
+                               (attempt == 0 ? " attempt)" : " attempts)"));
       }
     }
     pollfd cancelled{cancel_fd(cancel), POLLIN, 0};

@@ -3,11 +3,11 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <string>
 
 #include "base/cancellation.h"
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
 
@@ -47,7 +47,7 @@ class RendezvousClient final : public Store {
   RendezvousResponse call(RendezvousRequest request, std::chrono::milliseconds extra_wait,
                           const Cancellation* cancel);
   RendezvousResponse exchange(const RendezvousRequest& request, std::chrono::milliseconds wait,
-                              const Cancellation* cancel);
+                              const Cancellation* cancel) REQUIRES(mutex_);
 
   std::string host_;
   int port_;
@@ -55,8 +55,8 @@ class RendezvousClient final : public Store {
   std::chrono::milliseconds timeout_;
   std::string scope_;
   int64_t skew_ms_;
-  std::mutex mutex_;  // one request at a time on the connection
-  Fd fd_;
+  Mutex mutex_;  // one request at a time on the connection
+  Fd fd_ GUARDED_BY(mutex_);
 };
 
 }  // namespace cohort::rendezvous

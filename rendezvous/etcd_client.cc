@@ -11,6 +11,7 @@
 
 #include "base/deadline.h"
 #include "cohort/errors.h"
+#include "rendezvous/store.h"
 
 namespace cohort::rendezvous {
 namespace {
@@ -185,7 +186,7 @@ std::string EtcdClient::post(const std::string& path, const nlohmann::json& body
   for (const auto& [endpoint, failure] : failures) {
     why += (why.empty() ? "" : "; ") + endpoint + ": " + failure;
   }
-  throw Error(describe() + ": " + path + ": no endpoint answered in time (" + why + ")");
+  throw StoreUnreachable(describe() + ": " + path + ": no endpoint answered in time (" + why + ")");
 }
 
 std::optional<std::string> EtcdClient::post_once(
@@ -224,7 +225,7 @@ std::optional<std::string> EtcdClient::post_once(
   }
   long status = 0;
   curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (status == 503) {  // "leader changed", "no leader": the cluster is electing
+  if (status == 503 || status == 504) {  // "leader changed", "no leader", "request timed out"
     failures[endpoint] = etcd_error(t.response) + " (HTTP 503)";
     return std::nullopt;
   }
@@ -237,7 +238,9 @@ std::optional<std::string> EtcdClient::post_once(
     }
     throw Error(what);
   }
-  if (on_message) throw Error(describe() + ": " + path + " at " + endpoint + " ended early");
+  if (on_message) {  // the stream's connection ended (a member stopping): as if unreachable
+    throw StoreUnreachable(describe() + ": " + path + " at " + endpoint + " ended early");
+  }
   return std::move(t.response);
 }
 

@@ -53,10 +53,10 @@ class EtcdClient {
 
   explicit EtcdClient(EtcdOptions options);
 
-  // POSTs `body` to `path` and returns etcd's answer. Throws cohort::Error naming the path and
-  // every endpoint tried when none answers in time or etcd answers with an error (for a lease it
-  // does not know: EtcdLeaseNotFound), and
-  // InternalError with the reason once `cancel` fires.
+  // POSTs `body` to `path` and returns etcd's answer. Throws StoreUnreachable naming the path
+  // and every endpoint tried when none answers in time, cohort::Error when etcd answers with an
+  // error (for a lease it does not know: EtcdLeaseNotFound), and InternalError with the reason
+  // once `cancel` fires.
   nlohmann::json call(const std::string& path, const nlohmann::json& body,
                       const Cancellation* cancel = nullptr) const;
 

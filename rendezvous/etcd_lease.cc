@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "rendezvous/store.h"
 
 namespace cohort::rendezvous {
 
@@ -41,7 +42,7 @@ EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
 
 EtcdLease::~EtcdLease() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   stop_cv_.notify_all();
@@ -56,7 +57,7 @@ EtcdLease::~EtcdLease() {
 }
 
 bool EtcdLease::lost() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return lost_;
 }
 
@@ -71,7 +72,7 @@ int64_t EtcdLease::renew() {
 
 void EtcdLease::lose(const std::string& reason) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     lost_ = true;
   }
   log::warning("etcd lease ", id_, " lost: ", reason);
@@ -81,25 +82,29 @@ void EtcdLease::lose(const std::string& reason) {
 // Renews every third of the TTL, so that two renewals in a row may fail (a slow or restarting
 // etcd member) before the lease can expire. An etcd that cannot be reached is tried again and
 // again: a cluster that restarts keeps its leases (the new leader gives each its TTL afresh), so
-// only etcd itself can say that the lease is gone.
+// only etcd itself can say that the lease is gone. An error that etcd answers is not retried.
 void EtcdLease::keep_alive() {
   using Clock = std::chrono::steady_clock;
   auto renewed = Clock::now();
   bool warned = false;
-  std::unique_lock lock(mutex_);
-  while (!stop_cv_.wait_for(lock, ttl_ / 3, [&] { return stopping_; })) {
+  MutexLock lock(mutex_);
+  while (!stop_cv_.wait_for(mutex_, ttl_ / 3, [&]() REQUIRES(mutex_) { return stopping_; })) {
     lock.unlock();
     try {
       if (renew() <= 0) return lose("etcd says it has expired");
       renewed = Clock::now();
       if (warned) log::warning("etcd lease ", id_, " renewed again");
       warned = false;
-    } catch (const Error& e) {
+    } catch (const StoreUnreachable& e) {
       if (stop_.cancelled()) return;
       if (!warned && Clock::now() - renewed >= ttl_) {
         log::warning("etcd lease ", id_, " not renewed for a whole TTL; still trying: ", e.what());
         warned = true;
       }
+    } catch (const Error& e) {
+      // etcd answered, with an error: no outage to wait out, and no renewal to count on.
+      if (stop_.cancelled()) return;
+      return lose(std::string("renewing it failed: ") + e.what());
     }
     lock.lock();
   }

@@ -4,14 +4,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "base/cancellation.h"
+#include "base/mutex.h"
 #include "rendezvous/etcd_client.h"
 
 namespace cohort::rendezvous {
@@ -19,8 +18,9 @@ namespace cohort::rendezvous {
 class EtcdLease {
  public:
   // Called once, on the lease's thread, when etcd says the lease is gone (expired, or revoked by
-  // someone else), with the reason. Must be quick. While etcd cannot be reached the lease is only
-  // renewed again and again: whether it outlived the outage is etcd's to say once it answers.
+  // someone else) or refuses to renew it, with the reason. Must be quick. While etcd cannot be
+  // reached (StoreUnreachable) the lease is only renewed again and again: whether it outlived the
+  // outage is etcd's to say once it answers.
   using OnLost = std::function<void(const std::string& reason)>;
 
   // Grants a lease of `ttl` (whole seconds, at least 1; etcd may grant more) and starts renewing
@@ -35,7 +35,8 @@ class EtcdLease {
   std::chrono::seconds ttl() const { return ttl_; }
   bool lost() const;
   // Renews the lease now and says whether etcd still holds it (false: expired or revoked, even if
-  // etcd has not deleted its keys yet). Throws Error when etcd cannot be reached. Any thread.
+  // etcd has not deleted its keys yet). Throws StoreUnreachable when etcd cannot be reached. Any
+  // thread.
   bool alive();
 
  private:
@@ -49,11 +50,11 @@ class EtcdLease {
   std::chrono::seconds ttl_;  // as etcd granted it
   OnLost on_lost_;
   int64_t id_ = 0;
-  mutable std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  mutable Mutex mutex_;
+  CondVar stop_cv_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
   Cancellation stop_;  // ends a renewal in flight when the lease is revoked
-  bool lost_ = false;
+  bool lost_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

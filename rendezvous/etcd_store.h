@@ -91,6 +91,7 @@ class EtcdStore final : public Store {
   nlohmann::json put_request(const std::string& key, const std::string& value, int64_t lease) const;
   // Watches from `request` (a /v3/watch create request) until `on_result` returns true for a
   // message's result (then true) or `deadline` (then false); an error from etcd throws.
+  [[noreturn]] void throw_watch_error(const nlohmann::json& error) const;
   bool watch(const nlohmann::json& request, EtcdClient::Clock::time_point deadline,
              const Cancellation* cancel,
              const std::function<bool(const nlohmann::json& result)>& on_result);

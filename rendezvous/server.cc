@@ -56,7 +56,7 @@ RendezvousServer::~RendezvousServer() {
   if (acceptor_.joinable()) acceptor_.join();
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (auto& [id, connection] : connections_) threads.push_back(std::move(connection.second));
     connections_.clear();
   }
@@ -64,7 +64,7 @@ RendezvousServer::~RendezvousServer() {
 }
 
 void RendezvousServer::stop() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return;
   stopping_ = true;
   // The lobby wakes on its eventfd and closes its own connections. For the serving threads,
@@ -81,19 +81,19 @@ void RendezvousServer::stop() {
 }
 
 void RendezvousServer::clear_scope(const std::string& scope) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   scopes_.erase(scope);
 }
 
 void RendezvousServer::set(const std::string& key, const std::string& value,
                            const std::string& scope) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   set_locked(scope, key, value);
 }
 
 std::optional<std::string> RendezvousServer::lookup(const std::string& key,
                                                     const std::string& scope) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return find_locked(scope, key);
 }
 
@@ -102,20 +102,21 @@ std::string RendezvousServer::get(const std::string& key, const std::string& sco
   // Declared before the lock, so that it is removed after the lock is released: the hook takes
   // the lock to wake this wait.
   CancelHook hook(cancel, [this](const std::string&) {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     changed_.notify_all();
   });
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   auto cancelled = [cancel] { return cancel && cancel->cancelled(); };
   std::optional<std::string> value;
-  changed_.wait_for(lock, wait, [&] {
+  changed_.wait_for(mutex_, wait, [&]() REQUIRES(mutex_) {
     value = find_locked(scope, key);
     return value || stopping_ || cancelled();
   });
+  bool stopping = stopping_;
   lock.unlock();
   throw_if_cancelled(cancel);
   if (value) return *value;
-  if (stopping_) throw Error("the rendezvous server is stopping");
+  if (stopping) throw Error("the rendezvous server is stopping");
   throw RendezvousTimeout("key '" + key + "' was not set within " + std::to_string(wait.count()) +
                           " ms");
 }
@@ -123,7 +124,7 @@ std::string RendezvousServer::get(const std::string& key, const std::string& sco
 bool RendezvousServer::compare_and_set(const std::string& key,
                                        const std::optional<std::string>& expected,
                                        const std::string& desired, const std::string& scope) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return compare_and_set_locked({.op = RendezvousOp::kCompareSet,
                                  .scope = scope,
                                  .key = key,
@@ -132,7 +133,7 @@ bool RendezvousServer::compare_and_set(const std::string& key,
 }
 
 bool RendezvousServer::remove(const std::string& key, const std::string& scope) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return remove_locked(scope, key);
 }
 
@@ -165,35 +166,36 @@ bool RendezvousServer::remove_locked(const std::string& scope, const std::string
 }
 
 int RendezvousServer::rejected() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return rejected_;
 }
 
 int RendezvousServer::authenticated() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<int>(connections_.size() - finished_.size());
 }
 
 bool RendezvousServer::await_rejected(int n, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return rejected_ >= n; });
+  MutexLock lock(mutex_);
+  return changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) { return rejected_ >= n; });
 }
 
 bool RendezvousServer::await_authenticated_at_most(int n, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_for(
-      lock, timeout, [&] { return static_cast<int>(connections_.size() - finished_.size()) <= n; });
+  MutexLock lock(mutex_);
+  return changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) {
+    return static_cast<int>(connections_.size() - finished_.size()) <= n;
+  });
 }
 
 bool RendezvousServer::contains(const std::string& key, const std::string& scope) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = scopes_.find(scope);
   return it != scopes_.end() && it->second.contains(key);
 }
 
 bool RendezvousServer::await_waiting_gets(int n, std::chrono::milliseconds timeout) const {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_for(lock, timeout, [&] { return waiting_gets_ >= n; });
+  MutexLock lock(mutex_);
+  return changed_.wait_for(mutex_, timeout, [&]() REQUIRES(mutex_) { return waiting_gets_ >= n; });
 }
 
 void RendezvousServer::lobby_loop() {
@@ -212,7 +214,7 @@ void RendezvousServer::lobby_loop() {
     }
     wait_readable_any(fds, next);
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (stopping_) break;
     }
     // Connections that have sent something first, then the late ones, then new ones: a worker's
@@ -321,7 +323,7 @@ bool RendezvousServer::progress(Pending& p) {
 }
 
 void RendezvousServer::start_serving(Fd fd, const std::string& peer, SignedHeader first) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return;
   int open = static_cast<int>(connections_.size() - finished_.size());
   if (open >= options_.max_connections) {
@@ -334,7 +336,7 @@ void RendezvousServer::start_serving(Fd fd, const std::string& peer, SignedHeade
   connections_[id] = {
       raw, std::thread([this, id, fd = std::move(fd), peer, first = std::move(first)]() mutable {
         serve(fd.get(), peer, std::move(first));
-        std::lock_guard done(mutex_);
+        MutexLock done(mutex_);
         fd.reset();
         if (auto it = connections_.find(id); it != connections_.end()) {
           it->second.first = -1;
@@ -347,7 +349,7 @@ void RendezvousServer::start_serving(Fd fd, const std::string& peer, SignedHeade
 void RendezvousServer::join_finished() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     for (int id : finished_) {
       threads.push_back(std::move(connections_[id].second));
       connections_.erase(id);
@@ -398,7 +400,7 @@ void RendezvousServer::serve_frames(int fd, SignedHeader header) {
 }
 
 void RendezvousServer::reject(const std::string& peer, const std::string& reason) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) return;  // connections cut by stop() are not attacks
   ++rejected_;
   changed_.notify_all();
@@ -429,7 +431,7 @@ void RendezvousServer::check_fresh(int64_t timestamp_ms, const std::string& nonc
   int64_t window = std::chrono::milliseconds(kReplayWindow).count();
   if (auto stale = outside_replay_window(timestamp_ms))
     throw RendezvousRejected("stale " + what + ": " + *stale);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   // Nonces older than the window can be forgotten: their requests are rejected as stale anyway.
   std::erase_if(seen_nonces_, [&](const auto& kv) { return now - kv.second > window; });
   if (!seen_nonces_.emplace(nonce, timestamp_ms).second) {
@@ -438,7 +440,7 @@ void RendezvousServer::check_fresh(int64_t timestamp_ms, const std::string& nonc
 }
 
 RendezvousResponse RendezvousServer::handle(const RendezvousRequest& request) {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   if (stopping_) {
     return {.nonce = request.nonce,
             .status = RendezvousStatus::kStopping,
@@ -448,7 +450,7 @@ RendezvousResponse RendezvousServer::handle(const RendezvousRequest& request) {
   RendezvousResponse mismatch{.nonce = request.nonce, .status = RendezvousStatus::kMismatch};
   switch (request.op) {
     case RendezvousOp::kGet:
-      return handle_get(request, lock);
+      return handle_get(request);
     case RendezvousOp::kSet:
       set_locked(request.scope, request.key, request.value);
       return ok;
@@ -460,17 +462,17 @@ RendezvousResponse RendezvousServer::handle(const RendezvousRequest& request) {
   return mismatch;  // open_request admits no other operation
 }
 
-RendezvousResponse RendezvousServer::handle_get(const RendezvousRequest& request,
-                                                std::unique_lock<std::mutex>& lock) {
+RendezvousResponse RendezvousServer::handle_get(const RendezvousRequest& request) {
   auto wait = std::min(std::chrono::milliseconds(std::max<int64_t>(request.timeout_ms, 0)),
                        options_.max_get_wait);
-  auto is_set = [&] {
+  auto is_set = [&]() REQUIRES(mutex_) {
     auto it = scopes_.find(request.scope);
     return it != scopes_.end() && it->second.contains(request.key);
   };
   ++waiting_gets_;
   changed_.notify_all();
-  bool found = changed_.wait_for(lock, wait, [&] { return stopping_ || is_set(); });
+  bool found =
+      changed_.wait_for(mutex_, wait, [&]() REQUIRES(mutex_) { return stopping_ || is_set(); });
   --waiting_gets_;
   RendezvousResponse response{.nonce = request.nonce};
   if (stopping_) {

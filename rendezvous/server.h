@@ -14,11 +14,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/mutex.h"
 #include "rendezvous/frame_io.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
@@ -121,13 +120,14 @@ class RendezvousServer {
   void serve_frames(int fd, SignedHeader header);
   void reject(const std::string& peer, const std::string& reason);
   RendezvousResponse handle(const RendezvousRequest& request);
-  RendezvousResponse handle_get(const RendezvousRequest& request,
-                                std::unique_lock<std::mutex>& lock);
+  RendezvousResponse handle_get(const RendezvousRequest& request) REQUIRES(mutex_);
   // Under mutex_: the key's value, if set; the store operations that change keys.
-  std::optional<std::string> find_locked(const std::string& scope, const std::string& key) const;
-  void set_locked(const std::string& scope, const std::string& key, const std::string& value);
-  bool compare_and_set_locked(const RendezvousRequest& request);
-  bool remove_locked(const std::string& scope, const std::string& key);
+  std::optional<std::string> find_locked(const std::string& scope, const std::string& key) const
+      REQUIRES(mutex_);
+  void set_locked(const std::string& scope, const std::string& key, const std::string& value)
+      REQUIRES(mutex_);
+  bool compare_and_set_locked(const RendezvousRequest& request) REQUIRES(mutex_);
+  bool remove_locked(const std::string& scope, const std::string& key) REQUIRES(mutex_);
   // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
   // nonce otherwise.
   void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
@@ -141,16 +141,17 @@ class RendezvousServer {
   Fd wake_;  // an eventfd: stop() wakes the lobby through it
   std::atomic<int> unauthenticated_{0};
 
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;  // a key was set, a GET started waiting, or stop
-  bool stopping_ = false;
-  std::map<std::string, Scope> scopes_;
-  std::unordered_map<std::string, int64_t> seen_nonces_;  // nonce -> timestamp
-  int rejected_ = 0;
-  int waiting_gets_ = 0;
-  int next_connection_ = 0;
-  std::map<int, std::pair<int, std::thread>> connections_;  // id -> (fd, thread)
-  std::vector<int> finished_;                               // ids whose thread is about to end
+  mutable Mutex mutex_;
+  mutable CondVar changed_;  // a key was set, a GET started waiting, or stop
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::map<std::string, Scope> scopes_ GUARDED_BY(mutex_);
+  std::unordered_map<std::string, int64_t> seen_nonces_ GUARDED_BY(mutex_);  // nonce -> timestamp
+  int rejected_ GUARDED_BY(mutex_) = 0;
+  int waiting_gets_ GUARDED_BY(mutex_) = 0;
+  int next_connection_ GUARDED_BY(mutex_) = 0;
+  // id -> (fd, thread)
+  std::map<int, std::pair<int, std::thread>> connections_ GUARDED_BY(mutex_);
+  std::vector<int> finished_ GUARDED_BY(mutex_);  // ids whose thread is about to end
 
   std::thread acceptor_;
 };

@@ -11,11 +11,16 @@
 #include <vector>
 
 #include "base/cancellation.h"
+#include "cohort/errors.h"
 
 namespace cohort::rendezvous {
 
-// Every call throws cohort::Error naming the store (describe()) when the store cannot be reached
-// or answers wrongly, and InternalError with the cancellation's reason when `cancel` fires.
+// A store that cannot be reached throws cohort::StoreUnreachable (cohort/errors.h).
+using cohort::StoreUnreachable;
+
+// Every call throws StoreUnreachable naming the store (describe()) when the store cannot be
+// reached, another cohort::Error when it answers wrongly or refuses, and InternalError with the
+// cancellation's reason when `cancel` fires.
 class Store {
  public:
   virtual ~Store() = default;

@@ -8,6 +8,15 @@ scripts/install-deps.sh
 scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure --timeout 300 -j 2
 
+# Locking: clang's -Wthread-safety over the project (libraries, programs, examples, benchmarks,
+# tests), compiled at -O0; of its tests only the three that prove the analysis is live run
+# (docs/thread-safety.md). Not the torch adapter and the Python module: Debian's torch 1.13
+# headers do not compile with clang 14 in C++20 (std::vector of the incomplete c10::IValue).
+scripts/build.sh build-thread-safety -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 \
+  -DCOHORT_THREAD_SAFETY=ON -DCOHORT_BUILD_TORCH=OFF
+ctest --test-dir build-thread-safety -R '^thread_safety\.' --output-on-failure
+
 # The torch adapter's and the Python package's tests again, against the newest torch 2.x from
 # PyPI (a venv cached on the machine, scripts/torch2-env.sh), then `pip install .` into that venv
 # and a 2-rank job through its cohortrun (scripts/test-pip.sh).

@@ -185,7 +185,7 @@ Work::State& live(const std::shared_ptr<Work::State>& state) {
 // Waits for the collective (rethrowing its error), then finishes it once.
 const std::vector<at::Tensor>& results_of(Work::State& state) {
   state.handle.wait();
-  std::lock_guard lock(state.mutex);
+  MutexLock lock(state.mutex);
   if (!state.finished) {
     state.results = state.finish(state.handle);
     state.finished = true;
@@ -281,6 +281,7 @@ Work make_work(std::string name, Work::State::Kind kind, Handle handle,
   state->name = std::move(name);
   state->kind = kind;
   state->handle = std::move(handle);
+  MutexLock lock(state->mutex);  // not shared yet: for the analysis, at no cost
   state->keep = std::move(keep);
   state->finish = std::move(finish);
   return Work(std::move(state));

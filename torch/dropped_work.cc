@@ -3,11 +3,11 @@
 // collective, fails it after its timeout, or fails it at shutdown.
 #include "dropped_work.h"
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <utility>
+
+#include "base/mutex.h"
 
 namespace cohort::torch::detail {
 
@@ -17,7 +17,7 @@ class Reaper {
  public:
   void add(DroppedWork work) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       queue_.push_back(std::move(work));
       if (!started_) {
         // Detached: the thread may still wait when the process exits, and nothing joins it.
@@ -33,8 +33,8 @@ class Reaper {
     for (;;) {
       DroppedWork work;
       {
-        std::unique_lock lock(mutex_);
-        cv_.wait(lock, [this] { return !queue_.empty(); });
+        MutexLock lock(mutex_);
+        cv_.wait(mutex_, [this]() REQUIRES(mutex_) { return !queue_.empty(); });
         work = std::move(queue_.front());
         queue_.pop_front();
       }
@@ -47,10 +47,11 @@ class Reaper {
     }
   }
 
-  std::mutex mutex_;               // guards queue_ and started_
-  std::condition_variable cv_;     // signalled when queue_ gets a work
-  std::deque<DroppedWork> queue_;  // dropped Works whose collective may still run
-  bool started_ = false;           // whether run() has a thread
+  Mutex mutex_;
+  CondVar cv_;  // signalled when queue_ gets a work
+  // Dropped Works whose collective may still run.
+  std::deque<DroppedWork> queue_ GUARDED_BY(mutex_);
+  bool started_ GUARDED_BY(mutex_) = false;  // whether run() has a thread
 };
 
 // Never destroyed: its detached thread may outlive static destruction at exit.

@@ -6,11 +6,11 @@
 #include <ATen/ATen.h>
 
 #include <functional>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cohort/cohort.h"
 #include "cohort/torch/collectives.h"
 #include "dropped_work.h"
@@ -55,14 +55,15 @@ struct Work::State {
   std::string name;
   Kind kind = Kind::kSingle;
   Handle handle;
-  std::vector<at::Tensor> keep;
+  // Copies of a Work may wait from several threads: what follows is read and written with
+  // `mutex` held (the handle is thread-safe of its own).
+  Mutex mutex;
+  std::vector<at::Tensor> keep GUARDED_BY(mutex);
   // Runs once, after the handle completed: copies in-place results back into non-contiguous
   // tensors, copies runtime-owned outputs into torch tensors. Returns the results.
-  std::function<std::vector<at::Tensor>(const Handle&)> finish;
-
-  std::mutex mutex;  // guards what follows: copies of a Work may wait from several threads
-  bool finished = false;
-  std::vector<at::Tensor> results;
+  std::function<std::vector<at::Tensor>(const Handle&)> finish GUARDED_BY(mutex);
+  bool finished GUARDED_BY(mutex) = false;
+  std::vector<at::Tensor> results GUARDED_BY(mutex);
 
   State() = default;
   State(const State&) = delete;

@@ -58,4 +58,13 @@ class CheckpointError : public Error {
   using Error::Error;
 };
 
+// The store through which processes meet (the launcher's rendezvous server, etcd) could not be
+// reached in the time a request had: connection refused or reset, no answer in time, no etcd
+// member with a leader. The one error that code waiting out an outage retries; any other Error
+// of a store (a refused or malformed answer, a bad argument) is a fault to report at once.
+class StoreUnreachable : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace cohort

@@ -3,6 +3,8 @@
 ``CohortError`` is a ``RuntimeError``; ``InvalidArgument`` is also a ``ValueError``.
 ``InternalError`` (alias ``HorovodInternalError``) means the communication layer failed: a peer
 died, a connection broke or a collective timed out; ``elastic.run`` recovers from it.
+``StoreUnreachable`` means the launcher's rendezvous store (its server, or etcd) did not answer in
+time, as when ``init()`` runs without a launcher that still serves the job.
 """
 
 from cohort._C import (  # noqa: F401
@@ -15,6 +17,7 @@ from cohort._C import (  # noqa: F401
     NotInitialized,
     ShutdownError,
     StallError,
+    StoreUnreachable,
 )
 
 # Horovod's name for the same error, so `except hvd.HorovodInternalError` keeps working.

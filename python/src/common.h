@@ -29,6 +29,7 @@ struct ErrorClasses {
   py::handle stall;            // StallError(CohortError)
   py::handle shutdown;         // ShutdownError(CohortError)
   py::handle checkpoint;       // CheckpointError(CohortError)
+  py::handle unreachable;      // StoreUnreachable(CohortError)
   py::handle hosts_updated;    // HostsUpdatedInterrupt(CohortError)
 };
 ErrorClasses& error_classes();

@@ -65,6 +65,9 @@ void make_errors(py::module_& m) {
                           "The runtime shut down before the request could complete.");
   c.checkpoint =
       make_error(m, "CheckpointError", c.error, "A checkpoint could not be written or loaded.");
+  c.unreachable = make_error(m, "StoreUnreachable", c.error,
+                             "The launcher's rendezvous store (its server, or etcd) could not be "
+                             "reached in time.");
   c.hosts_updated = make_error(m, "HostsUpdatedInterrupt", c.error,
                                "The launcher announced added or removed hosts; elastic.run resets "
                                "into the new world.");
@@ -96,6 +99,8 @@ void translate(std::exception_ptr p) {
     PyErr_SetString(c.shutdown.ptr(), e.what());
   } catch (const CheckpointError& e) {
     PyErr_SetString(c.checkpoint.ptr(), e.what());
+  } catch (const StoreUnreachable& e) {
+    PyErr_SetString(c.unreachable.ptr(), e.what());
   } catch (const Error& e) {
     PyErr_SetString(c.error.ptr(), e.what());
   }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "base/mutex.h"
 #include "cohort/errors.h"
 #include "core/tensor_queue.h"
 
@@ -35,9 +36,12 @@ TEST_CASE("closing fails pending entries and later submissions") {
   auto handle = e.handle;
   q.add(std::move(e));
   q.close(std::make_exception_ptr(InternalError("peer died")));
-  CHECK(handle->done);
-  CHECK_THROWS_AS(handle->error.raise(), InternalError);
-  CHECK_THROWS_WITH(handle->error.raise(), "peer died");
+  {
+    MutexLock lock(handle->mutex);
+    CHECK(handle->done);
+    CHECK_THROWS_AS(handle->error.raise(), InternalError);
+    CHECK_THROWS_WITH(handle->error.raise(), "peer died");
+  }
   CHECK_THROWS_WITH(q.add(entry("y")), "peer died");
 }
 
