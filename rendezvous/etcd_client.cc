@@ -225,8 +225,8 @@ std::optional<std::string> EtcdClient::post_once(
   }
   long status = 0;
   curl_easy_getinfo(easy.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (status == 503 || status == 504) {  // "leader changed", "no leader", "request timed out"
-    failures[endpoint] = etcd_error(t.response) + " (HTTP 503)";
+  if (etcd_outage(status, 0)) {  // "leader changed", "no leader", "request timed out", ...
+    failures[endpoint] = etcd_error(t.response) + " (HTTP " + std::to_string(status) + ")";
     return std::nullopt;
   }
   if (status != 200) {
@@ -260,6 +260,11 @@ std::vector<std::string> parse_etcd_endpoints(std::string_view list) {
     if (comma == std::string_view::npos) return endpoints;
     list.remove_prefix(comma + 1);
   }
+}
+
+bool etcd_outage(int64_t http_status, int64_t grpc_code) {
+  return http_status == 503 || http_status == 504 || http_status == 429 || grpc_code == 14 ||
+         grpc_code == 4 || grpc_code == 8;
 }
 
 int64_t json_integer(const nlohmann::json& object, const char* field) {

@@ -96,6 +96,12 @@ std::vector<std::string> parse_etcd_endpoints(std::string_view list);
 // out fields that are zero.
 int64_t json_integer(const nlohmann::json& object, const char* field);
 
+// Whether an etcd answer means "not now" rather than "no": a member without a leader, a leader
+// change, a request that timed out, or an overloaded server (HTTP 503, 504, 429; gRPC
+// UNAVAILABLE 14, DEADLINE_EXCEEDED 4, RESOURCE_EXHAUSTED 8). Such answers are waited out as
+// outages (StoreUnreachable); any other error answer is a refusal and surfaces at once. 0: absent.
+bool etcd_outage(int64_t http_status, int64_t grpc_code);
+
 std::string base64(std::string_view bytes);
 // Throws InvalidArgument on text that is not base64.
 std::string unbase64(std::string_view text);

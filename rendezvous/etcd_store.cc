@@ -213,13 +213,13 @@ bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
   });
 }
 
-// A stream's error: etcd's member going away (gRPC UNAVAILABLE, DEADLINE_EXCEEDED; HTTP 503,
-// 504) is an outage; anything else etcd says is a refusal.
+// A stream's error: etcd's member going away or overloaded (etcd_outage) is an outage; anything
+// else etcd says is a refusal.
 void EtcdStore::throw_watch_error(const nlohmann::json& error) const {
   std::string what = describe() + ": watch failed: " + error.dump();
   int64_t grpc = json_integer(error, "grpc_code") + json_integer(error, "code");
   int64_t http = json_integer(error, "http_code");
-  if (grpc == 14 || grpc == 4 || http == 503 || http == 504) throw StoreUnreachable(what);
+  if (etcd_outage(http, grpc)) throw StoreUnreachable(what);
   throw Error(what);
 }
 

@@ -1,6 +1,7 @@
-// A stand-in for etcd that answers every request, but with an error (HTTP 400, as etcd answers a
-// request it refuses), except a lease grant, which it grants. For the tests that an error etcd
-// answers is reported at once, never waited out as an etcd that cannot be reached.
+// A stand-in for etcd that answers every request, but with an error (by default HTTP 400, as etcd
+// answers a request it refuses), except a lease grant, which it grants. For the tests that an
+// error etcd answers is reported at once, never waited out as an etcd that cannot be reached, and
+// that an answer meaning "not now" (e.g. 429, overloaded) is waited out.
 #pragma once
 
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "base/fd.h"
 #include "base/framed_socket.h"
@@ -18,7 +20,9 @@ namespace cohort::testing {
 
 class RefusingEtcd {
  public:
-  RefusingEtcd() : listener_(net::listen_tcp("127.0.0.1", port_)) {
+  // `status`: the HTTP status line of every refusal.
+  explicit RefusingEtcd(std::string status = "400 Bad Request")
+      : status_(std::move(status)), listener_(net::listen_tcp("127.0.0.1", port_)) {
     thread_ = std::thread([this] { serve(); });
   }
   ~RefusingEtcd() {
@@ -60,7 +64,7 @@ class RefusingEtcd {
               : R"({"error":"refused by the test","code":3,"message":"refused by the test"})";
     if (!grant) ++refused_;
     std::string response =
-        std::string(grant ? "HTTP/1.1 200 OK" : "HTTP/1.1 400 Bad Request") +
+        "HTTP/1.1 " + (grant ? std::string("200 OK") : status_) +
         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
         "\r\nConnection: close\r\n\r\n" + body;
     [[maybe_unused]] ssize_t n = ::write(fd, response.data(), response.size());
@@ -72,6 +76,7 @@ class RefusingEtcd {
     return at == std::string::npos ? 0 : std::stoul(request.substr(at + 16));
   }
 
+  std::string status_;
   int port_ = 0;
   Fd listener_;
   std::atomic<int> refused_{0};

@@ -82,6 +82,19 @@ TEST_CASE("store errors: an error etcd answers comes at once and is no StoreUnre
   CHECK(lease_took < 5s);
 }
 
+TEST_CASE("store errors: an overloaded or leaderless etcd is waited out as an outage") {
+  for (const std::string status : {"429 Too Many Requests", "503 Service Unavailable"}) {
+    testing::RefusingEtcd etcd(status);
+    EtcdClient client({.endpoints = {etcd.endpoint()}, .timeout = 1s});
+    auto [error, took] = failure_of([&] { client.call("/v3/kv/range", {{"key", "aw=="}}); });
+    CHECK(unreachable(error));
+    CHECK(etcd.refused() > 1);  // asked again until the timeout
+    CHECK(took >= 1s);
+  }
+  CHECK(etcd_outage(0, 8));  // RESOURCE_EXHAUSTED in a watch stream's error
+  CHECK_FALSE(etcd_outage(400, 3));
+}
+
 TEST_CASE("store errors: a lease renewal that etcd refuses loses the lease at once") {
   // Renewed every third of its 3 s TTL: the first renewal is refused, and the lease is lost then,
   // not renewed again and again as through an outage.
