@@ -19,6 +19,7 @@ Standard library only: run by /usr/bin/python3.
 import argparse
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -62,6 +63,25 @@ def header(args, failed):
                      f"{f['trial']} (exit {f['rc']}): no figure from that run (log: "
                      f"{Path(f['log']).name}).")
     return lines
+
+
+def bars(svg, title, ylabel, clusters, series, value, log=True):
+    """A clustered bar chart (gnuplot SVG): one cluster per name in clusters, one bar per (key,
+    label) in series, of height value(cluster, key); a None value leaves the bar out."""
+    dat = svg.with_suffix(".dat")
+    rows = []
+    for cluster in clusters:
+        cells = [value(cluster, key) for key, _ in series]
+        rows.append(f'"{cluster}" ' + " ".join("-" if v is None else f"{v:.6g}" for v in cells))
+    dat.write_text("\n".join(rows) + "\n")
+    plots = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{label}'"
+                      for i, (_, label) in enumerate(series))
+    script = (f"set terminal svg size 900,520 dynamic; set output '{svg}'; set datafile missing '-';"
+              " set style data histogram; set style histogram clustered gap 1;"
+              " set style fill solid 0.8 border -1; set grid ytics; set key top left;"
+              f" set xtics rotate by -20; {'set logscale y;' if log else 'set yrange [0:*];'}"
+              f" set ylabel '{ylabel}'; set title '{title}'; plot {plots}")
+    subprocess.run(["gnuplot", "-e", script], check=True)
 
 
 def regenerate_doc(doc, workload, body, svg):

@@ -24,7 +24,9 @@ cohort_commit='^| Cohort | 2 | TorchState commit / restore | [0-9.]* | [0-9.]* |
 grep -q "$cohort_commit" "$out/run/commit.md" ||
   { echo "FAIL: the commit table lacks Cohort's commit" >&2; cat "$out/run/commit.md" >&2; exit 1; }
 /usr/bin/python3 "$peers/report.py" --workload step --parse "$out/run/step.md" --expect cohort:2
-[ -s "$out/run/step.svg" ] || { echo "FAIL: no plot of the step workload" >&2; exit 1; }
+for workload in step commit recovery; do
+  [ -s "$out/run/$workload.svg" ] || { echo "FAIL: no plot of the $workload workload" >&2; exit 1; }
+done
 md=$out/run/allreduce.md
 /usr/bin/python3 "$peers/report.py" --workload allreduce --parse "$md" --expect cohort:2
 expect() {

@@ -14,6 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import report
 from report import LABELS
 
 GROUPS = [("1.13 (Debian)", ["cohort", "horovod"]), ("2.x (PyPI)", ["cohort2", "torch", "torchft"])]
@@ -113,3 +114,24 @@ def check_read_back(md, figures):
         if not mine or abs(mine[f"{model} {HOW.get(fig['how'], fig['how'])} memcpy s"]
                            - fig["memcpy"]) > 5e-4:
             sys.exit(f"report.py: {md} does not read back {system} at {np} ranks for {model}")
+
+
+def plot(figures, nps, svg):
+    """Commit and restore time against the memcpy of the same bytes, one cluster per model, ranks
+    and phase, one bar per system (log scale: TorchFT's per-step commit, none, has no bar)."""
+    systems = [s for _, members in GROUPS for s in members if any(k[1] == s for k in figures)]
+    keys = sorted({(m, np) for m, s, np in figures if s != "torchft"})
+    clusters = {f"{m}, {np} rank{'s' if np > 1 else ''}, {phase}": (m, np, phase)
+                for m, np in keys for phase in ("commit", "restore")}
+
+    def ratio(cluster, system):
+        model, np, phase = clusters[cluster]
+        fig = figures.get((model, system, np)) or figures.get((model, system, 2 if np == 1 else np))
+        if fig is None or fig.get(phase) is None or fig["memcpy"] <= 0 or fig[phase] <= 0:
+            return None
+        return fig[phase] / fig["memcpy"]
+
+    report.bars(svg, "keeping and getting back the recovery state, against a memcpy of it",
+                "time / memcpy of the same bytes (log scale)", list(clusters),
+                [(s, LABELS[s]) for s in systems], ratio)
+

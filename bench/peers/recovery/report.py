@@ -92,3 +92,20 @@ def check_read_back(md, figures):
     for (system, kind), row in figures.items():
         if back.get((LABELS.get(system, system), kind)) != row:
             sys.exit(f"report.py: {md} does not read back {system} ({kind})")
+
+
+def plot(figures, nps, svg):
+    """Seconds from the event to the next step and to full size again, per system and kind."""
+    systems = [s for s in LABELS if any(k[0] == s for k in figures)]
+    clusters = {f"{KINDS[kind].split(',')[0]}: {column[:-4]}": (kind, column)
+                for kind in KINDS for column in COLUMNS[:2]
+                if any(figures[k][column] != "-" for k in figures if k[1] == kind)}
+
+    def seconds(cluster, system):
+        kind, column = clusters[cluster]
+        text = figures.get((system, kind), {}).get(column, "-")
+        return None if text == "-" or float(text) <= 0 else float(text)
+
+    report.bars(svg, "recovery, 4 workers on one host", "seconds (log scale)", list(clusters),
+                [(s, LABELS[s]) for s in systems], seconds)
+

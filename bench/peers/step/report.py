@@ -8,11 +8,11 @@ on Debian's torch 1.13, Cohort (torch 2) with DDP and TorchFT on the peers' torc
 
 import re
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+import report
 from report import LABELS
 
 # Per torch: Cohort on it, then its peers ("best peer / Cohort" is taken within each).
@@ -94,22 +94,14 @@ def body(figs, systems, nps):
 
 
 def plot(figs, nps, svg):
-    """ms per step, one cluster of bars per model and rank count, one bar per system (gnuplot)."""
-    dat = svg.with_suffix(".dat")
+    """ms per step, one cluster of bars per model and rank count, one bar per system."""
     by_torch = [s for _, cohort, peers in TORCHES for s in [cohort] + peers]  # side by side
     systems = sorted({s for s, _ in figs["ms"]}, key=(by_torch + list(LABELS)).index)
-    rows = [f'"{m}, {np} ranks" ' + " ".join(
-        f"{figs['ms'].get((s, np), {}).get(m, '-')}" for s in systems)
-        for m in ordered(figs["models"]) for np in nps]
-    dat.write_text("\n".join(rows) + "\n")
-    plots = ", ".join(f"'{dat}' using {i + 2}:xtic(1) title '{LABELS[s]}'"
-                      for i, s in enumerate(systems))
-    script = (f"set terminal svg size 900,520 dynamic; set output '{svg}'; set datafile missing '-';"
-              " set style data histogram; set style histogram clustered gap 1;"
-              " set style fill solid 0.8 border -1; set logscale y; set grid ytics;"
-              " set ylabel 'ms per training step (log scale)'; set key top left; set xtics rotate by -20;"
-              f" set title 'training step, SGD with momentum, one torch thread per rank, one host'; plot {plots}")
-    subprocess.run(["gnuplot", "-e", script], check=True)
+    clusters = {f"{m}, {np} ranks": (m, np) for m in ordered(figs["models"]) for np in nps}
+    report.bars(svg, "training step, SGD with momentum, one torch thread per rank, one host",
+                "ms per training step (log scale)", list(clusters),
+                [(s, LABELS[s]) for s in systems],
+                lambda c, s: figs["ms"].get((s, clusters[c][1]), {}).get(clusters[c][0]))
 
 
 def parse(md):
