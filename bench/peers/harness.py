@@ -6,6 +6,7 @@ run.sh puts bench/peers on PYTHONPATH; a workload's programs import their siblin
 
 import argparse
 import os
+import sys
 
 
 def parser(description):
@@ -19,7 +20,10 @@ def parser(description):
 def result(workload, args, **figures):
     """Prints one RESULT line: the workload, system and trial, then figures as key=value."""
     pairs = " ".join(f"{k}={v}" for k, v in figures.items())
-    print(f"RESULT workload={workload} system={args.system} trial={args.trial} {pairs}", flush=True)
+    # One write of the whole line: print() writes the text and the newline apart, and the ranks
+    # share the launcher's output, so another rank's line could land between them.
+    sys.stdout.write(f"RESULT workload={workload} system={args.system} trial={args.trial} {pairs}\n")
+    sys.stdout.flush()
 
 
 def env_int(*names):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LABELS = {"cohort": "Cohort", "cohort2": "Cohort (torch 2)", "horovod": "Horovod",
-          "torch": "torch.distributed gloo", "torchft": "TorchFT"}
+          "torch": "PyTorch (torchrun, gloo)", "torchft": "TorchFT"}
 LAUNCHERS = {"cohort": "`cohortrun -np N` (cohort.torch on Debian's torch 1.13)",
              "cohort2": "`cohortrun -np N` (cohort.torch pip-installed into the peers' torch 2.x venv)",
              "horovod": "`horovodrun --gloo -np N -H localhost:N` (horovod.torch)",

@@ -18,7 +18,7 @@ usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 build=${1:-}; [ -n "$build" ] && [ "${build#-}" = "$build" ] || usage; shift
 build=$(cd "$build" && pwd) || exit 2
-quick=0 workloads=allreduce systems=cohort,horovod,torch,torchft nps=2,4 trials=3 out='' doc=default
+quick=0 workloads=allreduce,step,commit,recovery systems=cohort,cohort2,horovod,torch,torchft nps=2,4 trials=3 out='' doc=default
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1; shift ;;
@@ -115,7 +115,8 @@ run_one() {
   local log=$out/logs/$workload${run_tag:+-$run_tag}-$system-np$np-t$trial.log rc
   echo "run.sh: $workload $system np=$np trial $trial" >&2
   "launch_$system" "$np" "$@" --trial "$trial" > "$log" 2>&1; rc=$?
-  grep -ho 'RESULT .*' "$log" >> "$out/results.txt"
+  # A RESULT line that another process's output interrupted still counts: each RESULT starts a line.
+  sed 's/\(.\)RESULT /\1\nRESULT /g' "$log" | grep -ho 'RESULT .*' >> "$out/results.txt"
   [ $rc = 0 ] || echo "FAILED workload=$workload system=$system np=$np trial=$trial rc=$rc log=$log" |
     tee -a "$out/results.txt" >&2
 }
