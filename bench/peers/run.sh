@@ -90,21 +90,35 @@ launch_torch() {
     "$script" "$@" --system torch
 }
 # TorchFT: a Lighthouse, then one replica group per rank, each a torchrun of one process.
-launch_torchft() {
-  local np=$1 script=$here/$2 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i; shift 2
+# with_lighthouse NP MIN_REPLICAS LOG GROUP ARGS...: a TorchFT Lighthouse on a free port (log in LOG)
+# that forms a quorum of at least MIN_REPLICAS groups, and `GROUP I LPORT ARGS...` for each of the NP
+# replica groups, in parallel; returns a failing group's status, after stopping the Lighthouse.
+with_lighthouse() {
+  local np=$1 min=$2 log=$3 group=$4 lport lighthouse pids=() rc=0 i; shift 4
   lport=$(free_port)
-  "$venv/bin/torchft_lighthouse" --min_replicas "$np" --quorum_tick_ms 100 --join_timeout_ms 10000 \
-    --bind "[::]:$lport" > "$out/logs/lighthouse.log" 2>&1 &
-  local lighthouse=$!
+  "$PEERS_DIR/torch2/bin/torchft_lighthouse" --min_replicas "$min" --quorum_tick_ms 100 \
+    --join_timeout_ms 10000 --bind "[::]:$lport" > "$log" 2>&1 &
+  lighthouse=$!
   for ((i = 0; i < np; i++)); do
-    REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
-      PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
-      --master-port "$(free_port)" "$script" "$@" --system torchft &
+    "$group" "$i" "$lport" "$@" &
     pids+=($!)
   done
   for i in "${pids[@]}"; do wait "$i" || rc=$?; done
   kill "$lighthouse" 2> /dev/null; wait "$lighthouse" 2> /dev/null
   return $rc
+}
+
+# torchft_group I LPORT NP SCRIPT ARGS...: replica group I of NP, one process under torchrun.
+torchft_group() {
+  local i=$1 lport=$2 np=$3 script=$4; shift 4
+  REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
+    PYTHONPATH=$here timeout "$run_timeout" "$PEERS_DIR/torch2/bin/torchrun" --nproc-per-node 1 \
+    --master-port "$(free_port)" "$script" "$@" --system torchft
+}
+
+launch_torchft() {
+  local np=$1 script=$here/$2; shift 2
+  with_lighthouse "$np" "$np" "$out/logs/lighthouse.log" torchft_group "$np" "$script" "$@"
 }
 
 # run_one WORKLOAD SYSTEM NP TRIAL SCRIPT ARGS...: one run; its RESULT lines go to results.txt, a

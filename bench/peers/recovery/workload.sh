@@ -84,29 +84,18 @@ recovery_launch_torch() {
 # per worker; a group that fails is started again once (the replacement), as a cluster manager
 # would, and heals from the others.
 recovery_torchft_group() {
-  local np=$1 work=$2 i=$3 lport=$4 venv=$PEERS_DIR/torch2 try; shift 4
+  local i=$1 lport=$2 np=$3 work=$4 try; shift 4
   for try in first replacement; do
-    REPLICA_GROUP_ID=$i NUM_REPLICA_GROUPS=$np TORCHFT_LIGHTHOUSE=http://localhost:$lport \
-      PYTHONPATH=$here timeout "$run_timeout" "$venv/bin/torchrun" --nproc-per-node 1 \
-      --master-port "$(free_port)" "$here/recovery/recovery_torchft.py" --job-size "$np" \
-      --work "$work" "$@" --system torchft && return 0
+    torchft_group "$i" "$lport" "$np" "$here/recovery/recovery_torchft.py" --job-size "$np" \
+      --work "$work" "$@" && return 0
     echo "recovery: replica group $i ($try) failed" >&2
   done
   return 1
 }
 recovery_launch_torchft() {
-  local np=$1 work=$2 venv=$PEERS_DIR/torch2 lport pids=() rc=0 i lighthouse; shift 2
-  lport=$(free_port)
-  "$venv/bin/torchft_lighthouse" --min_replicas $((np > 2 ? np / 2 : 1)) --quorum_tick_ms 100 \
-    --join_timeout_ms 10000 --bind "[::]:$lport" > "$work/lighthouse.log" 2>&1 &
-  lighthouse=$!
-  for ((i = 0; i < np; i++)); do
-    recovery_torchft_group "$np" "$work" "$i" "$lport" "$@" &
-    pids+=($!)
-  done
-  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
-  kill "$lighthouse" 2> /dev/null; wait "$lighthouse" 2> /dev/null
-  return $rc
+  local np=$1 work=$2; shift 2
+  with_lighthouse "$np" $((np > 2 ? np / 2 : 1)) "$work/lighthouse.log" recovery_torchft_group \
+    "$np" "$work" "$@"
 }
 
 # horovodrun elastic with the same discovery script, by default (Horovod blacklists a host whose
