@@ -18,6 +18,7 @@ Standard library only: run by /usr/bin/python3.
 
 import argparse
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +98,25 @@ def regenerate_doc(doc, workload, body, svg):
         body += f"\n![{workload}, every system]({image.relative_to(doc.parent)})\n"
     head, rest = text.split(begin, 1)
     doc.write_text(head + begin + "\n" + body + end + rest.split(end, 1)[1])
+
+
+def table_rows(md, section):
+    """(section, head, cells) for every body row of the markdown tables in md that follow a line
+    matching the regex `section` (its first group names the section, e.g. the model or the rank
+    count); head is the cells of that table's header row. What each workload's parse() reads."""
+    current, head = None, None
+    for line in Path(md).read_text().splitlines():
+        m = re.match(section, line)
+        if m:
+            current, head = m.group(1), None
+        elif not line.startswith("|"):
+            head = None  # a table ends at the first line that is not a row
+        elif current is not None and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if head is None:
+                head = cells
+            else:
+                yield current, head, cells
 
 
 def load(workload):

@@ -4,13 +4,12 @@ Figures: per size, the slowest rank's mean time per operation in each trial, the
 trials; algbw = bytes / time and busbw = algbw * 2(n-1)/n (nccl-tests), in GB/s (1e9 B/s).
 """
 
-import re
 import statistics
 import subprocess
 import sys
 from collections import defaultdict
-from pathlib import Path
 
+import report
 from report import LABELS
 
 UNITS = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"), (1, "B")]
@@ -91,18 +90,11 @@ def plot(figures, nps, svg):
 
 def parse(md):
     """{(label, np): {bytes: µs}} read back from a written table."""
-    got, np, head = defaultdict(dict), None, None
-    for line in Path(md).read_text().splitlines():
-        m = re.match(r"\*\*(\d+) ranks\*\*", line)
-        if m:
-            np, head = int(m.group(1)), None
-        elif np and line.startswith("| size"):
-            head = [c.strip() for c in line.strip("|").split("|")]
-        elif np and head and line.startswith("| ") and not line.startswith("|---"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            for name, cell in zip(head[1:], cells[1:]):
-                if name.endswith(" µs") and "/" not in name and cell != "-":
-                    got[(name[:-3], np)][size_bytes(cells[0])] = float(cell)
+    got = defaultdict(dict)
+    for np, head, cells in report.table_rows(md, r"\*\*(\d+) ranks\*\*"):
+        for name, cell in zip(head[1:], cells[1:]):
+            if name.endswith(" µs") and "/" not in name and cell != "-":
+                got[(name[:-3], int(np))][size_bytes(cells[0])] = float(cell)
     return got
 
 

@@ -12,7 +12,6 @@ import re
 import statistics
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import report
 from report import LABELS
@@ -93,17 +92,13 @@ def body(figures, systems, nps):
 
 def parse(md):
     """{(label, np): {"<model> <commit / restore> <column>": seconds}} read back from a table."""
-    got, model = defaultdict(dict), None
-    for line in Path(md).read_text().splitlines():
-        m = re.match(r"\*\*(\w+)\*\* \(", line)
-        if m:
-            model = m.group(1)
-        elif model and line.startswith("| ") and not line.startswith("| system"):
-            cells = dict(zip(HEAD, (c.strip() for c in line.strip("|").split("|"))))
-            for column in ("memcpy s", "commit s", "restore s"):
-                if re.fullmatch(r"[0-9.]+", cells.get(column, "")):
-                    key = (cells["system"], int(cells["ranks"]))
-                    got[key][f"{model} {cells['commit / restore']} {column}"] = float(cells[column])
+    got = defaultdict(dict)
+    for model, head, row in report.table_rows(md, r"\*\*(\w+)\*\* \("):
+        cells = dict(zip(head, row))
+        for column in ("memcpy s", "commit s", "restore s"):
+            if re.fullmatch(r"[0-9.]+", cells.get(column, "")):
+                key = (cells["system"], int(cells["ranks"]))
+                got[key][f"{model} {cells['commit / restore']} {column}"] = float(cells[column])
     return got
 
 

@@ -75,15 +75,11 @@ def body(figures, systems, nps):
 
 def parse(md):
     """{(label, kind): {column: text}} read back from a written table."""
-    got, kind = defaultdict(dict), None
-    for line in Path(md).read_text().splitlines():
-        m = re.match(r"\*\*(.*)\*\* \(medians", line)
-        if m:
-            kind = next(k for k, t in KINDS.items() if t == m.group(1))
-        elif kind and line.startswith("| ") and not line.startswith("| system"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if re.match(r"^[0-9.]+$", cells[1]):
-                got[(cells[0], kind)] = dict(zip(COLUMNS, cells[1:]))
+    got = {}
+    for title, _, cells in report.table_rows(md, r"\*\*(.*)\*\* \(medians"):
+        if re.match(r"^[0-9.]+$", cells[1]):
+            kind = next(k for k, t in KINDS.items() if t == title)
+            got[(cells[0], kind)] = dict(zip(COLUMNS, cells[1:]))
     return got
 
 

@@ -6,11 +6,9 @@ framework's own threads included), which a machine shared with other work change
 on Debian's torch 1.13, Cohort (torch 2) with DDP and TorchFT on the peers' torch 2.x.
 """
 
-import re
 import statistics
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import report
 from report import LABELS
@@ -105,21 +103,15 @@ def plot(figs, nps, svg):
 
 
 def parse(md):
-    """{(label, np): {model: ms}} read back from the written tables of ms per step."""
-    got, model, head = defaultdict(dict), None, None
-    for line in Path(md).read_text().splitlines():
-        m = re.match(r"\*\*(\w+)\*\* \(", line)
-        if m:
-            model, head = m.group(1), None
-        elif model and line.startswith("| ranks |"):
-            head = [c.strip() for c in line.strip("|").split("|")]
-        elif line.startswith("| ranks (CPU) |"):
-            head = None
-        elif model and head and line.startswith("| ") and not line.startswith("|---"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            for name, value in zip(head[1:], cells[1:]):
-                if name.endswith(" ms") and value != "-":
-                    got[(name[:-3], int(cells[0]))][model] = float(value)
+    """{(label, np): {model: ms}} read back from the written tables of ms per step (not the
+    tables of CPU time, whose first column is 'ranks (CPU)')."""
+    got = defaultdict(dict)
+    for model, head, cells in report.table_rows(md, r"\*\*(\w+)\*\* \("):
+        if head[0] != "ranks":
+            continue
+        for name, value in zip(head[1:], cells[1:]):
+            if name.endswith(" ms") and value != "-":
+                got[(name[:-3], int(cells[0]))][model] = float(value)
     return got
 
 
