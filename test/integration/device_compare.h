@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@
 namespace cohort::testing {
 
 inline int g_device = 0;  // the CUDA device this rank's device tensors live on
+// A rehearsal without a GPU: "device" memory is host memory (g_device = kCpuDevice), so the
+// program's own logic (names, shapes, options, comparisons) runs on any machine.
+inline bool g_rehearsal = false;
 
 inline void cuda_ok(cudaError_t rc, const char* call) {
   if (rc != cudaSuccess) fail(std::string(call) + ": " + cudaGetErrorString(rc));
@@ -47,8 +51,12 @@ inline int usable_devices(std::string& why) {
 
 inline std::vector<std::byte> to_host(const void* device_data, size_t bytes) {
   std::vector<std::byte> host(bytes);
-  if (bytes > 0)
+  if (bytes == 0) return host;
+  if (g_rehearsal) {
+    std::memcpy(host.data(), device_data, bytes);
+  } else {
     cuda_ok(cudaMemcpy(host.data(), device_data, bytes, cudaMemcpyDeviceToHost), "D2H");
+  }
   return host;
 }
 
@@ -56,13 +64,18 @@ inline std::vector<std::byte> to_host(const void* device_data, size_t bytes) {
 class DeviceMemory {
  public:
   explicit DeviceMemory(const std::vector<std::byte>& host) : bytes_(host.size()) {
+    if (g_rehearsal) {
+      rehearsal_copy_ = host;
+      data_ = rehearsal_copy_.data();
+      return;
+    }
     cuda_ok(cudaSetDevice(g_device), "cudaSetDevice");
     if (bytes_ == 0) return;
     cuda_ok(cudaMalloc(&data_, bytes_), "cudaMalloc");
     cuda_ok(cudaMemcpy(data_, host.data(), bytes_, cudaMemcpyHostToDevice), "H2D");
   }
   ~DeviceMemory() {
-    if (data_ != nullptr) cudaFree(data_);
+    if (data_ != nullptr && !g_rehearsal) cudaFree(data_);
   }
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -73,6 +86,7 @@ class DeviceMemory {
  private:
   void* data_ = nullptr;
   size_t bytes_;
+  std::vector<std::byte> rehearsal_copy_;  // the memory itself in a rehearsal
 };
 
 // `count` elements of rank `rank`'s inputs for `op` (collective_matrix.h's values), shifted by
@@ -111,7 +125,7 @@ inline void same(const std::vector<std::byte>& host, const std::vector<std::byte
 // A runtime-owned device result against the host's: on this rank's device, same shape, same
 // elements.
 inline void same(const OwnedTensor& host, const OwnedTensor& device, const std::string& what) {
-  check(device.device == g_device && device.bytes.empty(),
+  check(device.device == g_device && (g_rehearsal || device.bytes.empty()),
         what + ": the result is not on device " + std::to_string(g_device));
   check(device.shape == host.shape && device.dtype == host.dtype,
         what + ": shape " + to_string(device.shape) + " on the device, " + to_string(host.shape) +

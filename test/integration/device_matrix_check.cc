@@ -10,6 +10,8 @@
 //   device_matrix_check              the checks (under cohortrun)
 //   device_matrix_check --refusal    COHORT_DEVICE_OPERATIONS=nccl with ranks sharing a GPU:
 //                                    every rank gets a clear error, and the runtime goes on
+//   device_matrix_check --rehearse   the checks with host memory standing in for the device
+//                                    (any machine): the program's own logic, not the GPU's
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -220,6 +222,12 @@ int main(int argc, char** argv) {
   g_program = "device_matrix_check";
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "--probe") probe_and_exit(g_program);
+  if (mode == "--rehearse") {
+    g_rehearsal = true;
+    g_device = kCpuDevice;
+    init();
+    return run_checks();
+  }
   std::string why;
   int devices = usable_devices(why);
   if (devices == 0) {
