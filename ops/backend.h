@@ -67,7 +67,8 @@ class Backend {
   // Thread-safe, also while another thread is inside an operation: makes that operation return
   // promptly and every later one fail at once, with InternalError naming `reason`, and lets the
   // peers see this rank's connections close. The owner still destroys the backend. Backends
-  // whose library cannot be interrupted (MPI, NCCL) leave their operations to their own timeouts.
+  // whose library cannot be interrupted (MPI) leave their operations to their own timeouts;
+  // NCCL's stops at its next poll and aborts its communicator.
   virtual void abort(const std::string& reason) { (void)reason; }
 };
 

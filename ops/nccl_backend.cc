@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
 #include "ops/half.h"
@@ -268,6 +270,17 @@ class NcclBackend final : public DeviceBackend {
 
   int device() const override { return device_; }
 
+  // The operation in flight (if any) stops at its next poll, and this one and every later one
+  // abort the communicator and throw, naming `reason`. The communicator is aborted by the thread
+  // that uses it (ncclCommAbort is not safe beside a running NCCL call on the same communicator).
+  void abort(const std::string& reason) override {
+    {
+      MutexLock lock(abort_mutex_);
+      if (abort_reason_.empty()) abort_reason_ = reason;
+    }
+    aborted_.store(true);
+  }
+
   std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
     check_split("NCCL split", ranks, rank_, size_);
     // The members alone need a channel to share the new id: a split of the CPU bootstrap, keyed
@@ -371,9 +384,10 @@ class NcclBackend final : public DeviceBackend {
   // aborted communicator and an InternalError naming the operation and rank.
   template <typename Enqueue>
   void run(const char* what, Enqueue&& enqueue) {
+    if (aborted_.load() && comm_) ncclCommAbort(comm_.release());
     if (!comm_) {
       throw InternalError("NCCL " + std::string(what) + " on rank " + std::to_string(rank_) +
-                          ": the communicator was aborted after an earlier failure");
+                          ": the communicator was aborted " + aborted_because());
     }
     ncclComm_t comm = comm_.get();
     try {
@@ -386,13 +400,19 @@ class NcclBackend final : public DeviceBackend {
         throw;
       }
       check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
-      wait_comm_ready(comm, timeout_, what);
-      wait_stream(comm, stream_.get(), timeout_, what);
+      wait_comm_ready(comm, timeout_, what, &aborted_);
+      wait_stream(comm, stream_.get(), timeout_, what, &aborted_);
     } catch (const InternalError& e) {
       ncclCommAbort(comm_.release());
+      std::string why = aborted_.load() ? " (" + aborted_because() + ")" : "";
       throw InternalError("NCCL " + std::string(what) + " failed on rank " + std::to_string(rank_) +
-                          " of " + std::to_string(size_) + ": " + e.what());
+                          " of " + std::to_string(size_) + ": " + e.what() + why);
     }
+  }
+
+  std::string aborted_because() {
+    MutexLock lock(abort_mutex_);
+    return abort_reason_.empty() ? "after an earlier failure" : "by abort(): " + abort_reason_;
   }
 
   std::unique_ptr<Backend> owned_bootstrap_;
@@ -405,6 +425,9 @@ class NcclBackend final : public DeviceBackend {
   std::unique_ptr<CUstream_st, StreamDestroyer> stream_;
   std::unique_ptr<void, DeviceFree> scratch_;  // one int32 for barrier()
   std::unique_ptr<ncclComm, CommCloser> comm_;
+  std::atomic<bool> aborted_{false};  // set by abort(), from any thread
+  Mutex abort_mutex_;
+  std::string abort_reason_ GUARDED_BY(abort_mutex_);
 };
 
 }  // namespace

@@ -30,7 +30,9 @@ int nccl_version();
 // queued on the legacy default stream; work on other streams must be finished by the caller.
 // Every wait (communicator set-up, each operation) is bounded by `timeout`: a dead or frozen peer
 // makes the call abort the communicator and throw InternalError, and the backend is then
-// unusable. Every NCCL and CUDA error becomes an InternalError naming the call.
+// unusable. abort(reason), from any thread, does the same at the operation's next poll (or at the
+// next operation), naming `reason`; a new backend made afterwards works. Every NCCL and CUDA error
+// becomes an InternalError naming the call.
 //
 // All nine Cohort types are supported; bool travels as uint8 with sum and max as max (OR) and
 // product and min as min (AND), so its values must be 0 or 1. kAverage is rejected with

@@ -29,6 +29,12 @@ class Backoff {
                       " ms (a peer may have died or stopped answering)");
 }
 
+void check_not_aborted(const std::atomic<bool>* aborted, const char* what) {
+  if (aborted != nullptr && aborted->load()) {
+    throw InternalError(std::string("NCCL ") + what + " was interrupted by abort()");
+  }
+}
+
 // Throws on an asynchronous error; returns whether the communicator is still busy.
 bool comm_busy(ncclComm_t comm, const char* what) {
   ncclResult_t state = ncclSuccess;
@@ -54,17 +60,19 @@ void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm) {
   throw InternalError(message);
 }
 
-void wait_comm_ready(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what) {
+void wait_comm_ready(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what,
+                     const std::atomic<bool>* aborted) {
   auto deadline = Clock::now() + timeout;
   Backoff backoff;
   while (comm_busy(comm, what)) {
+    check_not_aborted(aborted, what);
     if (Clock::now() > deadline) timed_out(what, timeout);
     backoff.pause();
   }
 }
 
 void wait_stream(ncclComm_t comm, cudaStream_t stream, std::chrono::milliseconds timeout,
-                 const char* what) {
+                 const char* what, const std::atomic<bool>* aborted) {
   auto deadline = Clock::now() + timeout;
   Backoff backoff;
   for (;;) {
@@ -72,6 +80,7 @@ void wait_stream(ncclComm_t comm, cudaStream_t stream, std::chrono::milliseconds
     if (rc == cudaSuccess) return;
     if (rc != cudaErrorNotReady) check_cuda(rc, "cudaStreamQuery");
     comm_busy(comm, what);  // a peer's failure shows here while the stream waits for it
+    check_not_aborted(aborted, what);
     if (Clock::now() > deadline) timed_out(what, timeout);
     backoff.pause();
   }

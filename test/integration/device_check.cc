@@ -1,6 +1,6 @@
 // Device tensors through the engine, under cohortrun (NCCL builds only). Each rank's tensors are
-// on the CUDA device of its local rank, so ranks of one host use different device numbers.
-// With a CUDA device per rank: every collective of device memory (allreduce with average and
+// on the CUDA device of its local rank (modulo the devices there are: ranks may share one).
+// With a CUDA device: every collective of device memory (allreduce with average and
 // scale factors, grouped allreduce, broadcast, allgather, alltoall, reducescatter) is checked
 // against the exact host result, and the runtime-owned results are on the device. Without one
 // (this project's CI): every rank gets a clear error for each device collective and the runtime
@@ -204,8 +204,11 @@ void check_without_gpu(Tensor t) {
 int main() {
   g_program = "device_check";
   cohort::init();
-  int device = cohort::local_rank();
-  bool gpus = visible_devices() >= cohort::local_size();
+  // Ranks share the GPUs there are: with fewer GPUs than ranks the engine stages their device
+  // tensors through the host (COHORT_DEVICE_OPERATIONS=auto) instead of NCCL.
+  int devices = visible_devices();
+  int device = devices > 0 ? cohort::local_rank() % devices : cohort::local_rank();
+  bool gpus = devices > 0;
   // Every rank must take the same path.
   std::vector<int32_t> have{gpus ? 1 : 0};
   allreduce("have gpus", Tensor::of(have), {ReduceOp::kMin});
