@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/placement.h"
 #include "core/fault_injection.h"
+#include "ops/device_backend.h"
 
 namespace cohort {
 
@@ -88,6 +89,14 @@ struct Config {
   // COHORT_SHARED_MEMORY_SLOT_BYTES: how much of each rank's data one shared-memory step moves,
   // rounded up to a multiple of 4096; the segment holds 2 * (local ranks + 1) slots.
   size_t shared_memory_slot_bytes = size_t{1} << 20;
+  // COHORT_DEVICE_OPERATIONS: how collectives on CUDA tensors run: auto (NCCL where every rank of
+  // the process set has a GPU of its own and this build has NCCL, the staged backend otherwise),
+  // nccl or staged (ops/device_backend.h).
+  ops::DeviceOperations device_operations = ops::DeviceOperations::kAuto;
+  // COHORT_STAGED_CHUNK_BYTES: the staged backend's pipeline step (ops/staged_backend.h).
+  size_t staged_chunk_bytes = size_t{4} << 20;
+  // The two above as the device backend takes them.
+  ops::DeviceOptions device_options() const { return {device_operations, staged_chunk_bytes}; }
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;

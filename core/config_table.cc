@@ -31,6 +31,17 @@ std::string hierarchy_text(const Config::Hierarchy& h) {
   return h == Config::Hierarchy::kAuto ? "auto" : h == Config::Hierarchy::kOn ? "1" : "0";
 }
 
+ops::DeviceOperations device_operations_named(std::string_view text) {
+  if (text == "auto") return ops::DeviceOperations::kAuto;
+  if (text == "nccl") return ops::DeviceOperations::kNccl;
+  if (text == "staged") return ops::DeviceOperations::kStaged;
+  throw InvalidArgument("expected 'auto', 'nccl' or 'staged'");
+}
+
+std::string device_operations_text(const ops::DeviceOperations& ops) {
+  return std::string(ops::to_string(ops));
+}
+
 std::string log_level_text(const log::Level& level) {
   for (const char* name : {"trace", "debug", "info", "warning", "error"}) {
     if (log::parse_level(name) == level) return name;
@@ -109,6 +120,12 @@ constexpr Setting kSettings[] = {
     {"COHORT_SHARED_MEMORY_SLOT_BYTES",
      Count{&Config::shared_memory_slot_bytes, 4096, int64_t{1} << 30},
      "How much of each rank's data one shared-memory step moves (rounded up to 4 KiB)."},
+    {"COHORT_DEVICE_OPERATIONS",
+     Parsed<ops::DeviceOperations>{&Config::device_operations, device_operations_named,
+                                   device_operations_text},
+     "auto, nccl or staged: how collectives on CUDA tensors run."},
+    {"COHORT_STAGED_CHUNK_BYTES", Count{&Config::staged_chunk_bytes, 8, int64_t{1} << 30},
+     "The staged device backend's pipeline step: bytes copied to the host per chunk."},
     {"COHORT_TIMELINE", Text{&Config::timeline_path},
      "A file where rank 0 writes a Chrome-trace timeline."},
     {"COHORT_ELASTIC_TIMEOUT_SECONDS",

@@ -52,10 +52,11 @@ struct Parsed {
   std::string (*show)(const T& value);
 };
 
-using Field = std::variant<Duration<std::chrono::milliseconds>, Duration<std::chrono::microseconds>,
-                           Count, Disable, Text, Parsed<Config::CpuOperations>,
-                           Parsed<Config::Hierarchy>, Parsed<log::Level>,
-                           Parsed<std::optional<FaultPoint>>, Parsed<std::chrono::seconds>>;
+using Field =
+    std::variant<Duration<std::chrono::milliseconds>, Duration<std::chrono::microseconds>, Count,
+                 Disable, Text, Parsed<Config::CpuOperations>, Parsed<Config::Hierarchy>,
+                 Parsed<ops::DeviceOperations>, Parsed<log::Level>,
+                 Parsed<std::optional<FaultPoint>>, Parsed<std::chrono::seconds>>;
 
 struct Setting {
   const char* name;

@@ -48,12 +48,13 @@ double Executor::device_factor(const Request& how, size_t members) {
 }
 
 Executor::Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-                   std::chrono::milliseconds timeout, Diagnose diagnose,
+                   std::chrono::milliseconds timeout, ops::DeviceOptions device, Diagnose diagnose,
                    std::function<void()> before_first_run)
     : queue_(queue),
       timeline_(timeline),
       rank_(world->rank()),
       timeout_(timeout),
+      device_options_(device),
       diagnose_(std::move(diagnose)),
       before_first_run_(std::move(before_first_run)) {
   std::vector<int> everyone(world->size());
@@ -123,11 +124,12 @@ ops::DeviceBackend& Executor::device_backend_for(ProcessSetState& set, int devic
   }
   if (!set.device_backend) {
     try {
-      set.device_backend = ops::make_device_backend(*set.backend, device, timeout_);
+      set.device_backend =
+          ops::make_device_backend(*set.backend, device, timeout_, device_options_);
     } catch (const InternalError& e) {
       // Every member fails together here (the ranks agree on device readiness first), and the
       // host backend is intact: the collective fails, the runtime goes on.
-      throw Error(std::string("no NCCL communicator for device tensors: ") + e.what());
+      throw Error(std::string("no device backend for device tensors: ") + e.what());
     }
   }
   return *set.device_backend;

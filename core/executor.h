@@ -30,8 +30,9 @@ class Executor {
 
   // `world` is the backend over every rank (process set 0).
   // `before_first_run` runs once, as the first collective starts (a fault injection point).
+  // `device` says how device backends are chosen and tuned (ops/device_backend.h).
   Executor(std::unique_ptr<ops::Backend> world, TensorQueue& queue, Timeline& timeline,
-           std::chrono::milliseconds timeout, Diagnose diagnose = {},
+           std::chrono::milliseconds timeout, ops::DeviceOptions device, Diagnose diagnose = {},
            std::function<void()> before_first_run = {});
 
   // Runs a list's responses in order, as every rank does. Returns true when the list is the
@@ -62,7 +63,7 @@ class Executor {
   struct ProcessSetState {
     std::vector<int> members;               // global ranks, sorted
     std::unique_ptr<ops::Backend> backend;  // null where this rank is not a member
-    // NCCL over the same members for device tensors, made on first use (NCCL builds only).
+    // NCCL or staged over the same members for device tensors, made on first use (CUDA builds).
     std::unique_ptr<ops::DeviceBackend> device_backend;
     // Where this set's fused allreduces are packed. It only grows, by the same steps on every
     // member, so whether it moved is the same on all of them (see ops::BufferBinding).
@@ -73,9 +74,9 @@ class Executor {
   std::atomic<bool> peer_shut_down_{false};
 
   bool is_member(int process_set) const;
-  // The backend for tensors on `device` in `set`: the set's own, or its NCCL backend.
+  // The backend for tensors on `device` in `set`: the set's own, or its device backend.
   ops::Backend& backend_for(ProcessSetState& set, int device);
-  // The set's NCCL backend on CUDA device `device`, made on first use.
+  // The set's device backend on CUDA device `device`, made on first use.
   ops::DeviceBackend& device_backend_for(ProcessSetState& set, int device);
   // Sizes the handle's output for `rows` rows of the entry's tensor, in host memory or on the
   // entry's device; returns where to write it.
@@ -123,6 +124,7 @@ class Executor {
   Timeline& timeline_;
   int rank_;
   std::chrono::milliseconds timeout_;
+  ops::DeviceOptions device_options_;
   Diagnose diagnose_;
   std::function<void()> before_first_run_;
   bool joined_ = false;

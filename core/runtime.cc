@@ -79,7 +79,7 @@ Runtime::Runtime(const Config& config, Formation formation)
   fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
   executor_.emplace(
-      std::move(backend_), queue_, timeline_, config_.timeout,
+      std::move(backend_), queue_, timeline_, config_.timeout, config_.device_options(),
       [this](const std::string& local) { return diagnose(local); },
       [this] { fault_point("collective"); });
   role_ = make_role();

@@ -4,9 +4,9 @@
 #include <vector>
 
 // Set for this file by discovery/CMakeLists.txt.
-#if !defined(COHORT_VERSION) || !defined(COHORT_BUILT_NCCL) || !defined(COHORT_BUILT_TORCH) || \
-    !defined(COHORT_BUILT_PYTHON)
-#error "build_info.cc needs COHORT_VERSION and COHORT_BUILT_{NCCL,TORCH,PYTHON}"
+#if !defined(COHORT_VERSION) || !defined(COHORT_BUILT_NCCL) || !defined(COHORT_BUILT_CUDA) || \
+    !defined(COHORT_BUILT_TORCH) || !defined(COHORT_BUILT_PYTHON)
+#error "build_info.cc needs COHORT_VERSION and COHORT_BUILT_{NCCL,CUDA,TORCH,PYTHON}"
 #endif
 
 namespace cohort::discovery {
@@ -25,7 +25,8 @@ std::vector<Section> sections() {
        {{"Gloo (CPU)", true},
         {"MPI (CPU)", true},
         {"shared memory (CPU, ranks of one host)", true},
-        {"NCCL (CUDA)", COHORT_BUILT_NCCL != 0}}},
+        {"NCCL (CUDA)", COHORT_BUILT_NCCL != 0},
+        {"staged copies (CUDA, over the CPU operations)", COHORT_BUILT_CUDA != 0}}},
   };
 }
 

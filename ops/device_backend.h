@@ -4,9 +4,11 @@
 // the device backend does both through its library. Declared without CUDA headers so that the
 // engine compiles the same with and without NCCL.
 //
-// Which implementation a build has is CMake's choice, not the engine's (the way LevelDB picks
-// env_posix): the target cohort_device holds either nccl_device.cc (over ops/nccl_backend.h) or
-// no_device_backend.cc, which refuses device tensors with one message.
+// Which implementations a build has is CMake's choice, not the engine's (the way LevelDB picks
+// env_posix): with the CUDA toolkit, the target cohort_device holds device_factory.cc, which
+// chooses per process set between NCCL (ops/nccl_backend.h, where NCCL was found too) and the
+// staged backend (ops/staged_backend.h); without it, no_device_backend.cc, which refuses device
+// tensors with one message.
 #pragma once
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "ops/backend.h"
 
@@ -39,13 +42,30 @@ class DeviceBackend : public Backend {
   virtual int device() const = 0;
 };
 
+// COHORT_DEVICE_OPERATIONS: how collectives on device memory run. kAuto: NCCL where this build
+// has it and every rank of the process set has a GPU of its own, the staged backend otherwise.
+enum class DeviceOperations { kAuto, kNccl, kStaged };
+std::string_view to_string(DeviceOperations operations);
+
+struct DeviceOptions {
+  DeviceOperations operations = DeviceOperations::kAuto;
+  // COHORT_STAGED_CHUNK_BYTES: the staged backend's pipeline step (ops/staged_backend.h).
+  size_t staged_chunk_bytes = size_t{4} << 20;
+};
+
 // Returns if this build can run collectives on device tensors; otherwise throws InvalidArgument:
 // `what` (which names the collective) followed by the reason.
 void require_device_backend(const std::string& what);
 
-// The device backend over `bootstrap`'s ranks on `cuda_device` (ops/nccl_backend.h says how it
-// is made); throws InvalidArgument as require_device_backend() in a build without one.
+// Collective over `bootstrap`'s ranks: the device backend over them on `cuda_device`. The ranks
+// exchange their host name and GPU's UUID over `bootstrap` and decide alike (ops/device_choice.h)
+// between NCCL (ops/nccl_backend.h) and the staged backend over `bootstrap` itself
+// (ops/staged_backend.h); rank 0 logs the choice and why. Every rank throws alike: InternalError
+// naming the ranks whose device is unusable, InvalidArgument where `options` asks for NCCL that
+// this build lacks or that ranks sharing a GPU cannot use. A build without CUDA throws
+// InvalidArgument as require_device_backend(). `bootstrap` must outlive the result.
 std::unique_ptr<DeviceBackend> make_device_backend(Backend& bootstrap, int cuda_device,
-                                                   std::chrono::milliseconds timeout);
+                                                   std::chrono::milliseconds timeout,
+                                                   const DeviceOptions& options = {});
 
 }  // namespace cohort::ops

@@ -432,15 +432,6 @@ class NcclBackend final : public DeviceBackend {
 
 }  // namespace
 
-bool cuda_device_available() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // leave no error behind for the caller's next CUDA call
-    return false;
-  }
-  return count > 0;
-}
-
 int nccl_version() {
   int version = 0;
   check_nccl(ncclGetVersion(&version), "ncclGetVersion");

@@ -8,13 +8,10 @@
 #include <chrono>
 #include <memory>
 
+#include "ops/cuda_copier.h"  // cuda_device_available()
 #include "ops/device_backend.h"
 
 namespace cohort::ops {
-
-// True when a CUDA driver is loaded and at least one device is visible. Never throws: false
-// without a GPU or without a driver.
-bool cuda_device_available();
 
 // NCCL's version code as the loaded library reports it (22809 for 2.28.9). Needs no GPU.
 int nccl_version();

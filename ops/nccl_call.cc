@@ -11,18 +11,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Sleeps between polls, doubling from 1 us to 100 us.
-class Backoff {
- public:
-  void pause() {
-    std::this_thread::sleep_for(delay_);
-    delay_ = std::min(delay_ * 2, std::chrono::microseconds(100));
-  }
-
- private:
-  std::chrono::microseconds delay_{1};
-};
-
 [[noreturn]] void timed_out(const char* what, std::chrono::milliseconds timeout) {
   throw InternalError(std::string("NCCL ") + what + " did not complete within " +
                       std::to_string(timeout.count()) +
@@ -46,12 +34,6 @@ bool comm_busy(ncclComm_t comm, const char* what) {
 
 }  // namespace
 
-void check_cuda(cudaError_t rc, const char* call) {
-  if (rc == cudaSuccess) return;
-  throw InternalError(std::string(call) + ": " + cudaGetErrorName(rc) + ": " +
-                      cudaGetErrorString(rc));
-}
-
 void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm) {
   if (rc == ncclSuccess || rc == ncclInProgress) return;
   std::string message = std::string(call) + ": " + ncclGetErrorString(rc);
@@ -63,7 +45,7 @@ void check_nccl(ncclResult_t rc, const char* call, ncclComm_t comm) {
 void wait_comm_ready(ncclComm_t comm, std::chrono::milliseconds timeout, const char* what,
                      const std::atomic<bool>* aborted) {
   auto deadline = Clock::now() + timeout;
-  Backoff backoff;
+  PollBackoff backoff;
   while (comm_busy(comm, what)) {
     check_not_aborted(aborted, what);
     if (Clock::now() > deadline) timed_out(what, timeout);
@@ -74,7 +56,7 @@ void wait_comm_ready(ncclComm_t comm, std::chrono::milliseconds timeout, const c
 void wait_stream(ncclComm_t comm, cudaStream_t stream, std::chrono::milliseconds timeout,
                  const char* what, const std::atomic<bool>* aborted) {
   auto deadline = Clock::now() + timeout;
-  Backoff backoff;
+  PollBackoff backoff;
   for (;;) {
     cudaError_t rc = cudaStreamQuery(stream);
     if (rc == cudaSuccess) return;

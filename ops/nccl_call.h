@@ -9,10 +9,9 @@
 #include <atomic>
 #include <chrono>
 
-namespace cohort::ops {
+#include "ops/cuda_call.h"
 
-// Throws InternalError "<call>: <CUDA error name>: <description>" unless `rc` is cudaSuccess.
-void check_cuda(cudaError_t rc, const char* call);
+namespace cohort::ops {
 
 // Throws InternalError naming `call`, NCCL's error string and, given a communicator, its last
 // error message. ncclInProgress passes: nonblocking communicators return it while they work.

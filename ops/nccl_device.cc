@@ -1,13 +1,16 @@
-// The device backend of a build with CUDA and NCCL: NCCL's.
-#include "ops/device_backend.h"
+// The NCCL half of the device factory of a build with NCCL.
+#include "ops/nccl_device.h"
+
 #include "ops/nccl_backend.h"
 
 namespace cohort::ops {
 
-void require_device_backend(const std::string&) {}
+bool nccl_built() {
+  return true;
+}
 
-std::unique_ptr<DeviceBackend> make_device_backend(Backend& bootstrap, int cuda_device,
-                                                   std::chrono::milliseconds timeout) {
+std::unique_ptr<DeviceBackend> make_nccl_device(Backend& bootstrap, int cuda_device,
+                                                std::chrono::milliseconds timeout) {
   return make_nccl_backend(bootstrap, cuda_device, timeout);
 }
 

@@ -24,7 +24,7 @@ log=$build_dir/configure.log
 mkdir -p "$build_dir"
 torch_cmake=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_cmake" \
-  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_BUILD_EXAMPLES=OFF \
+  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_USE_CUDA=OFF -DCOHORT_BUILD_EXAMPLES=OFF \
   -DCOHORT_BUILD_BENCHMARKS=OFF "$@" >"$log" 2>&1 ||
   { cat "$log"; exit 1; }
 grep -q "Cohort: Python package for $venv/bin/python" "$log" ||

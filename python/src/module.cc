@@ -124,6 +124,12 @@ void bind_basics(py::module_& m) {
 #else
   m.attr("nccl_built") = 0;
 #endif
+  // Whether CUDA tensors go through this build (NCCL or the staged backend).
+#if COHORT_PY_CUDA_TENSORS
+  m.attr("cuda_built") = true;
+#else
+  m.attr("cuda_built") = false;
+#endif
 
   m.def(
       "add_process_set",

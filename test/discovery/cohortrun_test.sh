@@ -258,6 +258,7 @@ for line in "Available tensor operations:" "    [X] Gloo (CPU)" "    [X] MPI (CP
   expect_line "$tmp/out" "$line"
 done
 grep -qE '^    \[[X ]\] NCCL \(CUDA\)$' "$tmp/out" || { cat "$tmp/out"; fail "no NCCL line"; }
+grep -qE '^    \[[X ]\] staged copies \(CUDA, over the CPU operations\)$' "$tmp/out" || { cat "$tmp/out"; fail "no staged line"; }
 grep -qE '^    \[[X ]\] Python package \(import cohort.torch\)$' "$tmp/out" || fail "no Python line"
 
 # --log-level reaches the workers as COHORT_LOG_LEVEL, and cohortrun logs at that level itself.

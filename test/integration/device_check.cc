@@ -1,4 +1,4 @@
-// Device tensors through the engine, under cohortrun (NCCL builds only). Each rank's tensors are
+// Device tensors through the engine, under cohortrun (CUDA builds only). Each rank's tensors are
 // on the CUDA device of its local rank (modulo the devices there are: ranks may share one).
 // With a CUDA device: every collective of device memory (allreduce with average and
 // scale factors, grouped allreduce, broadcast, allgather, alltoall, reducescatter) is checked
@@ -186,7 +186,7 @@ void check_on_gpu(int device) {
 }
 
 void check_without_gpu(Tensor t) {
-  const char* no_nccl = "no NCCL communicator for device tensors";
+  const char* no_nccl = "no device backend for device tensors";
   expect_error<Error>([&] { allreduce("device sum", t); }, no_nccl, "device allreduce");
   expect_error<Error>([&] { allreduce("device avg", t, {ReduceOp::kAverage}); }, no_nccl,
                       "device average");

@@ -72,8 +72,9 @@ def mpi_enabled():
 
 
 def cuda_built():
-    """Whether CUDA tensors can go through Cohort (NCCL builds)."""
-    return nccl_built() != 0
+    """Whether CUDA tensors can go through Cohort: a build with the CUDA toolkit and a CUDA torch
+    (through NCCL, or the staged backend where NCCL cannot serve)."""
+    return bool(_C.cuda_built)
 
 
 def rocm_built():
