@@ -8,21 +8,8 @@ set -euo pipefail
 source "$(dirname "$0")/agent_lib.sh"
 doc=$(dirname "$0")/../../docs/kubernetes.md
 
-# doc_env MARKER: the NAME=VALUE lines of the block after "<!-- MARKER" in the doc, without their
-# comments, one per line.
-doc_env() {
-  python3 - "$doc" "$1" <<'EOF'
-import re, sys
-lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
-start = next(i for i, l in enumerate(lines) if l.startswith("<!-- " + sys.argv[2]))
-assert lines[start + 1].startswith("```"), "no block after the marker"
-for line in lines[start + 2:]:
-    if line.startswith("```"):
-        break
-    m = re.fullmatch(r"([A-Za-z_][A-Za-z_0-9]*)=(.*?)\s+#.*", line)
-    assert m, f"not NAME=VALUE  # comment: {line}"
-    print(f"{m.group(1)}={m.group(2)}")
-EOF
+doc_env() {  # doc_env MARKER: the block's NAME=VALUE lines, without their comments
+  python3 "$(dirname "$0")/../docs/doc_block.py" "$doc" "$1" --env || fail "the doc's block $1"
 }
 
 # The pods: namespaces 10.215.0.N behind a bridge of their own (10.215.0.1, where etcd listens).
