@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <tuple>
 
 #include "base/launch_env.h"
@@ -22,6 +23,7 @@
 #include "discovery/elastic_job.h"
 #include "discovery/host_manager.h"
 #include "discovery/job_tunables.h"
+#include "discovery/operator_env.h"
 #include "discovery/static_job.h"
 #include "discovery/worker_exports.h"
 
@@ -153,7 +155,9 @@ AgentOptions agent_options(const Options& o, const CLI::App& app) {
       throw InvalidArgument(flag + " cannot be combined with --rdzv-backend etcd");
   }
   if (o.rdzv_endpoints.empty() || o.rdzv_id.empty()) {
-    throw InvalidArgument("--rdzv-backend etcd needs --rdzv-endpoints and --rdzv-id");
+    throw InvalidArgument(
+        "--rdzv-backend etcd needs --rdzv-endpoints (or PET_RDZV_ENDPOINT) and --rdzv-id (or "
+        "PET_RDZV_ID)");
   }
   AgentOptions a{.etcd = {.endpoints = rendezvous::parse_etcd_endpoints(o.rdzv_endpoints),
                           .ca_file = o.rdzv_ca_file,
@@ -209,6 +213,17 @@ void apply_log_level(const std::string& text) {
   ::setenv("COHORT_LOG_LEVEL", text.c_str(), 1);
 }
 
+// The Kubernetes operators' variables (PET_*, OMPI_MCA_*) into the options the flags left unset.
+void apply_operator_conventions(Options& o, const CLI::App& app) {
+  std::set<std::string> given;
+  for (const auto& flag : kOperatorFlags) {
+    if (app.count(flag) > 0) given.insert(flag);
+  }
+  OperatorEnvResult result = apply_operator_env(operator_env_from_process(), given, o);
+  for (const auto& warning : result.warnings) log::warning(warning);
+  for (const auto& name : result.unset) ::unsetenv(name.c_str());
+}
+
 // -x, the tunables' flags and --log-level, in that order (a flag wins over -x): the workers'
 // environment, before anything starts.
 void apply_environment(Options& o) {
@@ -244,6 +259,7 @@ int main(int argc, char** argv) {
   log::set_prefix("[cohortrun]");
   if (o.verbose) log::set_level(log::Level::kInfo);
   try {
+    apply_operator_conventions(o, app);
     apply_environment(o);
     return run(o, app);
   } catch (const std::exception& e) {

@@ -16,10 +16,11 @@ bridge=cohbr213 hosts=(2 3 4)
 ns() { echo "cohort213-$1"; }
 source "$(dirname "$0")/../discovery/elastic_test_lib.sh"  # $tmp, start, wait_for, expect...
 teardown() {
-  for h in "${hosts[@]}"; do
+  for h in "${hosts[@]}" 5; do  # 5: the mpijob scenarios' launcher pod
     ip netns pids "$(ns "$h")" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
     ip netns del "$(ns "$h")" 2>/dev/null || true
     ip link del "veth213-$h" 2>/dev/null || true
+    rm -rf "/etc/netns/$(ns "$h")"
   done
   ip link del "$bridge" 2>/dev/null || true
 }
@@ -33,6 +34,13 @@ ssh-keygen -q -t ed25519 -N "" -f "$tmp/host_key"
 ssh-keygen -q -t ed25519 -N "" -f "$tmp/client_key"
 cp "$tmp/client_key.pub" "$tmp/authorized_keys"
 printf 'UserKnownHostsFile %s\nLogLevel ERROR\n' "$tmp/known_hosts" >"$tmp/ssh_config"
+# The MPI Operator's names for the hosts (docs/kubernetes.md): pi-worker-K.pi.default.svc is
+# 10.213.0.(K+2) inside every namespace, through /etc/netns/NS/hosts, which ip netns exec mounts
+# over /etc/hosts (for sshd and the workers it starts, and for the mpijob scenarios' launcher).
+pod_names=""
+for h in "${hosts[@]}"; do
+  pod_names+="10.213.0.$h pi-worker-$((h - 2)).pi.default.svc"$'\n'
+done
 mkdir -p /run/sshd
 for h in "${hosts[@]}"; do
   n=$(ns "$h")
@@ -42,6 +50,8 @@ for h in "${hosts[@]}"; do
   ip -n "$n" addr add "10.213.0.$h/24" dev eth0
   ip -n "$n" link set eth0 up
   ip -n "$n" link set lo up
+  mkdir -p "/etc/netns/$n"
+  printf '127.0.0.1 localhost\n%s' "$pod_names" >"/etc/netns/$n/hosts"
   # ClientAlive: an sshd whose client vanished behind a partition closes the session, which
   # ends the worker (its stdin closes) instead of leaving it running.
   cat >"$tmp/sshd_$h" <<CONF
@@ -170,6 +180,41 @@ partition)  # one namespace's link goes down mid-training: heartbeats notice, th
   touch "$tmp/stop"
   trained_once
   no_workers_left  # the cut-off worker too: its sshd gave up on the client and closed stdin
+  ;;
+mpijob | mpijob_hostfile)  # the MPI Operator's launcher: environment and files from the doc
+  doc=$(dirname "$0")/../../docs/kubernetes.md
+  block() { python3 "$(dirname "$0")/../docs/doc_block.py" "$doc" "$@" || fail "doc block $1"; }
+  mkdir -p "$tmp/etc/mpi"  # the operator mounts these at /etc/mpi
+  block mpijob-hostfile >"$tmp/etc/mpi/hostfile"
+  block mpijob-discover-hosts >"$tmp/etc/mpi/discover_hosts.sh"
+  chmod 555 "$tmp/etc/mpi/discover_hosts.sh"
+  mapfile -t launcher_env < <(block mpijob-env --env | sed "s|=/etc/mpi/|=$tmp/etc/mpi/|")
+  # The launcher pod: a namespace of its own (its eth0 is the address its workers reach, and it
+  # resolves their names), with only the operator's variables and the test's shorter timeout.
+  ip netns add "$(ns 5)"
+  ip link add veth213-5 type veth peer name eth0 netns "$(ns 5)"
+  ip link set veth213-5 master "$bridge" up
+  ip -n "$(ns 5)" addr add 10.213.0.5/24 dev eth0
+  ip -n "$(ns 5)" link set eth0 up
+  ip -n "$(ns 5)" link set lo up
+  mkdir -p "/etc/netns/$(ns 5)"
+  printf '127.0.0.1 localhost\n%s' "$pod_names" >"/etc/netns/$(ns 5)/hosts"
+  launcher=(ip netns exec "$(ns 5)" env -i PATH="$PATH" HOME="$tmp" COHORT_TIMEOUT_SECONDS=20
+    "${launcher_env[@]}" "$cohortrun" "${ssh_flags[@]}" --network-interface eth0)
+  if [[ $scenario == mpijob ]]; then  # discovery: two pods' names, slotsPerWorker 2 each
+    "${launcher[@]}" --host-discovery-script "$tmp/etc/mpi/discover_hosts.sh" --min-np 2 \
+      --max-np 6 "$worker" "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2 \
+      >"$tmp/out" 2>"$tmp/err" &
+    job=$!
+    wait_for "$tmp/out" "$(epoch_at 4 0)"
+    touch "$tmp/stop"
+    trained_once
+  else  # no hosts given: the hostfile, as mpirun reads it
+    "${launcher[@]}" "$hello" >"$tmp/out" 2>"$tmp/err" || fail "the hostfile job failed"
+    [[ $(grep -c "of 4 (gloo): sum of ranks = 6, ranks counted = 4$" "$tmp/out") -eq 4 ]] ||
+      fail "not 4 ranks on the hostfile's 2 hosts of 2 slots"
+  fi
+  no_workers_left
   ;;
 *)
   fail "unknown scenario"
