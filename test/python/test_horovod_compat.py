@@ -56,6 +56,7 @@ def test_broadcast_gradient_is_averaged_at_root_and_zero_elsewhere():
 
 # --- 2. a dropped handle does not block; a name in flight twice raises Horovod's error ---------
 
+@pytest.mark.multi_rank
 def test_dropped_handle_does_not_block_and_a_name_in_flight_twice_raises():
     t = torch.arange(4.0)
     if hvd.rank() == 0:
@@ -176,6 +177,7 @@ def test_distributed_optimizer_with_sparse_gradients():
     torch.testing.assert_close(model.weight.detach(), want)
 
 
+@pytest.mark.multi_rank
 def test_remove_process_set_as_horovod():
     n, me = hvd.size(), hvd.rank()
     assert hvd.remove_process_set(hvd.global_process_set) is False  # as Horovod: never removed
