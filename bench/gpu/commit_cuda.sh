@@ -4,8 +4,9 @@
 # process. Prints a markdown table (title, command, one row per model); log in OUT_DIR. Exits 77
 # without a GPU. --quick: the 25M-parameter MLP only, fewer repeats.
 #   bench/gpu/commit_cuda.sh BUILD_DIR OUT_DIR [--quick]
+# needs: cohort_python
 set -euo pipefail
-source "$(dirname "$0")/python_lib.sh"
+source "$(dirname "$0")/lib/python_bench.sh"
 gpu_python_setup commit_cuda "$@"
 
 args=(--models mlp25m,mlp500m --repeats 10)

@@ -6,11 +6,12 @@
 # programs with --device cuda. Both must end with identical parameters on every rank. Prints a
 # markdown table (title, command, one row per system); logs in OUT_DIR. Exits 77 without a GPU.
 #   bench/gpu/torch_step.sh BUILD_DIR OUT_DIR [--quick]
+# needs: cohortrun cohort_python
 set -euo pipefail
-source "$(dirname "$0")/python_lib.sh"
+source "$(dirname "$0")/lib/python_bench.sh"
 gpu_python_setup torch_step "$@"
 
-steps=(--warmup 20 --steps 300)
+steps=(--warmup 10 --steps 200)
 [[ $quick == 1 ]] && steps=(--warmup 5 --steps 40)
 args=(--models digits --device cuda "${steps[@]}")
 step=$root/bench/peers/step

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# What the Python GPU benchmarks (bench/gpu/torch_step.sh, commit_cuda.sh) share, sourced by each:
+# What the Python GPU benchmarks (bench/gpu/torch_step.sh, commit_cuda.sh) share, sourced by each
+# (kept in lib/, since scripts/gpu/check.sh runs every bench/gpu/*.sh as a benchmark):
 # their arguments, the Python that BUILD_DIR's cohort package was built for, and the skip (exit 77,
 # one line saying why) when that Python's torch sees no usable GPU.
-#   source python_lib.sh; gpu_python_setup NAME "$@"   (sets root build out quick python pypath)
+#   source lib/python_bench.sh; gpu_python_setup NAME "$@"   (sets root build out quick python pypath)
 gpu_python_setup() {
   local name=$1
   shift
@@ -10,7 +11,7 @@ gpu_python_setup() {
     echo "usage: bench/gpu/$name.sh BUILD_DIR OUT_DIR [--quick]" >&2
     exit 2
   fi
-  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
   build=$(cd "$1" && pwd) out=$2 quick=0
   [[ ${3:-} == --quick ]] && quick=1
   mkdir -p "$out"
