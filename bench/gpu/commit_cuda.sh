@@ -6,10 +6,11 @@
 #   bench/gpu/commit_cuda.sh BUILD_DIR OUT_DIR [--quick]
 # needs: cohort_python
 set -euo pipefail
+# shellcheck source=lib/python_bench.sh
 source "$(dirname "$0")/lib/python_bench.sh"
 gpu_python_setup commit_cuda "$@"
 
-args=(--models mlp25m,mlp500m --repeats 10)
+args=(--models "mlp25m,mlp500m" --repeats 10)
 [[ $quick == 1 ]] && args=(--models mlp25m --repeats 5)
 log=$out/commit_cuda.log
 PYTHONPATH=$pypath timeout 120 "$python" "$root/bench/gpu/commit_cuda.py" "${args[@]}" \

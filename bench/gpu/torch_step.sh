@@ -8,6 +8,7 @@
 #   bench/gpu/torch_step.sh BUILD_DIR OUT_DIR [--quick]
 # needs: cohortrun cohort_python
 set -euo pipefail
+# shellcheck source=lib/python_bench.sh
 source "$(dirname "$0")/lib/python_bench.sh"
 gpu_python_setup torch_step "$@"
 

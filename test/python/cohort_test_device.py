@@ -34,11 +34,13 @@ def unusable():
     return None
 
 
-def device():
-    """This rank's device: cpu, or cuda:<local rank modulo the GPUs present>."""
+def device(local_rank=None):
+    """This rank's device: cpu, or cuda:<local rank modulo the GPUs present>; the local rank is
+    cohortrun's COHORT_LOCAL_RANK unless given (hvd.local_rank() once initialized)."""
     if not is_cuda():
         return torch.device("cpu")
-    local_rank = int(os.environ.get("COHORT_LOCAL_RANK", "0"))
+    if local_rank is None:
+        local_rank = int(os.environ.get("COHORT_LOCAL_RANK", "0"))
     return torch.device("cuda", local_rank % torch.cuda.device_count())
 
 

@@ -64,7 +64,7 @@ def maybe_fail(args, step):
 def main():
     args = parse()
     hvd.init()
-    device = cohort_test_device.device()
+    device = cohort_test_device.device(hvd.local_rank())
     if device.type == "cuda":
         torch.cuda.set_device(device)
     log(f"device {device}")
