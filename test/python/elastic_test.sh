@@ -5,9 +5,17 @@
 # with 2 workers and end with rank 0's exactly-once check of the committed history.
 # With SCENARIO python_drain, rank 2, alone on a second host, sends itself SIGTERM instead: it
 # drains at its next commit, exits 0, and its host leaves; the same checks follow.
+# With COHORT_TEST_DEVICE=cuda the workers train on the GPU (elastic_train.py), all sharing it; with
+# no usable GPU this prints one SKIP line and exits 77.
 #   elastic_test.sh COHORTRUN PYTHON [python_kill|python_drain]
 set -euo pipefail
 cohortrun=$1 python=$2 scenario=${3:-python_kill}
+if [[ ${COHORT_TEST_DEVICE:-cpu} == cuda ]]; then
+  why=$(cd "$(dirname "$0")" &&
+    "$python" -c 'import cohort_test_device as d; print(d.unusable() or "")' 2>&1) ||
+    { echo "FAIL: cannot tell whether the GPU is usable: $why"; exit 1; }
+  [[ -z $why ]] || { echo "SKIP ($scenario on cuda): $why"; exit 77; }
+fi
 worker=$python
 source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
 
@@ -29,6 +37,7 @@ else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and dra
   expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1')"
   expect_no "$tmp/err" ".*exited with status.*"
 fi
+expect "$tmp/out" "\[0\] elastic_train: device ${COHORT_TEST_DEVICE:-cpu}.*"
 expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[01]"
 expect "$tmp/out" "\[0\] elastic_train: finished epochs=2 resets=1"
 expect "$tmp/out" "\[0\] elastic_train: exactly once: 2 epochs of 60 samples"

@@ -6,8 +6,13 @@ ElasticSampler, commits every few steps, and records in its TorchState, per epoc
 ranks trained (allgathered each step). At the end rank 0 checks that the committed history trains
 each sample exactly once per epoch and prints "elastic_train: exactly once".
 
-Log lines: "elastic_train: start rank=R size=S resets=N epoch=E", "elastic_train: epoch E done
-rank=R size=S", "elastic_train: failing at step K", "elastic_train: finished epochs=E resets=N".
+With COHORT_TEST_DEVICE=cuda (cohort_test_device.py) the data, the model and the optimizer's state
+live on the GPU (the rank's local rank modulo the GPUs present), so the TorchState commits and
+restores CUDA state and the gradients are reduced on the device; the sample ids stay host
+bookkeeping.
+
+Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E",
+"elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K", "elastic_train: finished epochs=E resets=N".
 """
 
 import argparse
@@ -18,6 +23,7 @@ import sys
 import torch
 
 import cohort.torch as hvd
+import cohort_test_device
 
 
 def parse():
@@ -58,12 +64,16 @@ def maybe_fail(args, step):
 def main():
     args = parse()
     hvd.init()
+    device = cohort_test_device.device(hvd.local_rank())
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    log(f"device {device}")
     torch.manual_seed(0)
     features = torch.randn(args.samples, 3)
     targets = features @ torch.tensor([[1.0], [-1.0], [2.0]])
-    dataset = torch.utils.data.TensorDataset(features, targets)
+    dataset = torch.utils.data.TensorDataset(features.to(device), targets.to(device))
 
-    model = torch.nn.Linear(3, 1)
+    model = torch.nn.Linear(3, 1).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
                                          op=hvd.Sum)
@@ -102,6 +112,12 @@ def main():
     train(state)
 
     if hvd.rank() == 0:
+        held = {t.device for t in model.state_dict().values()}
+        held |= {t.device for s in optimizer.state.values() for t in s.values()
+                 if torch.is_tensor(t) and t.numel() > 1}
+        if held != {device}:
+            log(f"FAILED: the trained state is on {sorted(map(str, held))}, not {device}")
+            sys.exit(1)
         for epoch, ids in sorted(state.history.items()):
             if sorted(ids) != list(range(args.samples)):
                 log(f"FAILED: epoch {epoch} trained {len(ids)} samples, "

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import cohort.torch as hvd
+import cohort_test_device
 
 
 def test_calls_before_init_raise_not_initialized():
@@ -49,7 +50,7 @@ def test_world_shape():
     assert hvd.local_size() == hvd.size()  # one host
     assert hvd.local_rank() == hvd.rank()
     assert hvd.cross_size() == 1 and hvd.cross_rank() == 0
-    assert hvd.gloo_enabled() and not hvd.mpi_enabled()
+    assert hvd.gloo_enabled() == (hvd.size() > 1) and not hvd.mpi_enabled()  # np 1: no peers
     assert hvd.global_process_set.ranks == list(range(hvd.size()))
 
 
@@ -243,6 +244,7 @@ def test_join_with_uneven_data():
     assert hvd.join() in range(n)
 
 
+@pytest.mark.multi_rank
 def test_process_set():
     ps = hvd.add_process_set([0, 1])
     assert ps.ranks == [0, 1] and ps.size() == 2
@@ -278,6 +280,7 @@ def test_bad_input_raises_precisely():
                                torch.full((1,), float(hvd.size())))
 
 
+@pytest.mark.multi_rank
 def test_mismatched_shapes_raise_on_every_rank_and_runtime_goes_on():
     x = torch.ones(2 + hvd.rank())
     with pytest.raises(hvd.MismatchError) as info:
@@ -296,7 +299,9 @@ def test_thread_submits_while_another_waits():
     results = {}
 
     def worker():
-        results["thread"] = hvd.allreduce(torch.full((4,), 2.0), op=hvd.Sum, name="thread.a")
+        # torch's default device is per thread: this one's tensor goes on the test's device too.
+        results["thread"] = hvd.allreduce(torch.full((4,), 2.0, device=cohort_test_device.device()),
+                                          op=hvd.Sum, name="thread.a")
 
     t = threading.Thread(target=worker)
     t.start()

@@ -56,6 +56,7 @@ def test_broadcast_gradient_is_averaged_at_root_and_zero_elsewhere():
 
 # --- 2. a dropped handle does not block; a name in flight twice raises Horovod's error ---------
 
+@pytest.mark.multi_rank
 def test_dropped_handle_does_not_block_and_a_name_in_flight_twice_raises():
     t = torch.arange(4.0)
     if hvd.rank() == 0:
@@ -176,6 +177,7 @@ def test_distributed_optimizer_with_sparse_gradients():
     torch.testing.assert_close(model.weight.detach(), want)
 
 
+@pytest.mark.multi_rank
 def test_remove_process_set_as_horovod():
     n, me = hvd.size(), hvd.rank()
     assert hvd.remove_process_set(hvd.global_process_set) is False  # as Horovod: never removed
@@ -317,3 +319,32 @@ def test_optimizer_names_every_parameter_alike_on_every_rank():
     names = opt._parameter_names  # pylint: disable=protected-access
     assert len(names) == 4 and len(set(names.values())) == 4
     assert all(n == set(names.values()) for n in hvd.allgather_object(set(names.values())))
+
+
+# --- 7. the package's own host tensors ignore torch's default device ---------------------------
+
+@pytest.mark.skipif(not hasattr(torch, "get_default_device"), reason="torch 2.3 or newer")
+def test_host_metadata_is_made_on_the_cpu_whatever_the_default_device():
+    # torch.set_default_device("cuda") is common in GPU scripts; the package's own bookkeeping
+    # tensors (the optimizer state a non-root rank receives, allgather's row counts, alltoall's
+    # splits) must stay on the CPU, like the calls' CPU tensors. "meta" stands in for "cuda" here.
+    n, me = hvd.size(), hvd.rank()
+    model = torch.nn.Linear(2, 2, device="cpu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    if me == 0:  # only root has state: the others receive its tensors
+        model(torch.ones(1, 2, device="cpu")).sum().backward()
+        opt.step()
+    x = torch.full((1, 2), float(me), device="cpu", requires_grad=True)
+    previous = torch.get_default_device()
+    torch.set_default_device("meta")
+    try:
+        hvd.broadcast_optimizer_state(opt, root_rank=0)
+        gathered = hvd.allgather(x, name="meta.gather")  # differentiable: counts the rows
+        sent = torch.arange(n, dtype=torch.float32, device="cpu")
+        received = hvd.alltoall(sent, splits=[1] * n, name="meta.alltoall")[0]
+    finally:
+        torch.set_default_device(previous)
+    for p in model.parameters():
+        assert opt.state[p]["momentum_buffer"].device.type == "cpu"
+    assert gathered.device.type == "cpu" and gathered.shape == (n, 2)
+    torch.testing.assert_close(received, torch.full((n,), float(me), device="cpu"))

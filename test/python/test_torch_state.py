@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import cohort.torch as hvd
+from cohort_test_device import host_randn
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -31,7 +32,7 @@ def make_model(seed=0):
 
 def train_step(model, opt, step):
     g = torch.Generator().manual_seed(100 * step + hvd.rank())
-    x, y = torch.randn(6, 4, generator=g), torch.randn(6, 2, generator=g)
+    x, y = host_randn(6, 4, generator=g), host_randn(6, 2, generator=g)
     opt.zero_grad()
     F.mse_loss(model(x), y).backward()
     opt.step()

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import cohort.torch as hvd
+from cohort_test_device import host_randn
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -29,7 +30,7 @@ def make_model(seed=0):
 def batch(rank, step, micro=0, rows=5):
     """Rank r's data at a step: deterministic, so every rank can build every rank's batch."""
     g = torch.Generator().manual_seed(1000 * step + 100 * micro + rank)
-    return torch.randn(rows, 4, generator=g), torch.randn(rows, 2, generator=g)
+    return host_randn(rows, 4, generator=g), host_randn(rows, 2, generator=g)
 
 
 def loss_of(model, x, y):
@@ -228,6 +229,7 @@ def test_elastic_run_outside_elastic_mode_and_exceptions():
         bad.commit()
 
 
+@pytest.mark.cpu_only("a DataLoader's forked workers read a host data set")
 def test_elastic_sampler_and_dataloader_with_workers():
     dataset = torch.utils.data.TensorDataset(torch.arange(50, dtype=torch.float32))
     sampler = hvd.elastic.ElasticSampler(dataset, seed=3)
@@ -274,7 +276,7 @@ def test_horovod_style_script_runs_unchanged():
     w = torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
     first = last = None
     for epoch in range(15):
-        x = torch.randn(32, 4, generator=g)
+        x = host_randn(32, 4, generator=g)
         y = x @ w
         optimizer.zero_grad()
         loss = F.mse_loss(model(x), y)

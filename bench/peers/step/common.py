@@ -4,10 +4,12 @@ Each harness (step_<system>.py) only joins its job and hands over a System: how 
 model and an SGD optimizer for data-parallel training (its own wrapper, the way its docs say),
 an in-place sum allreduce and a barrier. Models, batches, warm-up, the timed steps, the check that
 every rank ends with identical parameters and the RESULT lines are the same for all. Works with
-any Python 3 and torch >= 1.13.
+any Python 3 and torch >= 1.13. ``--device cuda`` puts the model and the batches on the rank's GPU
+(local rank modulo the GPUs present; bench/gpu/torch_step.sh), timed up to the GPU's completion.
 """
 
 import hashlib
+import os
 import time
 from dataclasses import dataclass
 
@@ -39,12 +41,32 @@ def parse_args(argv=None):
                    + ", ".join(SETTINGS))
     p.add_argument("--warmup", type=int, help="untimed steps per model (default: per model)")
     p.add_argument("--steps", type=int, help="timed steps per model (default: per model)")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="where the model and batches live (cuda: the local rank's GPU)")
     args = p.parse_args(argv)
     args.models = args.models.split(",")
     for name in args.models:
         if name not in SETTINGS:
             p.error(f"unknown model '{name}' (known: {', '.join(SETTINGS)})")
     return args
+
+
+def device_of(args):
+    """The rank's device: cpu, or the GPU of its local rank (cohortrun's or torchrun's)."""
+    if args.device == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError("--device cuda: torch sees no usable CUDA GPU")
+    local = int(os.environ.get("COHORT_LOCAL_RANK", os.environ.get("LOCAL_RANK", "0")))
+    device = torch.device("cuda", local % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
+def finish(device):
+    """Waits for the device's queued work (nothing to wait for on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def setting(args, name):
@@ -63,7 +85,7 @@ def digest(model):
     in a sum over a few ranks)."""
     h = hashlib.sha256()
     for p in model.parameters():
-        h.update(p.detach().contiguous().view(-1).numpy().tobytes())
+        h.update(p.detach().cpu().contiguous().view(-1).numpy().tobytes())
     d = h.digest()
     return torch.tensor([int.from_bytes(d[i:i + 3], "big") for i in range(0, 12, 3)],
                         dtype=torch.float64)
@@ -91,25 +113,29 @@ def train_step(module, optimizer, x, y):
 def run_model(args, system, name):
     """Warm-up, then the timed steps of one model; prints this rank's RESULT line."""
     s = setting(args, name)
-    model = models.build(name)
+    device = device_of(args)
+    model = models.build(name).to(device)
     module, optimizer = system.prepare(name, model, sgd(model))
     total = s.warmup + s.steps
     # Each rank its own data; generated before the loop so that only training is timed.
     batches = [models.batch(name, s.batch, i * system.world + system.rank) for i in range(total)]
+    batches = [(x.to(device), y.to(device)) for x, y in batches]
     for x, y in batches[:s.warmup]:
         train_step(module, optimizer, x, y)
         system.check_step(name)
+    finish(device)
     system.barrier()
     start, cpu = time.perf_counter(), time.process_time()
     for x, y in batches[s.warmup:]:
         train_step(module, optimizer, x, y)
         system.check_step(name)
+    finish(device)
     ms = (time.perf_counter() - start) / s.steps * 1e3
     cpu_ms = (time.process_time() - cpu) / s.steps * 1e3  # every thread of this process
     check_identical(system, name, model)
     harness.result("step", args, np=system.world, rank=system.rank, model=name,
                    params=models.parameters(model), batch=s.batch, steps=s.steps, ms=f"{ms:.2f}",
-                   cpu_ms=f"{cpu_ms:.2f}")
+                   cpu_ms=f"{cpu_ms:.2f}", device=device.type)
 
 
 def run(args, system):

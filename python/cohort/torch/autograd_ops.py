@@ -25,7 +25,8 @@ def _my_rows(grads, rows, set_id):
 
 
 def _rows_of_every_rank(tensors, set_id):
-    counts = torch.tensor([t.shape[0] if t.dim() > 0 else 1 for t in tensors], dtype=torch.int64)
+    counts = torch.tensor([t.shape[0] if t.dim() > 0 else 1 for t in tensors], dtype=torch.int64,
+                          device="cpu")  # host metadata, whatever torch's default device
     return _C.allgather(counts.reshape(1, -1), set_id, "").t().tolist()
 
 

@@ -104,7 +104,10 @@ def broadcast_optimizer_state(optimizer, root_rank, model=None, process_set=glob
     if not is_root:
         slots = []
         _collect_slots(skeleton, slots)
-        tensors = [torch.empty(s.shape, dtype=s.dtype) for s in sorted(slots, key=lambda s: s.index)]
+        # Root split off its CPU tensors only (_split_tensors): these are CPU tensors too, whatever
+        # torch's default device is (torch.set_default_device('cuda') would make them CUDA ones).
+        tensors = [torch.empty(s.shape, dtype=s.dtype, device="cpu")
+                   for s in sorted(slots, key=lambda s: s.index)]
     handles = [mpi_ops.broadcast_async_(t, root_rank, name=f"optimizer_state.{i}",
                                         process_set=process_set)
                for i, t in enumerate(tensors)]

@@ -303,7 +303,7 @@ def _splits_tensor(splits):
         return None
     if isinstance(splits, torch.Tensor):
         return splits
-    return torch.tensor(list(splits), dtype=torch.int64)
+    return torch.tensor(list(splits), dtype=torch.int64, device="cpu")
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=global_process_set):
