@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154,SC2034  # mode, root, build, python, work... come from check.sh
 # The steps of scripts/gpu/check.sh that know the machine: what it has (describe_environment), the
 # carried dependencies (setup_deps), the CMake arguments of each mode (configure_arguments) and
 # what the configure log must show (check_configure_log), and the benchmark runner (run_benches).
@@ -24,7 +25,7 @@ describe_environment() {
     echo "| Commit | $sha |"
     echo "| GPU | $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader \
       2>/dev/null | paste -sd ';' | grep . || echo none) |"
-    echo "| nvcc | $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none) |"
+    echo "| nvcc | $("$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none) |"
     echo "| NCCL wheel | $(nccl_wheel_dir || echo none) $("$python" -c \
       'import importlib.metadata as m; print(m.version("nvidia-nccl-cu13"))' 2>/dev/null) |"
     echo "| Python | $python $("$python" -c 'import sys; print(sys.version.split()[0])') |"
@@ -77,6 +78,8 @@ configure_arguments() {
   torch_prefix=$("$python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
   pybind11_dir=$("$python" -m pybind11 --cmakedir 2>/dev/null)
   [[ -d /usr/local/cuda/bin ]] && export PATH=/usr/local/cuda/bin:$PATH
+  # The machine runs as root: Open MPI refuses that unless told.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   # H100 and H200 are sm_90; torch's CUDA config needs a list, Cohort compiles no CUDA with it.
   export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0}
   if [[ -n $wheel ]]; then

@@ -28,12 +28,25 @@ def ninja_knows(build, target):
                           capture_output=True).returncode == 0
 
 
+def add_test_commands(build):
+    """{test: [args]} from the CTestTestfile.cmake files: ctest's own listing leaves out the
+    command of a test whose program is not built yet."""
+    commands = {}
+    for testfile in Path(build).rglob("CTestTestfile.cmake"):
+        for line in testfile.read_text(errors="replace").splitlines():
+            m = re.match(r"add_test\(\[(=*)\[(.+?)\]\1\] (.*)\)$", line)
+            if m:
+                commands[m.group(2)] = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(3))
+    return commands
+
+
 def test_targets(build, root):
     listing = subprocess.run(["ctest", "--test-dir", build, "-L", "gpu", "-N",
                               "--show-only=json-v1"], capture_output=True, text=True, check=True)
+    commands = add_test_commands(build)
     wanted = []
     for test in json.loads(listing.stdout).get("tests", []):
-        for arg in test.get("command", []):
+        for arg in test.get("command") or commands.get(test["name"], []):
             if arg.startswith(build + "/"):
                 wanted.append(os.path.relpath(arg, build))
             elif arg.endswith("_NOT_BUILT"):
@@ -73,10 +86,11 @@ def verdict(console_log, mode):
 
 def main(argv):
     what = argv[1]
-    if what == "tests":
-        print("\n".join(test_targets(os.path.abspath(argv[2]), argv[3])))
-    elif what == "bench":
-        print("\n".join(bench_targets(argv[3])))
+    if what in ("tests", "bench"):
+        build = os.path.abspath(argv[2])
+        targets = test_targets(build, argv[3]) if what == "tests" else bench_targets(argv[3])
+        for t in targets:
+            print(t)
     elif what == "verdict":
         return verdict(argv[3], argv[4])
     return 0
