@@ -37,3 +37,13 @@ def outputs(last_test_log):
 
 def tail(text, lines):
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def telling_line(text, status):
+    """The line that says most about a result: for a skip, the last that says why (mentions a
+    skip or a GPU); else the last with a letter or digit (not mpirun's rule of dashes)."""
+    lines = [line for line in text.splitlines() if re.search(r"[A-Za-z0-9]", line)]
+    if status == "Skipped":
+        why = [line for line in lines if re.search(r"skip|gpu|cuda", line, re.I)]
+        lines = why or lines
+    return lines[-1].strip() if lines else ""

@@ -3,6 +3,7 @@
       every program of their commands that the build makes, cohort_python where their
       environment points PYTHONPATH into the build, and cohort_gpu_tests (test/CMakeLists.txt),
       which GPU test programs found by catch_discover_tests join (ctest lists those only built)
+      Targets this build does not have are named on stderr and left out.
   gpu_targets.py bench BUILD ROOT   the targets bench/gpu/*.sh name on a line `# needs: a b`;
       `all` when a script names none
   gpu_targets.py verdict BUILD CONSOLE_LOG MODE   exit 1 when a gpu test failed or timed out,
@@ -89,7 +90,9 @@ def main(argv):
     if what in ("tests", "bench"):
         build = os.path.abspath(argv[2])
         targets = test_targets(build, argv[3]) if what == "tests" else bench_targets(argv[3])
-        for t in targets:
+        for t in [t for t in targets if t != "all" and not ninja_knows(build, t)]:
+            print(f"gpu_targets: this build has no target {t}", file=sys.stderr)
+        for t in [t for t in targets if t == "all" or ninja_knows(build, t)]:
             print(t)
     elif what == "verdict":
         return verdict(argv[3], argv[4])

@@ -32,7 +32,7 @@ def tests_section(work):
                       "`gpu` (logs/tests.log)."]
     out += ["| Test | Result | Seconds | Last line of output |", "|---|---|---|---|"]
     for name, status, secs in results:
-        last = ctest_log.tail(outputs.get(name, ""), 1).replace("|", "\\|")[:160]
+        last = ctest_log.telling_line(outputs.get(name, ""), status).replace("|", "\\|")[:160]
         out.append(f"| {name} | {status} | {secs:.1f} | {last} |")
     for name, status, _ in results:
         if status not in ("Passed", "Skipped"):
