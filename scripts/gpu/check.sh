@@ -40,7 +40,15 @@ deadline=$((start + deadline_s))
 out=${out:-$root/gpu-check-out}
 if [[ $mode == device ]]; then
   build=${build:-$root/build-gpu}
-  python=${python:-$(command -v python3)}
+  # The image's torch lives in /opt/torch/.venv, whose bin/ also holds cmake and ninja: used
+  # when the python3 on PATH has no torch, and its bin/ put on PATH when cmake or ninja is missing.
+  if [[ -z $python ]]; then
+    python=$(command -v python3)
+    "$python" -c 'import torch' 2>/dev/null || python=/opt/torch/.venv/bin/python3
+  fi
+  if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then
+    PATH=$(dirname "$python"):$PATH
+  fi
 else
   build=${build:-$root/build-gpu-rehearsal}
   python=${python:-/usr/bin/python3}
