@@ -21,12 +21,13 @@ for f in $gloo_targets; do
   # shellcheck disable=SC2016  # ${_IMPORT_PREFIX} is CMake's, set by GlooTargets.cmake
   sed -i 's|"/usr/lib/|"${_IMPORT_PREFIX}/lib/|g' "$f"
 done
+# Every versioned name (libhiredis.so.0.14 is a soname too, not only libx.so.N) the system's
+# loader does not know; a name no library asks for does no harm.
 system_sonames=$(ldconfig -p | awk '{print $1}')
 while IFS= read -r lib; do
   name=$(basename "$lib")
   grep -qxF "$name" <<<"$system_sonames" && continue
   ln -sf "$(readlink -f "$lib")" "$prefix/runtime-lib/$name"
-done < <(find "$prefix/usr/lib" "$prefix/lib" -name '*.so.[0-9]*' 2>/dev/null |
-  grep -E '\.so\.[0-9]+$' || true)
+done < <(find "$prefix/usr/lib" "$prefix/lib" -name '*.so.[0-9]*' 2>/dev/null || true)
 echo "unpack-deps: $(ls "$debs"/*.deb | wc -l) packages in $prefix;" \
-  "the image lacks: $(ls "$prefix/runtime-lib" | tr '\n' ' ')(on LD_LIBRARY_PATH)"
+  "runtime-lib (names the loader lacks): $(ls "$prefix/runtime-lib" | tr "\n" " ")"

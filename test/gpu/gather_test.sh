@@ -2,7 +2,8 @@
 # scripts/gpu/gather.sh gathers all the GPU image lacks: downloads the packages (skipped, exit 77,
 # when the Debian mirror cannot be reached), unpacks them (scripts/gpu/unpack-deps.sh) and
 # configures and builds a small program against that prefix alone (the system's packages hidden
-# from find_package): Gloo, cereal, Catch2 2 and CLI11 as Cohort asks for them.
+# from find_package): Gloo, cereal, Catch2 2 and CLI11 as Cohort asks for them; and on a bare
+# image (no library known to ldconfig) the libraries Gloo needs come from the prefix.
 #   gather_test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
 src=${1:?usage: gather_test.sh SOURCE_DIR WORK_DIR}
@@ -60,4 +61,21 @@ cmake --build "$work/probe/build" >"$work/build.log" 2>&1 || { cat "$work/build.
 LD_LIBRARY_PATH="$work/prefix/runtime-lib" "$work/probe/build/probe" || { echo "FAIL: run"; exit 1; }
 ldd "$work/probe/build/probe" | grep -q "$work/prefix/usr/lib/libgloo.so" ||
   { ldd "$work/probe/build/probe"; echo "FAIL: probe does not load the gathered libgloo"; exit 1; }
-echo "PASS (gathered Gloo, cereal, Catch2 2, CLI11 configure, build and run)"
+
+# A bare image (an ldconfig that knows no library): every library Gloo needs that the packages
+# hold must then be loaded from the prefix's runtime-lib (libhiredis.so.0.14 among them).
+mkdir -p "$work/shim"
+printf '#!/bin/sh\nexit 0\n' >"$work/shim/ldconfig"
+chmod +x "$work/shim/ldconfig"
+PATH=$work/shim:$PATH bash "$src/scripts/gpu/unpack-deps.sh" "$work/debs" "$work/bare" >/dev/null ||
+  { echo "FAIL: unpack for a bare image"; exit 1; }
+checked=0
+while read -r name _ path _; do
+  [[ -n $(find "$work/bare/usr" "$work/bare/lib" -name "$name" 2>/dev/null) ]] || continue
+  [[ $path == "$work/bare/runtime-lib/"* ]] ||
+    { echo "FAIL: on a bare image $name would come from $path"; exit 1; }
+  checked=$((checked + 1))
+done < <(LD_LIBRARY_PATH="$work/bare/runtime-lib" ldd "$work/bare/usr/lib/libgloo.so.0" | grep '=>')
+((checked >= 4)) || { echo "FAIL: only $checked of Gloo's libraries come from the packages"; exit 1; }
+echo "PASS (gathered Gloo, cereal, Catch2 2, CLI11 configure, build and run; on a bare image" \
+  "$checked libraries of Gloo's come from the prefix)"
