@@ -61,8 +61,14 @@ setup_deps() {
 }
 
 configure_arguments() {
-  local prefixes=${deps_prefix:+$deps_prefix/usr}
+  local prefixes=${deps_prefix:+$deps_prefix/usr} kind
   cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DPython3_EXECUTABLE=$python")
+  # The linker must find what libgloo.so needs (libhiredis.so.0.14) where the image lacks it.
+  if [[ -n $deps_prefix ]]; then
+    for kind in EXE SHARED MODULE; do
+      cmake_args+=("-DCMAKE_${kind}_LINKER_FLAGS=-Wl,-rpath-link,$deps_prefix/runtime-lib")
+    done
+  fi
   # CMake 4 refuses dependency configs that ask for policies older than 3.5.
   [[ $(cmake --version | grep -o '[0-9]*' | head -1) -ge 4 ]] &&
     cmake_args+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
