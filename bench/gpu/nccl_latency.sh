@@ -4,6 +4,7 @@
 # NCCL's launch) overhead.
 #   bench/gpu/nccl_latency.sh BUILD_DIR OUT_DIR [--quick]
 # Prints a markdown table on stdout; logs go to OUT_DIR. Exits 77 without a usable GPU.
+# needs: nccl_latency_bench cohortrun
 set -u
 build=${1:?usage: nccl_latency.sh BUILD_DIR OUT_DIR [--quick]}
 out=${2:?usage: nccl_latency.sh BUILD_DIR OUT_DIR [--quick]}

@@ -4,6 +4,7 @@
 # trip plus the host allreduce of the same bytes, both measured in the same run).
 #   bench/gpu/staged_allreduce.sh BUILD_DIR OUT_DIR [--quick]
 # Prints a markdown table on stdout; logs go to OUT_DIR. Exits 77 without a usable GPU.
+# needs: staged_allreduce_bench cohortrun
 set -u
 build=${1:?usage: staged_allreduce.sh BUILD_DIR OUT_DIR [--quick]}
 out=${2:?usage: staged_allreduce.sh BUILD_DIR OUT_DIR [--quick]}

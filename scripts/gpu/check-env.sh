@@ -129,6 +129,11 @@ run_benches() {
   for s in "$src"/bench/gpu/*.sh; do
     [[ -e $s ]] || continue
     name=$(basename "$s" .sh)
+    # --benches a,b|none (check.sh): only those.
+    if [[ -n ${COHORT_CHECK_BENCHES:-} && ,$COHORT_CHECK_BENCHES, != *,$name,* ]]; then
+      printf '%s\tnot asked for\t0\n' "$name" >>"$odir/results.tsv"
+      continue
+    fi
     budget=$((COHORT_CHECK_DEADLINE_EPOCH - $(date +%s) - 20))
     ((budget > 240)) && budget=240
     if ((budget < 5)); then

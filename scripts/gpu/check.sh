@@ -8,7 +8,11 @@
 #
 #   bash scripts/gpu/check.sh [--deadline-s N] [--out DIR] [--build-dir DIR] [--deps DIR]
 #                             [--python PY] [--commit SHA] [--stop-after STEP] [--rehearse]
+#                             [--tests-regex RE] [--benches a,b|none] [--ctest-jobs N]
 #                             [-D<cmake definition>...]
+# --tests-regex RE: only the gpu tests whose name matches RE (ctest -R); --benches: only these
+#   bench/gpu scripts (names without .sh), or none; --ctest-jobs: tests run at once (default 8 on
+#   the device, 2 in a rehearsal). For a second, shorter call that reruns what failed.
 # --rehearse: without a GPU (here, CI): Debian's torch (/usr/bin/python3), no NCCL or CUDA, and
 #   every gpu test and bench must skip (exit 77); used by the ctest test gpu_check.rehearsal.
 # --stop-after STEP: stop after configure or build_tests (checks the configure of device mode on a
@@ -19,6 +23,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 
 mode=device deadline_s=510 out=${OUT:-} build='' deps=$root/.gpu-deps python='' commit='' stop_after=''
+tests_regex='' ctest_jobs=''
+export COHORT_CHECK_BENCHES=''
 extra_cmake=()
 while (($#)); do
   case $1 in
@@ -30,6 +36,9 @@ while (($#)); do
     --python) python=$2; shift ;;
     --commit) commit=$2; shift ;;
     --stop-after) stop_after=$2; shift ;;
+    --tests-regex) tests_regex=$2; shift ;;
+    --benches) COHORT_CHECK_BENCHES=$2; shift ;;
+    --ctest-jobs) ctest_jobs=$2; shift ;;
     -D*) extra_cmake+=("$1") ;;
     *) echo "check.sh: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -149,7 +158,10 @@ else
 fi
 [[ $stop_after == build_tests ]] && exit 0
 
-ctest_args=(--test-dir "$build" -L gpu --output-on-failure --timeout 240 --no-tests=ignore)
+[[ $mode == device ]] && ctest_jobs=${ctest_jobs:-8}
+ctest_args=(--test-dir "$build" -L gpu --output-on-failure --timeout 240 --no-tests=ignore
+  -j "${ctest_jobs:-2}")
+[[ -n $tests_regex ]] && ctest_args+=(-R "$tests_regex")
 # With benchmarks to run, the tests leave them 120 s.
 tests_max=400
 compgen -G "$root/bench/gpu/*.sh" >/dev/null && tests_max=$(($(left) - reserve - 120))
