@@ -11,7 +11,7 @@
 namespace cohort {
 namespace {
 
-std::string quoted(std::string_view text) {
+std::string json_quoted(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') {
@@ -62,7 +62,7 @@ int Timeline::row(const std::string& tensor) {
   auto [it, added] = rows_.emplace(tensor, static_cast<int>(rows_.size()) + 1);
   if (added) {
     emit(R"({"name":"thread_name","ph":"M","pid":0,"tid":)" + std::to_string(it->second) +
-         R"(,"args":{"name":)" + quoted(tensor) + "}},\n");
+         R"(,"args":{"name":)" + json_quoted(tensor) + "}},\n");
   }
   return it->second;
 }
@@ -70,7 +70,7 @@ int Timeline::row(const std::string& tensor) {
 void Timeline::negotiation_started(const std::string& tensor, std::string_view op) {
   if (!enabled()) return;
   int tid = row(tensor);
-  emit(R"({"name":)" + quoted("NEGOTIATE_" + std::string(op)) + R"(,"ph":"B","pid":0,"tid":)" +
+  emit(R"({"name":)" + json_quoted("NEGOTIATE_" + std::string(op)) + R"(,"ph":"B","pid":0,"tid":)" +
        std::to_string(tid) + R"(,"ts":)" + std::to_string(now_us()) + "},\n");
 }
 
@@ -89,15 +89,15 @@ void Timeline::negotiation_ended(const std::string& tensor) {
 
 void Timeline::execution_started(const std::string& tensor, std::string_view op, size_t bytes) {
   if (!enabled()) return;
-  emit(R"({"name":)" + quoted(op) + R"(,"ph":"B","pid":0,"tid":)" + std::to_string(row(tensor)) +
-       R"(,"ts":)" + std::to_string(now_us()) + R"(,"args":{"bytes":)" + std::to_string(bytes) +
-       "}},\n");
+  emit(R"({"name":)" + json_quoted(op) + R"(,"ph":"B","pid":0,"tid":)" +
+       std::to_string(row(tensor)) + R"(,"ts":)" + std::to_string(now_us()) +
+       R"(,"args":{"bytes":)" + std::to_string(bytes) + "}},\n");
 }
 
 void Timeline::execution_ended(const std::string& tensor, std::string_view outcome) {
   if (!enabled()) return;
   emit(R"({"ph":"E","pid":0,"tid":)" + std::to_string(row(tensor)) + R"(,"ts":)" +
-       std::to_string(now_us()) + R"(,"args":{"outcome":)" + quoted(outcome) + "}},\n");
+       std::to_string(now_us()) + R"(,"args":{"outcome":)" + json_quoted(outcome) + "}},\n");
 }
 
 }  // namespace cohort

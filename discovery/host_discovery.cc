@@ -14,7 +14,7 @@ namespace cohort::discovery {
 namespace {
 
 // The text of a bad line as the user should see it: escaped, and short even if the line is not.
-std::string quoted(std::string_view text) {
+std::string quoted_text(std::string_view text) {
   return "'" + excerpt(std::string(text), 200, false) + "'";
 }
 
@@ -22,7 +22,7 @@ int line_slots(std::string_view text, const std::string& context) {
   bool digits = !text.empty() && text.size() <= 9 &&
                 std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits) {
-    throw InvalidArgument(context + ": slot count " + quoted(text) +
+    throw InvalidArgument(context + ": slot count " + quoted_text(text) +
                           " is not a whole number between 1 and 4096");
   }
   return parse_slots(text, context);
@@ -34,7 +34,7 @@ std::optional<HostSlots> parse_line(std::string_view line, int number, int defau
   if (content.empty()) return std::nullopt;
   std::string context = "line " + std::to_string(number);
   if (content.front() == '[') {
-    throw InvalidArgument(context + ": " + quoted(content) +
+    throw InvalidArgument(context + ": " + quoted_text(content) +
                           ": IPv6 address literals are not supported; use a host name");
   }
   // "host", "host:slots", "host:drain" or "host:slots:drain".
@@ -47,7 +47,7 @@ std::optional<HostSlots> parse_line(std::string_view line, int number, int defau
   size_t colon = content.find(':');
   std::string_view host = trim(content.substr(0, colon));
   if (!valid_host_name(host)) {
-    throw InvalidArgument(context + ": " + quoted(host) +
+    throw InvalidArgument(context + ": " + quoted_text(host) +
                           " is not a valid host name (letters, digits, '.', '-' and '_', "
                           "starting with a letter or digit)");
   }
