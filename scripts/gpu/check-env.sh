@@ -33,7 +33,7 @@ describe_environment() {
       "available:", torch.cuda.is_available(), "devices:", torch.cuda.device_count(),
       "NCCL", torch.cuda.nccl.version() if torch.cuda.is_available() else "-")' 2>&1 | tail -1) |"
     echo "| CMake | $(cmake --version | head -1) |"
-    echo "| Compiler | $(c++ --version | head -1) |"
+    echo "| Compiler | $(c++ --version | head -1); CC=${CC:-unset} CXX=${CXX:-unset} |"
     echo "| Host | $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(. /etc/os-release; echo "$PRETTY_NAME") |"
   } >"$md"
   cat "$md"
@@ -94,6 +94,14 @@ configure_arguments() {
     export LD_LIBRARY_PATH=$wheel/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   fi
   [[ -n $pybind11_dir ]] && cmake_args+=("-Dpybind11_DIR=$pybind11_dir")
+  # The distribution's compiler, not whatever CC/CXX name: the image's /opt/gcc links libstdc++
+  # statically, so libcohort.so carried a private libstdc++ whose symbols Gloo's calls then bound
+  # to inside python (which loads no libstdc++ of its own), and every 2-rank init crashed in
+  # gloo::rendezvous::Context::connectFullMesh (the first device check, 2026-11-27).
+  # test/package's packaging.shared_libstdcxx names that fault if it comes back.
+  if [[ -x /usr/bin/g++ && -x /usr/bin/gcc ]]; then
+    cmake_args+=(-DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CXX_COMPILER=/usr/bin/g++)
+  fi
   cmake_args+=(-DCOHORT_USE_NCCL=ON "-DCMAKE_PREFIX_PATH=${prefixes:+$prefixes;}$torch_prefix")
 }
 

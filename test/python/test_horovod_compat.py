@@ -252,6 +252,15 @@ def test_integer_scaling_and_average_truncate_as_horovod():
     n = hvd.size()
     for dtype in (torch.int32, torch.int64):
         seven = torch.full((4,), 7, dtype=dtype)
+        if seven.is_cuda:
+            # Device scaling is NCCL's PreMulSum, floating-point only (docs/horovod-compatibility.md):
+            # refused by name, on every rank alike, and the next collective still runs.
+            with pytest.raises(hvd.InvalidArgument, match="need a floating-point type"):
+                hvd.allreduce(seven, op=hvd.Sum, prescale_factor=0.5)
+            with pytest.raises(hvd.InvalidArgument, match="need a floating-point type"):
+                hvd.allreduce(seven)  # an average
+            torch.testing.assert_close(hvd.allreduce(seven, op=hvd.Sum), torch.full_like(seven, 7 * n))
+            continue
         got = hvd.allreduce(seven, op=hvd.Sum, prescale_factor=0.5)  # 3.5 on each rank
         torch.testing.assert_close(got, torch.full((4,), 3 * n, dtype=dtype))
         got = hvd.allreduce(-seven, op=hvd.Sum, prescale_factor=0.5)  # toward zero
