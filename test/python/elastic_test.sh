@@ -9,7 +9,7 @@
 set -euo pipefail
 cohortrun=$1 python=$2 scenario=${3:-python_kill}
 worker=$python
-source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
+source "$(dirname "$0")/../elastic_job/elastic_test_lib.sh"
 
 if [[ $scenario == python_kill ]]; then
   set_hosts localhost:3
