@@ -1,7 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
 // agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
-// Private to discovery/: nothing outside includes it.
+// Private to agent/: nothing outside includes it.
 #pragma once
 
 #include <atomic>

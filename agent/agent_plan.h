@@ -1,4 +1,4 @@
-// What agent mode decides from what the agents read in etcd (discovery/agent_records.h): whether
+// What agent mode decides from what the agents read in etcd (agent/agent_records.h): whether
 // a new round is needed, and who is in it at which rank. Pure: no store, no clock, no processes;
 // the agent's loop reads, calls these, and writes what they say.
 #pragma once

@@ -69,7 +69,7 @@ bool Agent::keep_round(AgentSnapshot& s, bool job_keys_lost) {
 }
 
 // The job's marker went with etcd's data: set it again, so that a job of another secret is still
-// refused its id (discovery/agent_job_id.h).
+// refused its id (agent/agent_job_id.h).
 void Agent::reclaim_job_id() {
   try {
     claim_job_id(store_, options_);

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-// Set for this file by discovery/CMakeLists.txt.
+// Set for this file by cohortrun/CMakeLists.txt.
 #if !defined(COHORT_VERSION) || !defined(COHORT_BUILT_NCCL) || !defined(COHORT_BUILT_CUDA) || \
     !defined(COHORT_BUILT_TORCH) || !defined(COHORT_BUILT_PYTHON)
 #error "build_info.cc needs COHORT_VERSION and COHORT_BUILT_{NCCL,CUDA,TORCH,PYTHON}"

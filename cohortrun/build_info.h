@@ -1,5 +1,5 @@
 // What this build of Cohort has: `cohortrun --version` and `cohortrun --check-build`. The facts
-// are fixed when cohortrun is compiled (discovery/CMakeLists.txt).
+// are fixed when cohortrun is compiled (cohortrun/CMakeLists.txt).
 #pragma once
 
 #include <string>

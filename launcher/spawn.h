@@ -17,7 +17,7 @@ struct SpawnIo {
   bool stdin_from_dev_null = false;
   int in_fd = -1;  // when set, becomes the child's stdin
   // The child is SIGKILLed when this process dies, however it dies: an agent's workers must not
-  // outlive it (discovery/agent_job.h). Costs a fork() instead of posix_spawn's vfork.
+  // outlive it (agent/agent_job.h). Costs a fork() instead of posix_spawn's vfork.
   bool die_with_parent = false;
 };
 

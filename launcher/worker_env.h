@@ -27,7 +27,7 @@ std::vector<std::string> elastic_worker_environment(const std::string& worker_id
                                                     const std::string& host,
                                                     const RendezvousEndpoint& rendezvous);
 
-// An agent's worker's environment (discovery/agent_job.h): its id, its listen address, the job
+// An agent's worker's environment (agent/agent_job.h): its id, its listen address, the job
 // secret (raw bytes; exported as hex), and the job's store on etcd: `prefix` and `etcd`'s
 // endpoints and TLS files.
 std::vector<std::string> agent_worker_environment(const std::string& worker_id,

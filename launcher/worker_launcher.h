@@ -1,5 +1,5 @@
 // Starting one worker process on its host. Local hosts are spawned directly; remote hosts go
-// through ssh (discovery/ssh_launcher.h) behind the same interface.
+// through ssh (launcher/ssh_launcher.h) behind the same interface.
 #pragma once
 
 #include <sys/types.h>

@@ -1,4 +1,4 @@
-// cohortrun's agent-mode settings that CLI11 cannot check (discovery/agent_cli.h).
+// cohortrun's agent-mode settings that CLI11 cannot check (agent/agent_cli.h).
 #include "agent/agent_cli.h"
 
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Agent mode's decisions (discovery/agent_plan.h) on views of a job, without etcd.
+// Agent mode's decisions (agent/agent_plan.h) on views of a job, without etcd.
 #include "agent/agent_plan.h"
 #include "agent/agent_planner.h"
 

@@ -1,4 +1,4 @@
-// The shapes of agent mode's records (discovery/agent_records.h): what agents write survives
+// The shapes of agent mode's records (agent/agent_records.h): what agents write survives
 // reading back, and text of any other shape is refused, saying why.
 #include "agent/agent_records.h"
 

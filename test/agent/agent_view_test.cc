@@ -1,4 +1,4 @@
-// What an agent reads of its job (discovery/agent_view.h): every kind of key under the job's
+// What an agent reads of its job (agent/agent_view.h): every kind of key under the job's
 // prefix, and records that do not parse left out.
 #include "agent/agent_view.h"
 

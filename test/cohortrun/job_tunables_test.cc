@@ -1,4 +1,4 @@
-// cohortrun's tunable flags (discovery/job_tunables.h) against the workers' own table of settings
+// cohortrun's tunable flags (cohortrun/job_tunables.h) against the workers' own table of settings
 // (core/config_table.h): every flag sets a variable the workers read, and accepts exactly the
 // values the workers accept, so a value cohortrun lets through never fails a worker at init().
 #include "cohortrun/job_tunables.h"

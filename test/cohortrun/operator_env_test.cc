@@ -1,4 +1,4 @@
-// The Kubernetes operators' variables read as cohortrun's flags (discovery/operator_env.h):
+// The Kubernetes operators' variables read as cohortrun's flags (cohortrun/operator_env.h):
 // tables of environment and flags in, options or the error out.
 #include "cohortrun/operator_env.h"
 

@@ -1,4 +1,4 @@
-// The launcher's and the workers' timeouts fit together (discovery/elastic_timeouts.h), by
+// The launcher's and the workers' timeouts fit together (elastic_job/elastic_timeouts.h), by
 // default and as checked when cohortrun starts.
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// cohortrun's output files (discovery/output_file.h): never opened through a symbolic link,
+// cohortrun's output files (launcher/output_file.h): never opened through a symbolic link,
 // never blocking on a FIFO, only regular files; the atomic rewrite never follows a planted link.
 #include "launcher/output_file.h"
 

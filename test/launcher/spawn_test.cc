@@ -1,4 +1,4 @@
-// Starting children (discovery/spawn.h): a child started with die_with_parent dies with the
+// Starting children (launcher/spawn.h): a child started with die_with_parent dies with the
 // process that started it, however that one dies; one that cannot be started reports why.
 #include "launcher/spawn.h"
 
