@@ -4,11 +4,11 @@
 
 #include "base/log.h"
 #include "launcher/job_signals.h"
-#include "launcher/supervisor.h"
 #include "launcher/worker_env.h"
 #include "launcher/worker_launcher.h"
 #include "rendezvous/hmac.h"
 #include "rendezvous/server.h"
+#include "static_job/supervisor.h"
 
 namespace cohort::discovery {
 namespace {

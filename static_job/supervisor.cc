@@ -1,4 +1,4 @@
-#include "launcher/supervisor.h"
+#include "static_job/supervisor.h"
 
 #include <poll.h>
 #include <sys/wait.h>
