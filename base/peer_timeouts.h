@@ -1,6 +1,6 @@
 // The rule that ties COHORT_TIMEOUT_SECONDS to COHORT_PEER_TIMEOUT_SECONDS, in one place for the
 // runtime's Config (core/config.cc) and for cohortrun's check of its workers' timeouts
-// (discovery/elastic_timeouts.cc): the collectives' timeout must be longer than the heartbeat's,
+// (elastic_job/elastic_timeouts.cc): the collectives' timeout must be longer than the heartbeat's,
 // so that a dead or frozen peer is named by the heartbeat before a collective merely times out.
 #pragma once
 

@@ -49,8 +49,8 @@ void ignore_sigpipe() {
   if (current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
 }
 
-// cohortrun's elastic mode already warned about timeouts it fitted (discovery/elastic_timeouts.h):
-// its workers only note it.
+// cohortrun's elastic mode already warned about timeouts it fitted
+// (elastic_job/elastic_timeouts.h): its workers only note it.
 void report_fitted_timeouts(const Config& config) {
   if (!config.timeouts_fitted) return;
   if (config.elastic() && config.etcd_endpoints.empty()) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "discovery/job_report.h"
-#include "discovery/seconds_text.h"
+#include "launcher/job_report.h"
+#include "launcher/seconds_text.h"
 
 namespace cohort::discovery {
 

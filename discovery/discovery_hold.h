@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "discovery/clock.h"
-#include "discovery/elastic_hosts.h"
-#include "discovery/hosts.h"
+#include "launcher/clock.h"
+#include "launcher/elastic_hosts.h"
+#include "launcher/hosts.h"
 
 namespace cohort::discovery {
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "discovery/clock.h"
-#include "discovery/hosts.h"
 #include "discovery/script_run.h"
+#include "launcher/clock.h"
+#include "launcher/hosts.h"
 
 namespace cohort::discovery {
 

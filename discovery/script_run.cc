@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "cohort/errors.h"
-#include "discovery/job_report.h"
-#include "discovery/spawn.h"
+#include "launcher/job_report.h"
+#include "launcher/spawn.h"
 
 namespace cohort::discovery {
 namespace {

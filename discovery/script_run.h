@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "discovery/clock.h"
+#include "launcher/clock.h"
 
 namespace cohort::discovery {
 

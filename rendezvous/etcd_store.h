@@ -39,7 +39,7 @@ class EtcdStore final : public Store {
   bool remove(const std::string& key, const Cancellation* cancel = nullptr) override;
   std::string describe() const override;
 
-  // What agents need beyond the Store (discovery/agent_*.h): keys that vanish with a lease,
+  // What agents need beyond the Store (agent/agent_*.h): keys that vanish with a lease,
   // listings of a key prefix, and waiting for any change under one.
 
   // Sets `key` under `lease` (an EtcdLease's id; 0: none).
@@ -52,7 +52,7 @@ class EtcdStore final : public Store {
   bool create(const std::string& key, const std::string& value, int64_t lease,
               const Cancellation* cancel = nullptr);
   // Like create, but any bytes at `key`, refused or not, block it: for a key whose presence alone
-  // says something (the job's marker, discovery/agent_job_id.h).
+  // says something (the job's marker, agent/agent_job_id.h).
   bool create_new(const std::string& key, const std::string& value,
                   const Cancellation* cancel = nullptr);
 

@@ -1,5 +1,5 @@
 // What elastic workers report to their launcher, beside the check-ins of elastic_protocol.h, for
-// its event log and metrics (discovery/job_events.h). Both are plain SETs in the elastic scope,
+// its event log and metrics (launcher/job_events.h). Both are plain SETs in the elastic scope,
 // best effort: a report that cannot be written is skipped, never a failure of the worker.
 //
 //   rank 0:       SET progress = Progress          (at a commit, at most once a second)

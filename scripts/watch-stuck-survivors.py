@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Catches an elastic worker that logged a failure and then does not check in for the next round:
-# reads the elastic tests' logs (/tmp/tmp.*/err, written by test/discovery/elastic_test_lib.sh and
+# reads the elastic tests' logs (/tmp/tmp.*/err, written by test/elastic_job/elastic_test_lib.sh and
 # the remote tests) every 0.2 s, and when a worker's "cohort ERROR" line is not followed by its
 # "checked in as entry" line within 2 s, dumps the threads of every trainer process with gdb into
 # OUT_DIR/stacks-<time>-<n>.txt, with the log's tail. The check-in lines are debug lines, so run

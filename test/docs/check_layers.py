@@ -6,11 +6,21 @@ path only of the targets that link it. This check is the rule itself, written on
 link added in the wrong direction (or a header that only happens to compile) fails too:
 
     base <- ops <- core <- state <- elastic
-    base <- rendezvous <- {core, elastic, discovery}
+    base <- rendezvous <- {core, elastic, launcher}
+    launcher <- discovery <- elastic_job
+    launcher <- {agent, static_job}
+    {static_job, elastic_job, agent} <- cohortrun
+
+The launcher's folders build on launcher/ (the parts every job shares); the two elastic modes,
+elastic_job/ (the built-in rendezvous) and agent/ (a Store), never include each other, and only
+cohortrun/ (the executable) includes the jobs.
 
 A folder may include its own headers, the public ones (cohort/...) and those of the folders below
 it. core may not include the rendezvous server (the launcher's part), torch may include base's
-header-only mutex, and the public headers include only public headers. Tests, benchmarks and examples may include what they link.
+header-only mutex, and the public headers include only public headers. Tests, benchmarks and
+examples may include what they link.
+
+The layers have no cycle, and neither has the include graph of the project's own files.
 
 Every source file of the project (C++, Python, shell, CMake) has at most 500 lines.
 
@@ -28,7 +38,13 @@ BELOW = {
     "core": {"base", "ops", "rendezvous"},
     "state": {"base", "ops", "core"},
     "elastic": {"base", "ops", "core", "state", "rendezvous"},
-    "discovery": {"base", "rendezvous"},
+    "launcher": {"base", "rendezvous"},
+    "discovery": {"base", "rendezvous", "launcher"},
+    "elastic_job": {"base", "rendezvous", "launcher", "discovery"},
+    "agent": {"base", "rendezvous", "launcher"},
+    "static_job": {"base", "rendezvous", "launcher"},
+    "cohortrun": {"base", "rendezvous", "launcher", "discovery", "elastic_job", "agent",
+                  "static_job"},
     "torch": set(),
     "python": set(),
 }
@@ -82,6 +98,49 @@ def layer_violations(root, files):
     return problems
 
 
+def folder_cycles():
+    """The layers themselves: a folder that is below itself, through any chain, is a cycle."""
+    problems = []
+    for start in BELOW:
+        seen, todo = set(), list(BELOW[start])
+        while todo:
+            folder = todo.pop()
+            if folder == start:
+                problems.append(f"check_layers.py: {start}/ is below itself")
+                break
+            if folder not in seen:
+                seen.add(folder)
+                todo.extend(BELOW.get(folder, set()))
+    return problems
+
+
+def include_cycles(root, files):
+    """Cycles in the include graph of the project's own files (headers that include each other)."""
+    graph = {}
+    for rel in files:
+        path = root / rel
+        if rel.suffix not in {".h", ".cc"} or not path.is_file():
+            continue
+        targets = INCLUDE.findall(path.read_text(errors="replace"))
+        graph[str(rel)] = [t for t in targets if (root / t).is_file()]
+    problems, state = [], {}  # state: 1 while on the current path, 2 when done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                problems.append("include cycle: " + " -> ".join(cycle))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return problems
+
+
 def length_violations(root, files):
     problems = []
     for rel in files:
@@ -99,7 +158,8 @@ def length_violations(root, files):
 def main():
     root = pathlib.Path(sys.argv[1]).resolve()
     files = tracked_files(root)
-    problems = layer_violations(root, files) + length_violations(root, files)
+    problems = (folder_cycles() + layer_violations(root, files) + include_cycles(root, files) +
+                length_violations(root, files))
     for p in problems:
         print(p)
     checked = sum(1 for f in files if f.suffix in {".h", ".cc"})

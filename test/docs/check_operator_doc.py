@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the Kubernetes operators' variables against the code, both ways.
 
-The code's variables are the string literals of discovery/operator_env.cc in capitals with an
+The code's variables are the string literals of cohortrun/operator_env.cc in capitals with an
 underscore (PET_NNODES, OMPI_MCA_orte_default_hostfile, ...) and the pod's MASTER_ADDR, RANK,
 ... . The docs' are the backquoted names in the first column of the tables of docs/kubernetes.md
 and docs/cohortrun.md headed "| Variable | Set by |" or "| Variable | Flag |". Each doc must list every variable of the code
@@ -31,7 +31,7 @@ def doc_variables(path):
 
 def main():
     root = pathlib.Path(sys.argv[1])
-    code = set(CODE_NAME.findall((root / "discovery/operator_env.cc").read_text()))
+    code = set(CODE_NAME.findall((root / "cohortrun/operator_env.cc").read_text()))
     problems = []
     for doc in ["docs/kubernetes.md", "docs/cohortrun.md"]:
         documented = doc_variables(root / doc)

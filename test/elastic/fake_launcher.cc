@@ -39,8 +39,8 @@
 #include <vector>
 
 #include "base/fd.h"
-#include "discovery/job_report.h"
-#include "discovery/spawn.h"
+#include "launcher/job_report.h"
+#include "launcher/spawn.h"
 #include "rendezvous/client.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/etcd_store.h"

@@ -1,8 +1,8 @@
-// Host lists (-H), hostfiles and host-discovery script output (discovery/hosts.h,
+// Host lists (-H), hostfiles and host-discovery script output (launcher/hosts.h,
 // discovery/host_discovery.h). The first input byte picks the parser (and the default slot count
 // for discovery output); every host accepted must be valid, with 1..4096 slots.
 #include "discovery/host_discovery.h"
-#include "discovery/hosts.h"
+#include "launcher/hosts.h"
 #include "test/fuzz/fuzz_common.h"
 
 using namespace cohort;

@@ -17,7 +17,7 @@ if [[ ${COHORT_TEST_DEVICE:-cpu} == cuda ]]; then
   [[ -z $why ]] || { echo "SKIP ($scenario on cuda): $why"; exit 77; }
 fi
 worker=$python
-source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
+source "$(dirname "$0")/../elastic_job/elastic_test_lib.sh"
 
 if [[ $scenario == python_kill ]]; then
   set_hosts localhost:3

@@ -14,7 +14,7 @@ ip netns list >/dev/null 2>&1 || skip "ip netns does not work here"
 
 bridge=cohbr213 hosts=(2 3 4)
 ns() { echo "cohort213-$1"; }
-source "$(dirname "$0")/../discovery/elastic_test_lib.sh"  # $tmp, start, wait_for, expect...
+source "$(dirname "$0")/../elastic_job/elastic_test_lib.sh"  # $tmp, start, wait_for, expect...
 teardown() {
   for h in "${hosts[@]}" 5; do  # 5: the mpijob scenarios' launcher pod
     ip netns pids "$(ns "$h")" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true

@@ -155,7 +155,7 @@ cooldown)  # b's worker fails: node b sits out its cooldown, then returns with a
   trained_once a
   # --event-log: each agent's own, checked against docs/operations.md.
   here=$(dirname "$0")
-  python3 "$here/../discovery/check_event_log.py" "$tmp/b.events" "$here/../../docs/operations.md" \
+  python3 "$here/../launcher/check_event_log.py" "$tmp/b.events" "$here/../../docs/operations.md" \
     job_start worker_start round worker_exit blacklist job_end >/dev/null ||
     fail "node b's event log does not match docs/operations.md"
   python3 - "$tmp/b.events" <<'PY' || fail "node b's event log has wrong fields"

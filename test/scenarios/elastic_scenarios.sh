@@ -7,7 +7,7 @@
 #   elastic_scenarios.sh COHORTRUN SCENARIO_TRAINER SCENARIO
 set -euo pipefail
 cohortrun=$1 worker=$2 scenario=$3
-source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
+source "$(dirname "$0")/../elastic_job/elastic_test_lib.sh"
 source "$(dirname "$0")/worker_pid.sh"
 
 trainer=(--samples 240 --batch 4 --commit-every 2)
@@ -29,7 +29,7 @@ gone_within() {  # gone_within PID SECONDS: the process has ended by then
 check_events() {  # check_events EVENT...: the event log matches docs/operations.md and has these
   local here
   here=$(dirname "$0")
-  python3 "$here/../discovery/check_event_log.py" "$tmp/events.jsonl" \
+  python3 "$here/../launcher/check_event_log.py" "$tmp/events.jsonl" \
     "$here/../../docs/operations.md" "$@" >/dev/null || fail "the event log is wrong"
 }
 

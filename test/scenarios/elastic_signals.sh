@@ -7,7 +7,7 @@
 #   elastic_signals.sh COHORTRUN SCENARIO_TRAINER SCENARIO
 set -euo pipefail
 cohortrun=$1 worker=$2 scenario=$3
-source "$(dirname "$0")/../discovery/elastic_test_lib.sh"
+source "$(dirname "$0")/../elastic_job/elastic_test_lib.sh"
 
 trainer=(--samples 240 --batch 4 --commit-every 2 --until-file "$tmp/stop" --step-delay-ms 2)
 trained_once() {  # the job ended well and rank 0 checked the history

@@ -1,0 +1,128 @@
+// The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
+// agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
+// Private to agent/: nothing outside includes it.
+#pragma once
+
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "agent/agent_events.h"
+#include "agent/agent_job.h"
+#include "agent/agent_planner.h"
+#include "agent/agent_round_guard.h"
+#include "agent/agent_watch.h"
+#include "launcher/clock.h"
+#include "launcher/wakeup.h"
+#include "launcher/worker_group.h"
+#include "rendezvous/etcd_lease.h"
+#include "rendezvous/etcd_store.h"
+
+namespace cohort::discovery {
+
+struct LocalWorker {
+  std::string id;
+  int slot = 0;
+  TimePoint checkin_by;        // --start-timeout for its first check-in
+  bool checked_in = false;     // it checked in at least once
+  bool expected_exit = false;  // this agent stopped it on purpose: its exit is no failure
+  bool killed = false;         // stopped because the planner gave up on it
+  bool told_to_leave = false;  // its next assignment is "exit" (its node drains, or the job stops)
+  int assigned_round = -1;     // the last round whose assignment this agent wrote for it
+};
+
+class Agent {
+ public:
+  explicit Agent(const AgentOptions& options);
+  int run();
+
+ private:
+  void on_signals();
+  void on_exit(const WorkerExit& exit);
+  void on_failure(const std::string& worker, const std::string& how);
+  void refresh();
+  void on_etcd_unreachable(const std::string& why);
+  void act(const AgentSnapshot& s);
+  void flush_exits();
+  void follow_round(const AgentSnapshot& s);
+  void obey_kills(const AgentSnapshot& s);
+  void raise_notice(const AgentSnapshot& s);
+  void plan(const AgentSnapshot& s);
+  void start_workers(const AgentSnapshot& s);
+  void start_worker(int slot);
+  void check_start_timeouts();
+  bool register_node(const AgentSnapshot& s);
+  // Tells the workers to leave (they exit 0 at their next check-in), then sends them `sig`.
+  void stop_job(int code, const std::string& why, int sig = SIGTERM);
+  int poll_timeout() const;
+  LocalWorker* local(const std::string& worker);
+  // agent_drain.cc
+  void drain_when_asked(const AgentSnapshot& s);
+  void leave_when_drained();
+  void tell_workers_to_leave();
+  // agent_recover.cc
+  std::unique_ptr<rendezvous::EtcdLease> grant_lease();
+  bool keep_round(AgentSnapshot& s, bool job_keys_lost);
+  void reclaim_job_id();
+  bool counted_as_gone(const AgentSnapshot& s) const;
+  bool lease_gone(const AgentSnapshot& s);
+  bool recover_lease(const AgentSnapshot& s);
+  bool may_count_absent_as_gone(const AgentSnapshot& s);
+  bool workers_running() const;
+
+  const AgentOptions& options_;
+  rendezvous::EtcdStoreOptions store_options_;
+  rendezvous::EtcdStore store_;
+  Fd signals_;
+  Wakeup wake_;
+  std::atomic<bool> lease_lost_{false};
+  std::unique_ptr<rendezvous::EtcdLease> lease_;
+  std::unique_ptr<AgentWatch> watch_;
+  WorkerGroup workers_;
+  AgentEvents events_{options_};
+  LocalLauncher launcher_{"", /*die_with_parent=*/true};
+  std::map<int, LocalWorker> local_;       // by WorkerGroup id
+  int spawns_ = 0;                         // workers started, for WorkerGroup ids
+  std::map<int, int> slot_spawns_;         // slot -> workers started there, for worker ids
+  int followed_round_ = -1;                // the last round this agent announced
+  std::optional<std::string> registered_;  // the node record last written
+  std::map<std::string, std::string> unreported_exits_;
+  std::map<std::string, std::string> reported_exits_;  // written again if etcd loses them
+  // A local worker's exit that the members of round `round` must hear of.
+  struct ExitNotice {
+    std::string why;
+    int round = -1;
+  };
+  std::optional<ExitNotice> exit_notice_;
+  int noticed_generation_ = 0;  // the last host notice this agent raised
+  std::optional<RoundPlanning> planning_;
+  RoundGuard round_guard_;  // the last round record read, republished if etcd loses it (keep_round)
+  PlanningLimits limits_;
+  LastCall last_call_{options_.last_call, options_.max_nodes};
+  std::optional<TimePoint> cooldown_until_;
+  int failures_ = 0;
+  const TimePoint started_ = steady_now();
+  bool dirty_ = true;
+  std::optional<TimePoint> retry_read_at_;
+  std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
+  // Since when no worker of this node has run during the outage: --elastic-timeout counts from it.
+  TimePoint unreachable_idle_since_;
+  int republished_round_ = -1;  // the last round this agent republished (keep_round)
+  // After this agent registered again with a new lease: until then, nodes without a record may
+  // be doing the same, and do not count as gone.
+  std::optional<TimePoint> rejoin_grace_until_;
+  TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
+  TimePoint last_answer_ = steady_now();  // the last read that etcd answered
+  bool waiting_logged_ = false;
+  bool formed_ = false;               // a round has been published
+  bool draining_ = false;             // a worker of this node drained: the node is leaving the job
+  std::optional<AgentJobView> view_;  // the last one read
+  bool stopping_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace cohort::discovery

@@ -1,0 +1,60 @@
+// Agent mode's drain (docs/operations.md, "Draining"): a worker of this node drained at a commit
+// (SIGTERM): the node leaves the job as if it were removed. Its registration goes at once, so the
+// next round is planned without it; each of its workers is told to exit at the entry it checks
+// in with next, so they all leave with status 0; then the agent itself leaves. An agent that
+// stops its job tells its workers to exit the same way, since they take its SIGTERM as a drain.
+#include <algorithm>
+
+#include "agent/agent.h"
+#include "agent/agent_records.h"
+#include "base/log.h"
+#include "cohort/errors.h"
+#include "launcher/job_report.h"
+#include "rendezvous/elastic_protocol.h"
+
+namespace cohort::discovery {
+
+void Agent::drain_when_asked(const AgentSnapshot& s) {
+  if (!draining_) {
+    auto drained = std::find_if(local_.begin(), local_.end(), [&](const auto& kv) {
+      return s.view.drained.contains(kv.second.id);
+    });
+    if (drained == local_.end()) return;
+    draining_ = true;
+    announce("worker " + drained->second.id + " drained; node " + options_.node +
+             " leaves the job");
+    events_.drain(options_.node, drained->second.id);
+    store_.remove(agent_key(options_.node));
+    registered_.reset();
+  }
+  tell_workers_to_leave();
+}
+
+// Each local worker is told to exit, so that it leaves with status 0 as soon as it checks in
+// (after its drain, or a failure) rather than wait for SIGKILL: at its latest check-in's entry,
+// which it may be waiting on, and at the next, which it checks in with if it is in a round (a
+// worker reads its assignment once, so the first is harmless then).
+void Agent::tell_workers_to_leave() {
+  if (!view_) return;
+  std::string exit = rendezvous::format_assignment({.exit = true});
+  for (auto& [id, w] : local_) {
+    if (w.told_to_leave) continue;
+    w.told_to_leave = true;
+    w.expected_exit = true;
+    auto checkins = view_->checkins.find(w.id);
+    int latest = checkins == view_->checkins.end() ? 0 : *checkins->second.rbegin();
+    for (int entry : {latest, latest + 1}) {
+      store_.set(job_elastic_key(rendezvous::assign_key(w.id, entry)), exit);
+    }
+  }
+}
+
+void Agent::leave_when_drained() {
+  if (!draining_ || !local_.empty() || stopping_) return;
+  announce("node " + options_.node + " drained: every worker left with status 0");
+  events_.job_stopping("node " + options_.node + " drained");
+  stopping_ = true;
+  exit_code_ = 0;
+}
+
+}  // namespace cohort::discovery

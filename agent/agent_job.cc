@@ -1,0 +1,468 @@
+#include "agent/agent_job.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "agent/agent.h"
+#include "agent/agent_cli.h"
+#include "agent/agent_events.h"
+#include "agent/agent_job_id.h"
+#include "agent/agent_name.h"
+#include "agent/agent_planner.h"
+#include "agent/agent_watch.h"
+#include "base/log.h"
+#include "cohort/errors.h"
+#include "launcher/job_report.h"
+#include "launcher/job_signals.h"
+#include "launcher/seconds_text.h"
+#include "launcher/wakeup.h"
+#include "launcher/worker_env.h"
+#include "launcher/worker_group.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/etcd_lease.h"
+
+namespace cohort::discovery {
+namespace {
+
+// How soon a read of etcd that failed is tried again.
+constexpr std::chrono::milliseconds kRetryRead{500};
+
+std::string exit_text(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "0" : describe_exit(status);
+}
+
+}  // namespace
+
+Agent::Agent(const AgentOptions& options)
+    : options_(options),
+      store_options_{.etcd = options.etcd,
+                     .prefix = agent_job_prefix(options.job_id),
+                     .secret = options.secret},
+      store_(store_options_),
+      workers_(options.term_grace, options.output),
+      limits_{.min_nodes = options.min_nodes,
+              .max_nodes = options.max_nodes,
+              .reset_limit = options.reset_limit,
+              .checkin_timeout = options.checkin_timeout,
+              .elastic_timeout = options.elastic_timeout} {
+  signals_ = block_job_signals();  // before any thread, so that every thread inherits the mask
+  try {
+    lease_ = grant_lease();
+  } catch (const Error& e) {
+    throw Error("agent for node '" + options_.node + "' of job '" + options_.job_id +
+                "' cannot start: " + e.what());
+  }
+  watch_ = std::make_unique<AgentWatch>(store_options_, wake_);
+}
+
+int Agent::run() {
+  announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
+           store_.describe());
+  claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
+  claim_node_name(store_, options_, lease_->id());
+  events_.job_start(options_);
+  auto listing = store_.list("");
+  slot_spawns_ = first_spawns(listing.values, options_.node);
+  auto first = parse_agent_snapshot(listing.values);
+  if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
+    throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
+                std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
+  }
+  refresh();
+  while (!(stopping_ && workers_.finished())) {
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
+    workers_.add_poll_fds(fds);
+    int rc = ::poll(fds.data(), fds.size(), poll_timeout());
+    if (rc < 0 && errno != EINTR) throw Error(std::string("poll: ") + std::strerror(errno));
+    if (rc == 0) dirty_ = true;  // a deadline came
+    if (rc > 0) {
+      if (fds[0].revents & POLLIN) on_signals();
+      if (fds[1].revents & POLLIN) {
+        wake_.drain();
+        dirty_ = true;
+      }
+      workers_.forward_ready(fds);
+    }
+    for (const auto& exit : workers_.reap()) on_exit(exit);
+    workers_.on_time();
+    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
+  }
+  events_.job_end(exit_code_);
+  return exit_code_;
+}
+
+// As any stop: the workers are told to leave before they get the signal, which they take as a
+// drain, so that they exit 0 at their next commit (docs/operations.md, "Signals").
+void Agent::on_signals() {
+  for (int sig : read_job_signals(signals_.get(), workers_)) {
+    std::string why = std::string("received SIG") + sigabbrev_np(sig);
+    if (exit_code_ == 0) exit_code_ = 128 + sig;
+    if (!stopping_) {
+      stop_job(exit_code_, why, sig);
+      continue;
+    }
+    report(why + "; stopping the workers");
+    events_.job_stopping(why);
+    workers_.stop_all(sig);
+  }
+}
+
+LocalWorker* Agent::local(const std::string& worker) {
+  for (auto& [id, w] : local_) {
+    if (w.id == worker) return &w;
+  }
+  return nullptr;
+}
+
+void Agent::on_exit(const WorkerExit& exit) {
+  LocalWorker w = local_.at(exit.id);
+  local_.erase(exit.id);
+  dirty_ = true;
+  unreported_exits_[w.id] = w.told_to_leave ? "left" : exit_text(exit.status);
+  bool finished = WIFEXITED(exit.status) && WEXITSTATUS(exit.status) == 0 && !w.killed;
+  bool stopped = stopping_ || w.expected_exit;
+  events_.worker_exit(w.id, exit, w.killed ? "failed" : exit_verdict(exit, stopped));
+  if (stopped) {
+    log::info("worker ", w.id, " ", describe_exit(exit.status));
+    return;
+  }
+  if (exit.by_passed_signal) {  // the program did not take it: no fault of this node's
+    announce("worker " + w.id + " " + describe_exit(exit.status) +
+             ", a signal cohortrun passed on: not a failure; its slot starts another");
+    exit_notice_ = {"worker " + w.id + " left", followed_round_};
+    return;
+  }
+  if (finished) {
+    // Finished: never a reason to end the others; the rest of its round regroup without it.
+    announce("worker " + w.id + " finished (exit status 0)");
+    exit_notice_ = {"worker " + w.id + " finished", followed_round_};
+    return;
+  }
+  on_failure(w.id, describe_exit(exit.status));
+}
+
+// A worker of this node failed: the node leaves the job (its registration goes first, so that no
+// planner waits for its other workers), for the cooldown if there is one, for good otherwise.
+void Agent::on_failure(const std::string& worker, const std::string& how) {
+  announce("worker " + worker + " " + how);
+  exit_notice_ = {"worker " + worker + " on " + options_.node + " failed", followed_round_};
+  ++failures_;
+  if (!options_.cooldown) {
+    return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
+                           " failed (no --blacklist-cooldown-range)");
+  }
+  auto wait = cooldown_after(*options_.cooldown, failures_, 0.0);
+  announce("node " + options_.node + " is blacklisted for " + seconds_text(wait));
+  events_.blacklist(options_.node, failures_, wait);
+  cooldown_until_ = steady_now() + wait;
+  try {
+    store_.remove(agent_key(options_.node));
+    registered_.reset();
+  } catch (const Error& e) {
+    log::warning("agent: could not deregister node ", options_.node, ": ", e.what());
+  }
+  for (auto& [id, w] : local_) {
+    w.expected_exit = true;
+    workers_.stop(id, SIGKILL);
+  }
+}
+
+void Agent::refresh() {
+  dirty_ = false;
+  retry_read_at_.reset();
+  last_read_ = steady_now();
+  try {
+    watch_->throw_if_failed();
+    flush_exits();
+    auto listing = store_.list("");
+    if (unreachable_since_) announce("etcd answers again");
+    if (unreachable_since_) events_.etcd_recovered();
+    unreachable_since_.reset();
+    last_answer_ = steady_now();
+    if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
+    auto snapshot = parse_agent_snapshot(listing.values);
+    if (!keep_round(snapshot, !listing.values.contains("job"))) return;
+    if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
+    act(snapshot);
+    watch_->watch_after(listing.revision);
+  } catch (const rendezvous::EtcdLeaseNotFound& e) {
+    // etcd answered: no outage, but the lease this agent wrote under is gone. Read again at once.
+    log::info("agent: etcd no longer knows this agent's lease: ", e.what());
+    lease_lost_ = true;
+    retry_read_at_ = steady_now();
+  } catch (const rendezvous::StoreUnreachable& e) {
+    on_etcd_unreachable(e.what());
+  } catch (const Error& e) {
+    // etcd answered, or this agent failed: no outage to wait out, a fault to report now.
+    stop_job(1, "agent for node " + options_.node + ": " + e.what());
+  }
+}
+
+// The workers train on without etcd (rank 0 asks for host notices with short requests), so the
+// agent waits for etcd for as long as any of its workers runs: an outage of any length costs no
+// training. Once none runs (a worker that fails cannot check in without etcd, and ends when its
+// own timeouts do), the wait is bounded by --elastic-timeout.
+void Agent::on_etcd_unreachable(const std::string& why) {
+  TimePoint now = steady_now();
+  if (!unreachable_since_) {
+    announce(
+        "etcd cannot be reached; the workers train on, and this agent waits for etcd while "
+        "they run (at most --elastic-timeout " +
+        seconds_text(options_.elastic_timeout) + " once none runs): " + why);
+    unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
+    unreachable_idle_since_ = last_answer_;
+    events_.etcd_unreachable(why);
+  }
+  if (workers_running()) unreachable_idle_since_ = now;
+  if (now - unreachable_idle_since_ >= options_.elastic_timeout) {
+    return stop_job(1, "etcd could not be reached, and no worker of node " + options_.node +
+                           " ran, for --elastic-timeout " + seconds_text(options_.elastic_timeout) +
+                           ": " + why);
+  }
+  retry_read_at_ = now + kRetryRead;
+}
+
+void Agent::flush_exits() {
+  while (!unreported_exits_.empty()) {
+    auto it = unreported_exits_.begin();
+    store_.set(exit_key(it->first), it->second);
+    reported_exits_.insert(*it);
+    unreported_exits_.erase(it);
+  }
+}
+
+void Agent::act(const AgentSnapshot& s) {
+  const auto& view = s.view;
+  view_ = view;
+  if (view.last_round && view.last_round->stop) {
+    mark_job_ended(store_);
+    return stop_job(
+        1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
+  }
+  if (job_finished(view)) {
+    announce("the workers of round " + std::to_string(view.last_round_number) +
+             " finished; the job is done");
+    mark_job_ended(store_);
+    return stop_job(0, "");
+  }
+  if (!view.last_round && steady_now() >= started_ + options_.elastic_timeout) {
+    return stop_job(1, "only " + std::to_string(view.nodes.size()) + " of --nnodes " +
+                           std::to_string(options_.min_nodes) + " nodes came within " +
+                           "--elastic-timeout " + seconds_text(options_.elastic_timeout));
+  }
+  formed_ = view.last_round.has_value();
+  for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
+  obey_kills(s);
+  check_start_timeouts();
+  drain_when_asked(s);
+  leave_when_drained();
+  if (stopping_) return;
+  follow_round(s);
+  start_workers(s);
+  bool registered = register_node(s);
+  raise_notice(s);
+  if (!registered) plan(s);  // a snapshot without this node's record is no base for a plan
+}
+
+void Agent::obey_kills(const AgentSnapshot& s) {
+  for (auto& [id, w] : local_) {
+    auto kill = s.kills.find(w.id);
+    if (kill == s.kills.end() || w.killed) continue;
+    announce("killing worker " + w.id + ": the planner gave up on it (" + kill->second + ")");
+    events_.worker_timeout(w.id, "planner");
+    w.killed = true;
+    workers_.stop(id, SIGKILL);  // its exit then counts as a failure
+  }
+}
+
+void Agent::check_start_timeouts() {
+  TimePoint now = steady_now();
+  for (auto& [id, w] : local_) {
+    if (w.checked_in || w.killed || now < w.checkin_by) continue;
+    announce("worker " + w.id + " did not check in within --start-timeout " +
+             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    events_.worker_timeout(w.id, "start");
+    w.killed = true;
+    workers_.stop(id, SIGKILL);
+  }
+}
+
+// Writes the assignments of this node's members of the last round: each agent its own, from the
+// published round, so that no planner ever leaves a round half assigned.
+void Agent::follow_round(const AgentSnapshot& s) {
+  if (!s.view.last_round) return;
+  const AgentRound& round = *s.view.last_round;
+  std::vector<std::string> hosts;
+  for (const auto& m : round.members) hosts.push_back(m.node);
+  for (int rank = 0; rank < static_cast<int>(round.members.size()); ++rank) {
+    const AgentMember& m = round.members[rank];
+    LocalWorker* w = m.node == options_.node ? local(m.worker) : nullptr;
+    if (w == nullptr || w->assigned_round == s.view.last_round_number) continue;
+    rendezvous::Assignment assignment{.round = s.view.last_round_number,
+                                      .placement = Placement::from_hosts(rank, hosts),
+                                      .generation = round.generation};
+    store_.set(job_elastic_key(rendezvous::assign_key(m.worker, m.entry)),
+               rendezvous::format_assignment(assignment));
+    w->assigned_round = s.view.last_round_number;
+    for (auto& [id, lw] : local_) {
+      if (&lw == w) workers_.place(id, rank, s.view.last_round_number);
+    }
+  }
+  if (followed_round_ == s.view.last_round_number) return;
+  followed_round_ = s.view.last_round_number;
+  log::info("round ", followed_round_, ": ", describe_members(round));
+  events_.round(followed_round_, round);
+}
+
+void Agent::start_workers(const AgentSnapshot& s) {
+  if (draining_) return;
+  if (cooldown_until_ && steady_now() < *cooldown_until_) return;
+  cooldown_until_.reset();
+  if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
+  const auto& last = s.view.last_round;
+  bool member = last && std::any_of(last->members.begin(), last->members.end(),
+                                    [&](const AgentMember& m) { return m.node == options_.node; });
+  if (last && !member && nodes_in(*last) >= options_.max_nodes) {
+    if (!waiting_logged_) announce("the job has --nnodes' most nodes; this node waits");
+    waiting_logged_ = true;
+    return;
+  }
+  waiting_logged_ = false;
+  for (int slot = 0; slot < options_.nproc_per_node; ++slot) {
+    bool taken = std::any_of(local_.begin(), local_.end(),
+                             [&](const auto& kv) { return kv.second.slot == slot; });
+    if (!taken) start_worker(slot);
+  }
+}
+
+void Agent::start_worker(int slot) {
+  std::string id = agent_worker_id(options_.node, slot, slot_spawns_[slot]++);
+  int key = spawns_++;
+  auto env = agent_worker_environment(id, options_.address, options_.secret, store_options_.prefix,
+                                      options_.etcd);
+  LaunchedWorker launched = launcher_.launch(options_.node, "worker " + id, options_.command, env);
+  events_.worker_start(id, slot, launched.pid);
+  workers_.add(key, std::move(launched), {id, {}, {}});
+  local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
+  log::info("started worker ", id);
+}
+
+// The node's record: its slots and running workers. Written whenever `s` does not hold it as it
+// should be: it changed, or it is missing (deleted, expired with the lease, lost by etcd) or was
+// refused (overwritten by a writer without the secret). True if it was written.
+bool Agent::register_node(const AgentSnapshot& s) {
+  if (draining_) return false;
+  AgentNode node{.slots = options_.nproc_per_node};
+  for (const auto& [id, w] : local_) {
+    if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
+  }
+  std::string record = format_agent_node(node);
+  if (cooldown_until_ && node.workers.empty()) return false;
+  auto there = s.view.nodes.find(options_.node);
+  if (there != s.view.nodes.end() && there->second == node) return false;
+  if (registered_ == record) {
+    announce("the record of node " + options_.node +
+             " is missing from etcd or was refused; registering it again");
+  }
+  store_.set_leased(agent_key(options_.node), record, lease_->id());
+  registered_ = record;
+  return true;
+}
+
+// New workers here wait outside the last round: its members must regroup at their next commit,
+// as they must after one of this node's workers finished or failed while they were members.
+void Agent::raise_notice(const AgentSnapshot& s) {
+  if (!s.view.last_round) return;
+  if (exit_notice_ && exit_notice_->round != s.view.last_round_number) exit_notice_.reset();
+  std::optional<std::string> why;
+  if (exit_notice_) why = exit_notice_->why;
+  for (const auto& [id, w] : local_) {
+    const std::string& worker = w.id;  // clang 14 cannot capture a structured binding
+    bool in_round =
+        std::any_of(s.view.last_round->members.begin(), s.view.last_round->members.end(),
+                    [&](const AgentMember& m) { return m.worker == worker; });
+    if (!in_round && w.checked_in && !w.killed && !w.expected_exit) {
+      why = "worker " + w.id + " on " + options_.node + " is ready to join";
+    }
+  }
+  int generation = s.view.last_round->generation + 1;
+  if (!why || noticed_generation_ >= generation) return;
+  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *why, 0);
+  log::info("published host notice ", generation, ": ", *why);
+  noticed_generation_ = generation;
+  exit_notice_.reset();
+}
+
+// Claims the planning of the next round when one is needed and nobody has, and plans it.
+void Agent::plan(const AgentSnapshot& s) {
+  if (!planning_) {
+    auto why = round_needed(s.view, options_.min_nodes);
+    if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
+    int round = s.view.last_round_number + 1;
+    auto claim = s.planners.find(round);
+    if (claim != s.planners.end() && claim->second != options_.node) return;  // its lease decides
+    if (!may_count_absent_as_gone(s)) return;
+    if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
+    maybe_die_planning(options_, round);
+    planning_.emplace(round, *why, store_, s, steady_now());
+  }
+  // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
+  if (!planning_->step(s, limits_, steady_now())) return;
+  if (planning_->published()) round_guard_.published(planning_->round(), *planning_->published());
+  planning_.reset();
+}
+
+void Agent::stop_job(int code, const std::string& why, int sig) {
+  if (stopping_) return;
+  if (!why.empty()) report(why + "; stopping the workers");
+  if (!why.empty()) events_.job_stopping(why);
+  stopping_ = true;
+  exit_code_ = code;
+  try {
+    // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
+    if (!unreachable_since_) store_.remove(agent_key(options_.node));
+    if (!unreachable_since_) tell_workers_to_leave();
+  } catch (const Error& e) {
+    log::info("agent: could not deregister node ", options_.node, ": ", e.what());
+  }
+  workers_.stop_all(sig);
+}
+
+int Agent::poll_timeout() const {
+  std::optional<TimePoint> next = workers_.next_deadline();
+  auto consider = [&](const std::optional<TimePoint>& t) {
+    if (t && (!next || *t < *next)) next = t;
+  };
+  if (!stopping_) {
+    consider(retry_read_at_);
+    consider(last_read_ + options_.lease_ttl);
+    consider(cooldown_until_);
+    consider(rejoin_grace_until_);
+    if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
+    if (!formed_) consider(started_ + options_.elastic_timeout);
+    if (!formed_) consider(last_call_.deadline());
+    for (const auto& [id, w] : local_) {
+      if (!w.checked_in && !w.killed) consider(w.checkin_by);
+    }
+  }
+  return next ? poll_millis(steady_now(), *next) : -1;
+}
+
+std::string agent_job_prefix(const std::string& job_id) {
+  return "/cohort/" + job_id + "/";
+}
+
+int run_agent(const AgentOptions& options) {
+  Agent agent(options);
+  return agent.run();
+}
+
+}  // namespace cohort::discovery

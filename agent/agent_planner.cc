@@ -1,0 +1,115 @@
+#include "agent/agent_planner.h"
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "launcher/job_report.h"
+#include "launcher/seconds_text.h"
+#include "rendezvous/elastic_protocol.h"
+
+namespace cohort::discovery {
+
+RoundPlanning::RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
+                             const AgentSnapshot& snapshot, TimePoint now)
+    : round_(round), why_(std::move(why)), store_(store), started_(now) {
+  announce("planning round " + std::to_string(round_) + ": " + why_);
+  if (round_ == 0) return;
+  int last = round_ - 1;
+  store_.set(job_elastic_key(rendezvous::abandon_key(last)), why_);
+  raised_notice_ = (snapshot.view.last_round ? snapshot.view.last_round->generation : 0) + 1;
+  store_.create(job_elastic_key(rendezvous::notice_key(raised_notice_)), why_, 0);
+}
+
+bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& limits,
+                         TimePoint now) {
+  if (snapshot.view.last_round_number >= round_) return true;  // published (by us, or before)
+  AgentPlan plan = plan_agent_round(snapshot.view,
+                                    {.min_nodes = limits.min_nodes,
+                                     .max_nodes = limits.max_nodes,
+                                     .reset_limit = limits.reset_limit,
+                                     .generation = std::max(snapshot.generation, raised_notice_)});
+  if (plan.round.stop) {
+    publish(plan.round);
+    return true;
+  }
+  give_up_on(plan.dropped, "it is beyond --nnodes' most nodes");
+  if (!plan.waiting.empty()) {
+    if (!killed_waiting_ && now >= started_ + limits.checkin_timeout) {
+      killed_waiting_ = true;
+      give_up_on(plan.waiting, "it did not check in within --checkin-timeout " +
+                                   seconds_text(limits.checkin_timeout) + " after round " +
+                                   std::to_string(round_ - 1) + " broke up");
+    }
+    return false;  // its agent kills it and stops listing it, or its lease expires
+  }
+  // Once a worker has finished, the rest of its round may finish with fewer than MIN nodes.
+  int needed = snapshot.view.finished.empty() ? limits.min_nodes : 1;
+  if (plan.round.members.empty() || nodes_in(plan.round) < needed) {
+    if (now < started_ + limits.elastic_timeout) return false;
+    plan.round.stop = "round " + std::to_string(round_) + " had fewer than " +
+                      std::to_string(needed) + " nodes ready for --elastic-timeout " +
+                      seconds_text(limits.elastic_timeout);
+  }
+  publish(plan.round);
+  return true;
+}
+
+std::optional<TimePoint> RoundPlanning::next_deadline(const PlanningLimits& limits,
+                                                      TimePoint now) const {
+  for (TimePoint t : {started_ + limits.checkin_timeout, started_ + limits.elastic_timeout}) {
+    if (t > now) return t;
+  }
+  return std::nullopt;
+}
+
+void RoundPlanning::give_up_on(const std::vector<std::string>& workers, const std::string& why) {
+  for (const auto& worker : workers) {
+    announce("giving up on worker " + worker + ": " + why + "; its agent kills it");
+    store_.create(kill_key(worker), why, 0);
+  }
+}
+
+void RoundPlanning::publish(const AgentRound& round) {
+  std::string record = format_agent_round(round);
+  if (!store_.create(round_key(round_), record, 0)) {
+    log::info("round ", round_, " was published by another agent");
+    return;
+  }
+  published_ = std::move(record);
+  if (round.stop) {
+    announce("round " + std::to_string(round_) + ": the job stops: " + *round.stop);
+    return;
+  }
+  announce("round " + std::to_string(round_) + " (" + why_ + "): size " +
+           std::to_string(round.members.size()) + ": " + describe_members(round));
+}
+
+bool LastCall::over(const AgentJobView& view, TimePoint now) {
+  int nodes = static_cast<int>(view.nodes.size());
+  if (nodes >= max_) return true;
+  if (!began_) {
+    began_ = now;
+    if (length_.count() > 0) {
+      announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
+               " nodes are ready; the first round waits up to --rdzv-last-call " +
+               seconds_text(length_) + " for more");
+    }
+  }
+  return now >= *began_ + length_;
+}
+
+std::optional<TimePoint> LastCall::deadline() const {
+  if (!began_) return std::nullopt;
+  return *began_ + length_;
+}
+
+std::string describe_members(const AgentRound& round) {
+  std::string out;
+  for (size_t i = 0; i < round.members.size(); ++i) {
+    const auto& m = round.members[i];
+    out += (i ? ", [" : "[") + std::to_string(i) + "] " + m.worker + " on " + m.node;
+  }
+  return out;
+}
+
+}  // namespace cohort::discovery

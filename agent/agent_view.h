@@ -1,0 +1,30 @@
+// What an agent reads of its job in etcd, in one range request so that every part of it is of the
+// same moment: the agents' records (agent_records.h) and the workers' check-ins and host notices
+// (rendezvous/elastic_protocol.h), all under the job's prefix.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "agent/agent_plan.h"
+
+namespace cohort::discovery {
+
+// The elastic protocol's keys relative to the job's prefix, where the agents' store sees them.
+std::string job_elastic_key(const std::string& elastic_key);
+
+struct AgentSnapshot {
+  AgentJobView view;
+  std::map<int, std::string> planners;       // round -> the node that claimed its planning
+  std::map<std::string, std::string> exits;  // worker -> "0" or how it ended
+  std::map<std::string, std::string> kills;  // worker -> why the planner gave up on it
+  int generation = 0;                        // the highest host notice set
+};
+
+// The snapshot in `values` (keys relative to the job's prefix, as EtcdStore::list gives them).
+// A record that does not parse is logged once and left out, as if it were not there: a value
+// that passed the job's seal but not its shape is a bug to report, not a reason to stop.
+AgentSnapshot parse_agent_snapshot(const std::map<std::string, std::string>& values);
+
+}  // namespace cohort::discovery

@@ -1,0 +1,129 @@
+#include "elastic_job/elastic_events.h"
+
+#include "launcher/event_fields.h"
+
+namespace cohort::discovery {
+
+using nlohmann::json;
+
+void ElasticEvents::job_start(const std::vector<std::string>& command, int min_np,
+                              std::optional<int> max_np) {
+  events_.emit("job_start", {{"launcher", "elastic"},
+                             {"command", command},
+                             {"min_np", min_np},
+                             {"max_np", max_np ? json(*max_np) : json(nullptr)}});
+}
+
+void ElasticEvents::job_end(int exit_code) {
+  events_.emit("job_end", {{"exit_code", exit_code},
+                           {"reason", end_reason_.empty() ? "the workers finished" : end_reason_}});
+}
+
+void ElasticEvents::job_stopping(const std::string& why) {
+  if (end_reason_.empty()) end_reason_ = why;
+}
+
+void ElasticEvents::worker_start(const ElasticWorker& w, pid_t pid) {
+  events_.emit("worker_start",
+               {{"worker", w.id}, {"host", w.slot.host}, {"slot", w.slot.slot}, {"pid", pid}});
+}
+
+void ElasticEvents::launch_failed(const ElasticWorker& w, const std::string& error) {
+  events_.emit("launch_failed", {{"worker", w.id}, {"host", w.slot.host}, {"error", error}});
+}
+
+void ElasticEvents::worker_exit(const ElasticWorker& w, const WorkerExit& exit,
+                                const char* verdict) {
+  json fields = {{"worker", w.id},
+                 {"host", w.slot.host},
+                 {"slot", w.slot.slot},
+                 {"pid", exit.pid},
+                 {"rank", w.rank ? json(*w.rank) : json(nullptr)},
+                 {"verdict", verdict}};
+  fields.update(exit_fields(exit.status));
+  events_.emit("worker_exit", fields);
+}
+
+void ElasticEvents::worker_timeout(const ElasticWorker& w, const char* which) {
+  events_.emit("worker_timeout", {{"worker", w.id}, {"host", w.slot.host}, {"timeout", which}});
+}
+
+void ElasticEvents::worker_told_exit(const ElasticWorker& w) {
+  events_.emit("worker_told_exit", {{"worker", w.id}, {"host", w.slot.host}});
+}
+
+void ElasticEvents::slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by) {
+  if (changes.penalized) events_.emit("blacklist", penalty_fields(*changes.penalized));
+  for (const auto& host : changes.drained) {
+    events_.emit("drain", {{"host", host},
+                           {"worker", drained_by ? json(drained_by->id) : json(nullptr)},
+                           {"source", drained_by ? "worker" : "discovery"}});
+  }
+  if (changes.empty()) return;
+  events_.emit("slots_changed",
+               {{"added", slot_list(changes.added)}, {"removed", slot_list(changes.removed)}});
+  note_cause("hosts_changed", "usable slots changed: " + changes.describe());
+}
+
+void ElasticEvents::discovery_failure(const std::string& error) {
+  events_.emit("discovery_failure", {{"error", error}});
+}
+
+void ElasticEvents::discovery_recovered() {
+  events_.emit("discovery_recovered");
+}
+
+void ElasticEvents::note_cause(const char* cause, const std::string& why) {
+  // A member that left its round usually left because of something the launcher learns of a
+  // moment later (a failure, a drain): that names the round better.
+  if (!cause_.empty() && cause_ != "worker_left") return;
+  if (cause_.empty()) cause_at_ = steady_now();
+  cause_ = cause;
+  reason_ = why;
+}
+
+void ElasticEvents::round(int round, int resets, const std::vector<const ElasticWorker*>& members) {
+  json list = json::array();
+  for (const ElasticWorker* w : members) {
+    list.push_back({{"rank", w->rank ? json(*w->rank) : json(nullptr)},
+                    {"worker", w->id},
+                    {"host", w->slot.host},
+                    {"slot", w->slot.slot}});
+  }
+  json fields = {{"round", round},  {"size", members.size()}, {"resets", resets},
+                 {"cause", cause_}, {"reason", reason_},      {"members", list}};
+  if (cause_at_) {
+    fields["recovery_seconds"] = std::chrono::duration<double>(steady_now() - *cause_at_).count();
+  }
+  events_.emit("round", fields);
+  cause_at_.reset();
+  cause_.clear();
+  reason_.clear();
+}
+
+void ElasticEvents::collect_reports(RoundBoard& board,
+                                    const std::vector<const ElasticWorker*>& members) {
+  if (auto p = board.progress(); p && p != progress_) {
+    progress_ = p;
+    events_.progress(p->commits, p->samples);
+  }
+  for (const ElasticWorker* w : members) {
+    int entry = w->entry - 1;  // the one it joined the current round with
+    if (entry < 1 || reset_reported_.contains({w->id, entry})) continue;
+    auto r = board.reset_report(w->id, entry);
+    if (!r) continue;
+    reset_reported_.insert({w->id, entry});
+    auto seconds = [](uint64_t us) { return static_cast<double>(us) / 1e6; };
+    events_.emit("reset", {{"worker", w->id},
+                           {"round", r->round},
+                           {"old_rank", r->old_rank},
+                           {"old_size", r->old_size},
+                           {"new_rank", r->new_rank},
+                           {"new_size", r->new_size},
+                           {"teardown_seconds", seconds(r->teardown_us)},
+                           {"assignment_seconds", seconds(r->assignment_us)},
+                           {"connect_seconds", seconds(r->connect_us)}});
+  }
+}
+
+}  // namespace cohort::discovery
