@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "elastic_policy/elastic_policy.h"
+
 namespace cohort::discovery {
 namespace {
 
@@ -84,7 +86,7 @@ std::set<std::string> absent_nodes(const AgentJobView& view) {
 AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& options) {
   AgentPlan plan;
   int resets = view.last_round_number + 1;  // the rounds before the one planned
-  if (options.reset_limit && resets > *options.reset_limit) {
+  if (elastic_policy::reset_limit_exceeded(resets, options.reset_limit)) {
     plan.round.stop = "the reset limit of " + std::to_string(*options.reset_limit) +
                       " was exceeded (round " + std::to_string(resets) + ")";
     return plan;

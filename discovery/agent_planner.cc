@@ -5,6 +5,7 @@
 #include "base/log.h"
 #include "discovery/job_report.h"
 #include "discovery/seconds_text.h"
+#include "elastic_policy/elastic_policy.h"
 #include "rendezvous/elastic_protocol.h"
 
 namespace cohort::discovery {
@@ -43,7 +44,7 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
     return false;  // its agent kills it and stops listing it, or its lease expires
   }
   // Once a worker has finished, the rest of its round may finish with fewer than MIN nodes.
-  int needed = snapshot.view.finished.empty() ? limits.min_nodes : 1;
+  int needed = elastic_policy::round_size_needed(limits.min_nodes, !snapshot.view.finished.empty());
   if (plan.round.members.empty() || nodes_in(plan.round) < needed) {
     if (now < started_ + limits.elastic_timeout) return false;
     plan.round.stop = "round " + std::to_string(round_) + " had fewer than " +
@@ -86,21 +87,13 @@ void RoundPlanning::publish(const AgentRound& round) {
 
 bool LastCall::over(const AgentJobView& view, TimePoint now) {
   int nodes = static_cast<int>(view.nodes.size());
-  if (nodes >= max_) return true;
-  if (!began_) {
-    began_ = now;
-    if (length_.count() > 0) {
-      announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
-               " nodes are ready; the first round waits up to --rdzv-last-call " +
-               seconds_text(length_) + " for more");
-    }
+  bool over = rule_.over(nodes, now);
+  if (rule_.began_now()) {
+    announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
+             " nodes are ready; the first round waits up to --rdzv-last-call " +
+             seconds_text(length_) + " for more");
   }
-  return now >= *began_ + length_;
-}
-
-std::optional<TimePoint> LastCall::deadline() const {
-  if (!began_) return std::nullopt;
-  return *began_ + length_;
+  return over;
 }
 
 std::string describe_members(const AgentRound& round) {
