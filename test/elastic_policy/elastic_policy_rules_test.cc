@@ -1,0 +1,51 @@
+// The rules both elastic modes share (elastic_policy.h): the fewest a round may have, the reset
+// limit, the penalty after a failure and the first round's last call.
+#include <catch2/catch.hpp>
+
+#include "test/elastic_policy/policy_fixture.h"
+
+using namespace policy_test;
+
+TEST_CASE("round_size_needed and reset_limit_exceeded") {
+  CHECK(round_size_needed(3, false) == 3);
+  CHECK(round_size_needed(3, true) == 1);
+  struct Row {
+    int resets;
+    std::optional<int> limit;
+    bool exceeded;
+  };
+  auto row = GENERATE(Row{0, std::nullopt, false}, Row{100, std::nullopt, false}, Row{0, 0, false},
+                      Row{1, 0, true}, Row{2, 2, false}, Row{3, 2, true});
+  CHECK(reset_limit_exceeded(row.resets, row.limit) == row.exceeded);
+}
+
+TEST_CASE("penalty_after doubles from LO up to HI and is for good without a range") {
+  CooldownRange range{10s, 60s};
+  struct Row {
+    int failures;
+    double jitter;
+    std::chrono::milliseconds penalty;
+  };
+  auto row = GENERATE(Row{1, 0.0, 10s}, Row{2, 0.0, 20s}, Row{3, 0.0, 40s}, Row{4, 0.0, 60s},
+                      Row{1, 0.5, 15s}, Row{100, 0.0, 60s});
+  CHECK(penalty_after(range, row.failures, row.jitter) == row.penalty);
+  CHECK_FALSE(penalty_after(std::nullopt, row.failures));
+}
+
+TEST_CASE("the last call waits for more until its end unless max are ready") {
+  TimePoint t0{};
+  LastCall call(5s, 4);
+  CHECK_FALSE(call.deadline());
+  CHECK_FALSE(call.over(2, t0));
+  CHECK(call.began_now());
+  CHECK_FALSE(call.began_now());  // said once
+  CHECK(call.deadline() == t0 + 5s);
+  CHECK_FALSE(call.over(3, t0 + 4999ms));
+  CHECK(call.over(3, t0 + 5s));
+  LastCall full(5s, 4);
+  CHECK(full.over(4, t0));  // max ready: no wait
+  CHECK_FALSE(full.began_now());
+  LastCall none(0s, 4);
+  CHECK(none.over(2, t0));
+  CHECK_FALSE(none.began_now());
+}
