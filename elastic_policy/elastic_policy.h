@@ -43,6 +43,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "discovery/clock.h"
@@ -68,6 +69,12 @@ bool reset_limit_exceeded(int resets, std::optional<int> reset_limit);
 // Rule 2: how long a host, slot or node sits out after its `failures`-th failure; none: for good.
 std::optional<std::chrono::milliseconds> penalty_after(const std::optional<CooldownRange>& range,
                                                        int failures, double jitter = 0.0);
+
+// Rule 4 for agent mode, where a node joins whole: the nodes of a round in the order their
+// workers take ranks: `survivor_nodes` (the nodes of the last round's survivors, in their ranks'
+// order, repeats allowed) first, then the other `nodes` in their given order; at most max_nodes.
+std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
+                                          const std::vector<std::string>& nodes, int max_nodes);
 
 // Rule 5: the first round's last call.
 class LastCall {

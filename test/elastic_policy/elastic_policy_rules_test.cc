@@ -49,3 +49,11 @@ TEST_CASE("the last call waits for more until its end unless max are ready") {
   CHECK(none.over(2, t0));
   CHECK_FALSE(none.began_now());
 }
+
+TEST_CASE("round_node_order puts the survivors' nodes first and keeps at most max nodes") {
+  using V = std::vector<std::string>;
+  CHECK(round_node_order({"c", "c", "a"}, {"a", "b", "c", "d"}, 10) == V{"c", "a", "b", "d"});
+  CHECK(round_node_order({"c", "a"}, {"a", "b", "c", "d"}, 3) == V{"c", "a", "b"});
+  CHECK(round_node_order({}, {"a", "b"}, 1) == V{"a"});
+  CHECK(round_node_order({"b"}, {"a", "b"}, 0).empty());
+}
