@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_rounds.h"
 
 namespace cohort::discovery {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "discovery/agent_view.h"
 #include "discovery/clock.h"
-#include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_rounds.h"
 #include "rendezvous/etcd_store.h"
 
 namespace cohort::discovery {

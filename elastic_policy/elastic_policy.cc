@@ -18,32 +18,6 @@ std::optional<std::chrono::milliseconds> penalty_after(const std::optional<Coold
   return discovery::cooldown_after(*range, failures, jitter);
 }
 
-std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
-                                          const std::vector<std::string>& nodes, int max_nodes) {
-  std::vector<std::string> order;
-  for (const auto* list : {&survivor_nodes, &nodes}) {
-    for (const auto& node : *list) {
-      if (std::find(order.begin(), order.end(), node) == order.end()) order.push_back(node);
-    }
-  }
-  if (static_cast<int>(order.size()) > max_nodes) order.resize(std::max(max_nodes, 0));
-  return order;
-}
-
-bool LastCall::over(int ready, TimePoint now) {
-  if (ready >= max_) return true;
-  if (!began_) {
-    began_ = now;
-    began_now_ = length_.count() > 0;
-  }
-  return now >= *began_ + length_;
-}
-
-std::optional<TimePoint> LastCall::deadline() const {
-  if (!began_) return std::nullopt;
-  return *began_ + length_;
-}
-
 ElasticPolicy::ElasticPolicy(ElasticHostsOptions options, NowFn now)
     : min_np_(options.min_np),
       now_(now),

@@ -21,7 +21,8 @@
 //     node. min_size() is --min-np, or 1 once a worker has finished (the rest of its last round
 //     may end with fewer): the same rule in both modes (round_size_needed).
 //  5. Last call (A only, --rdzv-last-call): once MIN nodes are ready for the FIRST round, it waits
-//     that long for more unless MAX are there (LastCall). S has no such option; kept so.
+//     that long for more unless MAX are there (node_rounds.h: LastCall). S has no such option; kept
+//     so.
 //  6. Resets: every round after the first is a reset; the round that would make the count exceed
 //     --reset-limit is not formed, the job stops (reset_limit_exceeded, both modes).
 //  7. Stop. S: every host blacklisted; every host drained or blacklisted; fewer than --min-np
@@ -69,29 +70,6 @@ bool reset_limit_exceeded(int resets, std::optional<int> reset_limit);
 // Rule 2: how long a host, slot or node sits out after its `failures`-th failure; none: for good.
 std::optional<std::chrono::milliseconds> penalty_after(const std::optional<CooldownRange>& range,
                                                        int failures, double jitter = 0.0);
-
-// Rule 4 for agent mode, where a node joins whole: the nodes of a round in the order their
-// workers take ranks: `survivor_nodes` (the nodes of the last round's survivors, in their ranks'
-// order, repeats allowed) first, then the other `nodes` in their given order; at most max_nodes.
-std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
-                                          const std::vector<std::string>& nodes, int max_nodes);
-
-// Rule 5: the first round's last call.
-class LastCall {
- public:
-  LastCall(std::chrono::milliseconds length, int max_size) : length_(length), max_(max_size) {}
-  // Whether the first round may form now that `ready` (at least MIN) are ready for it. The first
-  // call starts the last call: began_now() then says so, once.
-  bool over(int ready, TimePoint now);
-  bool began_now() { return std::exchange(began_now_, false); }
-  std::optional<TimePoint> deadline() const;
-
- private:
-  const std::chrono::milliseconds length_;
-  const int max_;
-  std::optional<TimePoint> began_;
-  bool began_now_ = false;
-};
 
 // What to do about a round, given the wanted workers and whether they have checked in.
 struct RoundDecision {

@@ -57,3 +57,29 @@ TEST_CASE("round_node_order puts the survivors' nodes first and keeps at most ma
   CHECK(round_node_order({}, {"a", "b"}, 1) == V{"a"});
   CHECK(round_node_order({"b"}, {"a", "b"}, 0).empty());
 }
+
+TEST_CASE("a round being planned waits for survivors then for enough nodes then stops") {
+  using K = PlanningDecision::Kind;
+  TimePoint t0{};
+  NodeRoundLimits limits{.min_nodes = 2, .checkin_timeout = 10s, .elastic_timeout = 60s};
+  struct Row {
+    bool waiting;
+    int nodes;
+    bool finished;
+    std::chrono::milliseconds at;
+    K kind;
+    bool give_up;
+    int needed;
+  };
+  auto row = GENERATE(Row{true, 3, false, 9999ms, K::kWait, false, 2},
+                      Row{true, 3, false, 10s, K::kWait, true, 2},  // survivors taken for failed
+                      Row{false, 1, false, 59999ms, K::kWait, false, 2},
+                      Row{false, 1, false, 60s, K::kStop, false, 2},
+                      Row{false, 0, true, 60s, K::kStop, false, 1},
+                      Row{false, 1, true, 0ms, K::kForm, false, 1},  // finishing: 1 is enough
+                      Row{false, 2, false, 0ms, K::kForm, false, 2});
+  auto d = decide_planning({row.waiting, row.nodes, row.finished}, limits, t0, t0 + row.at);
+  CHECK(d.kind == row.kind);
+  CHECK(d.give_up_on_waiting == row.give_up);
+  CHECK(d.needed == row.needed);
+}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_rounds.h"
 
 namespace policy_test {
 
