@@ -20,6 +20,7 @@ std::optional<std::chrono::milliseconds> penalty_after(const std::optional<Coold
 
 ElasticPolicy::ElasticPolicy(ElasticHostsOptions options, NowFn now)
     : min_np_(options.min_np),
+      reset_limit_(options.reset_limit),
       now_(now),
       hosts_(options, now),
       hold_(options.min_np, options.elastic_timeout, now) {}
@@ -58,6 +59,17 @@ SlotChanges ElasticPolicy::drained(const std::string& host) {
   return hosts_.drain(host);
 }
 
+std::optional<std::string> ElasticPolicy::reset_stop() const {
+  if (!reset_limit_exceeded(resets_, reset_limit_)) return std::nullopt;
+  return "the job reset " + std::to_string(resets_) + " times, more than --reset-limit " +
+         std::to_string(*reset_limit_);
+}
+
+std::optional<std::string> ElasticPolicy::stop_reason() const {
+  if (auto why = hosts_.stop_reason()) return why;
+  return reset_stop();
+}
+
 std::optional<std::string> ElasticPolicy::hold_expired() const {
   return hold_.expired(now_());
 }
@@ -79,10 +91,8 @@ RoundDecision ElasticPolicy::decide_round(const std::vector<SlotRef>& wanted, bo
   // only the rest of its last round is left.
   if (static_cast<int>(plan.slots.size()) < round_size_needed(min_np_, finishing_)) return {};
   if (round_ >= 0) {
-    hosts_.record_reset();
-    if (auto why = hosts_.reset_limit_exceeded()) {
-      return {.kind = RoundDecision::Kind::kStop, .why = *why};
-    }
+    ++resets_;
+    if (auto why = reset_stop()) return {.kind = RoundDecision::Kind::kStop, .why = *why};
   }
   return {.kind = RoundDecision::Kind::kForm, .plan = std::move(plan), .round = ++round_};
 }

@@ -108,7 +108,7 @@ class ElasticPolicy {
 
   // Decisions.
   // Why the job must stop now (rule 7 without the hold), or nothing.
-  std::optional<std::string> stop_reason() const { return hosts_.stop_reason(); }
+  std::optional<std::string> stop_reason() const;
   // Why the discovery hold gives up now (rule 8), or nothing.
   std::optional<std::string> hold_expired() const;
   // The free usable slots that need a new worker, given the alive workers' slots in rank order.
@@ -125,15 +125,20 @@ class ElasticPolicy {
 
   bool finishing() const { return finishing_; }
   int round() const { return round_; }
-  int resets() const { return hosts_.resets(); }
+  int resets() const { return resets_; }
   const discovery::ElasticHosts& hosts() const { return hosts_; }
 
  private:
+  // Rule 6's stop, once the count of resets exceeds the limit.
+  std::optional<std::string> reset_stop() const;
+
   const int min_np_;
+  const std::optional<int> reset_limit_;
   NowFn now_;
   discovery::ElasticHosts hosts_;
   discovery::DiscoveryHold hold_;
   int round_ = -1;                    // the last round formed; -1 before the first
+  int resets_ = 0;                    // rounds after the first, counted when decided (rule 6)
   bool finishing_ = false;            // a worker finished: start no new ones
   std::string last_discovery_error_;  // of the current streak of failed discovery runs
 };

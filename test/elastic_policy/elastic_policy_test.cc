@@ -120,6 +120,7 @@ TEST_CASE("the round past --reset-limit is not formed: the job stops") {
   CHECK(d.kind == Kind::kStop);
   CHECK_THAT(d.why, Contains("reset 2 times, more than --reset-limit 1"));
   CHECK(job.policy.round() == 1);
+  CHECK_THAT(*job.policy.stop_reason(), Contains("more than --reset-limit 1"));
 }
 
 TEST_CASE("a drained host takes no work and the job stops once every host drains") {
@@ -217,4 +218,13 @@ TEST_CASE("a finished worker: no new workers and the rest may finish below --min
   CHECK_FALSE(job.policy.job_done(false, true));
   CHECK(job.policy.job_done(true, true));
   CHECK(job.policy.job_done(false, false));
+}
+
+TEST_CASE("resets are counted per round after the first and never without a limit") {
+  Job job(options(1));
+  job.policy.fixed_hosts(kTwoByTwo);
+  auto all = job.policy.slots_to_start({});
+  for (int i = 0; i <= 1000; ++i) REQUIRE(job.all_in(all).kind == Kind::kForm);
+  CHECK(job.policy.resets() == 1000);
+  CHECK_FALSE(job.policy.stop_reason());
 }
