@@ -20,6 +20,7 @@
 #include "agent/agent_watch.h"
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "elastic_policy/elastic_policy.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -155,14 +156,14 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
   announce("worker " + worker + " " + how);
   exit_notice_ = {"worker " + worker + " on " + options_.node + " failed", followed_round_};
   ++failures_;
-  if (!options_.cooldown) {
+  auto wait = elastic_policy::penalty_after(options_.cooldown, failures_);
+  if (!wait) {
     return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
                            " failed (no --blacklist-cooldown-range)");
   }
-  auto wait = cooldown_after(*options_.cooldown, failures_, 0.0);
-  announce("node " + options_.node + " is blacklisted for " + seconds_text(wait));
-  events_.blacklist(options_.node, failures_, wait);
-  cooldown_until_ = steady_now() + wait;
+  announce("node " + options_.node + " is blacklisted for " + seconds_text(*wait));
+  events_.blacklist(options_.node, failures_, *wait);
+  cooldown_until_ = steady_now() + *wait;
   try {
     store_.remove(agent_key(options_.node));
     registered_.reset();

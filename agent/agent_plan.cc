@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "elastic_policy/node_rounds.h"
+
 namespace cohort::discovery {
 namespace {
 
@@ -23,17 +25,14 @@ bool in_round(const AgentRound& round, const std::string& worker) {
                      [&](const AgentMember& m) { return m.worker == worker; });
 }
 
-// Nodes in the order their workers take ranks: those of `survivors` first, then the rest by name.
+// Nodes in the order their workers take ranks: those of `survivors` first, then the rest by name,
+// at most max_nodes (elastic_policy.h, rule 4).
 std::vector<std::string> node_order(const AgentJobView& view,
-                                    const std::vector<AgentMember>& survivors) {
-  std::vector<std::string> order;
-  for (const auto& m : survivors) {
-    if (std::find(order.begin(), order.end(), m.node) == order.end()) order.push_back(m.node);
-  }
-  for (const auto& [node, record] : view.nodes) {
-    if (std::find(order.begin(), order.end(), node) == order.end()) order.push_back(node);
-  }
-  return order;
+                                    const std::vector<AgentMember>& survivors, int max_nodes) {
+  std::vector<std::string> survivor_nodes, by_name;
+  for (const auto& m : survivors) survivor_nodes.push_back(m.node);
+  for (const auto& [node, record] : view.nodes) by_name.push_back(node);
+  return elastic_policy::round_node_order(survivor_nodes, by_name, max_nodes);
 }
 
 }  // namespace
@@ -84,7 +83,7 @@ std::set<std::string> absent_nodes(const AgentJobView& view) {
 AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& options) {
   AgentPlan plan;
   int resets = view.last_round_number + 1;  // the rounds before the one planned
-  if (options.reset_limit && resets > *options.reset_limit) {
+  if (elastic_policy::reset_limit_exceeded(resets, options.reset_limit)) {
     plan.round.stop = "the reset limit of " + std::to_string(*options.reset_limit) +
                       " was exceeded (round " + std::to_string(resets) + ")";
     return plan;
@@ -95,8 +94,7 @@ AgentPlan plan_agent_round(const AgentJobView& view, const AgentPlanOptions& opt
       if (still_there(view, m) && !view.drained.contains(m.worker)) survivors.push_back(m);
     }
   }
-  auto order = node_order(view, survivors);
-  if (static_cast<int>(order.size()) > options.max_nodes) order.resize(options.max_nodes);
+  auto order = node_order(view, survivors, options.max_nodes);
   auto kept = [&](const std::string& node) {
     return std::find(order.begin(), order.end(), node) != order.end();
   };

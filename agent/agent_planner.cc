@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/seconds_text.h"
 #include "rendezvous/elastic_protocol.h"
@@ -33,8 +34,17 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
     return true;
   }
   give_up_on(plan.dropped, "it is beyond --nnodes' most nodes");
+  using Kind = elastic_policy::PlanningDecision::Kind;
+  auto decision =
+      elastic_policy::decide_planning({.survivors_waiting = !plan.waiting.empty(),
+                                       .nodes = nodes_in(plan.round),
+                                       .a_worker_finished = !snapshot.view.finished.empty()},
+                                      {.min_nodes = limits.min_nodes,
+                                       .checkin_timeout = limits.checkin_timeout,
+                                       .elastic_timeout = limits.elastic_timeout},
+                                      started_, now);
   if (!plan.waiting.empty()) {
-    if (!killed_waiting_ && now >= started_ + limits.checkin_timeout) {
+    if (!killed_waiting_ && decision.give_up_on_waiting) {
       killed_waiting_ = true;
       give_up_on(plan.waiting, "it did not check in within --checkin-timeout " +
                                    seconds_text(limits.checkin_timeout) + " after round " +
@@ -43,11 +53,10 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
     return false;  // its agent kills it and stops listing it, or its lease expires
   }
   // Once a worker has finished, the rest of its round may finish with fewer than MIN nodes.
-  int needed = snapshot.view.finished.empty() ? limits.min_nodes : 1;
-  if (plan.round.members.empty() || nodes_in(plan.round) < needed) {
-    if (now < started_ + limits.elastic_timeout) return false;
+  if (decision.kind == Kind::kWait) return false;
+  if (decision.kind == Kind::kStop) {
     plan.round.stop = "round " + std::to_string(round_) + " had fewer than " +
-                      std::to_string(needed) + " nodes ready for --elastic-timeout " +
+                      std::to_string(decision.needed) + " nodes ready for --elastic-timeout " +
                       seconds_text(limits.elastic_timeout);
   }
   publish(plan.round);
@@ -86,21 +95,13 @@ void RoundPlanning::publish(const AgentRound& round) {
 
 bool LastCall::over(const AgentJobView& view, TimePoint now) {
   int nodes = static_cast<int>(view.nodes.size());
-  if (nodes >= max_) return true;
-  if (!began_) {
-    began_ = now;
-    if (length_.count() > 0) {
-      announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
-               " nodes are ready; the first round waits up to --rdzv-last-call " +
-               seconds_text(length_) + " for more");
-    }
+  bool over = rule_.over(nodes, now);
+  if (rule_.began_now()) {
+    announce(std::to_string(nodes) + " of at most " + std::to_string(max_) +
+             " nodes are ready; the first round waits up to --rdzv-last-call " +
+             seconds_text(length_) + " for more");
   }
-  return now >= *began_ + length_;
-}
-
-std::optional<TimePoint> LastCall::deadline() const {
-  if (!began_) return std::nullopt;
-  return *began_ + length_;
+  return over;
 }
 
 std::string describe_members(const AgentRound& round) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "agent/agent_view.h"
+#include "elastic_policy/node_rounds.h"
 #include "launcher/clock.h"
 #include "rendezvous/etcd_store.h"
 
@@ -62,16 +63,17 @@ class RoundPlanning {
 // join one reset later.
 class LastCall {
  public:
-  LastCall(std::chrono::milliseconds length, int max_nodes) : length_(length), max_(max_nodes) {}
+  LastCall(std::chrono::milliseconds length, int max_nodes)
+      : length_(length), max_(max_nodes), rule_(length, max_nodes) {}
   // Whether the first round may form now; `view` has MIN nodes ready for it.
   bool over(const AgentJobView& view, TimePoint now);
   // When it ends, once it has begun.
-  std::optional<TimePoint> deadline() const;
+  std::optional<TimePoint> deadline() const { return rule_.deadline(); }
 
  private:
   const std::chrono::milliseconds length_;
   const int max_;
-  std::optional<TimePoint> began_;
+  elastic_policy::LastCall rule_;  // the rule itself (elastic_policy.h, rule 5)
 };
 
 // "[0] a.0.0 on a, [1] a.1.0 on a", for the log.

@@ -22,7 +22,7 @@ std::vector<HostSlots> DiscoveryHold::apply(
   }
   bool holding = kept.size() > listed.size();
   if (holding && !held_since_) {
-    held_since_ = steady_now();
+    held_since_ = now_();
     announce("the host discovery script lists " + std::to_string(offered) +
              " usable slots, fewer than --min-np " + std::to_string(min_np_) +
              "; keeping the running workers' hosts for up to --elastic-timeout " +

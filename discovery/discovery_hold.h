@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/clock.h"
@@ -20,8 +21,8 @@ namespace cohort::discovery {
 
 class DiscoveryHold {
  public:
-  DiscoveryHold(int min_np, std::chrono::milliseconds elastic_timeout)
-      : min_np_(min_np), elastic_timeout_(elastic_timeout) {}
+  DiscoveryHold(int min_np, std::chrono::milliseconds elastic_timeout, NowFn now = steady_now)
+      : min_np_(min_np), elastic_timeout_(elastic_timeout), now_(std::move(now)) {}
 
   // `listed`, plus the hosts of `hosts` that it leaves out and that still run workers
   // (`running(host)`) while it offers fewer than min_np usable slots. Announces a hold's start
@@ -36,6 +37,7 @@ class DiscoveryHold {
  private:
   const int min_np_;
   const std::chrono::milliseconds elastic_timeout_;
+  const NowFn now_;
   std::optional<TimePoint> held_since_;
 };
 

@@ -12,12 +12,12 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
-#include "discovery/discovery_hold.h"
 #include "discovery/host_discovery.h"
 #include "elastic_job/elastic_events.h"
 #include "elastic_job/elastic_roster.h"
 #include "elastic_job/elastic_timeouts.h"
 #include "elastic_job/round_board.h"
+#include "elastic_policy/elastic_policy.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -70,31 +70,26 @@ class ElasticJob {
   std::unique_ptr<rendezvous::Store> store_;  // the server's elastic scope
   std::optional<RoundBoard> board_;
   std::unique_ptr<HostDiscovery> discovery_;
-  ElasticHosts hosts_;
+  elastic_policy::ElasticPolicy policy_;  // every decision of rules 1-10 (elastic_policy.h)
   ElasticRoster roster_;
   WorkerGroup workers_;
   ElasticEvents events_;
   SlotChanges initial_slots_;  // fixed hosts: recorded once the job starts
 
-  int round_ = -1;            // the current round; -1 before the first
   std::vector<int> members_;  // the current round's workers, by rank
   int generation_ = 0;        // the last host notice published
   int noticed_round_ = -2;    // the round whose members were last sent a notice
   int abandoned_round_ = -1;  // the last round given up (elastic_protocol.h)
-  bool finishing_ = false;    // a worker finished: start no new ones
   std::optional<TimePoint> checkin_deadline_;
-  DiscoveryHold hold_;
-  std::string last_discovery_error_;  // of the current streak of failed discovery runs
   bool stopping_ = false;
   int exit_code_ = 0;
 };
 
 ElasticJob::ElasticJob(const ElasticJobOptions& options)
     : options_(options),
-      hosts_(options.hosts),
+      policy_(options.hosts),
       workers_(options.term_grace, options.output),
-      events_(options.events),
-      hold_(options.hosts.min_np, options.hosts.elastic_timeout) {
+      events_(options.events) {
   if (options_.discovery_script) {
     discovery_ = std::make_unique<HostDiscovery>(
         HostDiscoveryOptions{.command = {*options_.discovery_script},
@@ -104,7 +99,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   } else {
     // Fixed hosts: an unreachable one fails the job now rather than at its first launch.
     for (const auto& h : options_.fixed_hosts) launcher_for(h.host, options_.launch);
-    initial_slots_ = hosts_.update(options_.fixed_hosts);
+    initial_slots_ = policy_.fixed_hosts(options_.fixed_hosts);
   }
   if (options_.checkin_timeout.count() <= 0) {
     throw InvalidArgument("--checkin-timeout must be > 0");
@@ -163,9 +158,8 @@ int ElasticJob::poll_timeout() const {
     if (w.running) consider(w.leave_by);
   }
   if (!stopping_) {
-    consider(hosts_.next_wakeup());
+    consider(policy_.next_wakeup());
     consider(checkin_deadline_);
-    consider(hold_.deadline());
     for (const auto& [id, w] : roster_.all()) {
       if (w.running && !w.checkin && w.entry == 0) consider(w.checkin_by);
     }
@@ -205,7 +199,7 @@ void ElasticJob::on_exit(const WorkerExit& exit) {
   if (!exit.exited_zero()) return on_worker_failed(*w, exit);
   // Finished: never a reason to end the others (Horovod #3852); the rest of its round regroup.
   w->finished = true;
-  finishing_ = true;
+  policy_.worker_finished();
   announce(w->name() + " finished (exit status 0)");
   events_.note_cause("worker_finished", w->name() + " finished");
   if (was_member) notice_change();
@@ -221,7 +215,7 @@ void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
   announce(w.name() + " (pid " + std::to_string(exit.pid) + ") " + describe_exit(exit.status));
   events_.note_cause("failure", how);
   bool others_alive = roster_.others_running_on(w.slot.host, w.id);
-  on_slot_changes(hosts_.worker_failed(w.slot.host, w.slot.slot, others_alive));
+  on_slot_changes(policy_.worker_failed(w.slot.host, w.slot.slot, others_alive));
   notice_change();
 }
 
@@ -238,7 +232,7 @@ void ElasticJob::on_checkin(ElasticWorker& w) {
   log::info(w.name(), " checked in for entry ", w.entry, ": ", kind_word(w.checkin->kind),
             w.checkin->reason.empty() ? "" : " (" + w.checkin->reason + ")");
   if (w.checkin->kind == rendezvous::CheckIn::Kind::kDrained) drain(w);
-  if (stopping_ || w.leaving || !hosts_.usable(w.slot)) return tell_exit(w);
+  if (stopping_ || w.leaving || !policy_.usable(w.slot)) return tell_exit(w);
   bool left_round = w.in_round;
   w.in_round = false;
   if (left_round && w.checkin->kind != rendezvous::CheckIn::Kind::kStart) {
@@ -261,32 +255,30 @@ void ElasticJob::drain(ElasticWorker& w) {
   if (w.in_round) abandon_round(w.name() + " drained");
   w.in_round = false;
   events_.note_cause("drain", w.name() + " drained");
-  on_slot_changes(hosts_.drain(w.slot.host), &w);
+  on_slot_changes(policy_.drained(w.slot.host), &w);
   notice_change();
 }
 
 void ElasticJob::on_discovery(const DiscoveryResult& result) {
   if (result.status == DiscoveryStatus::kFailed) {
     // A script that keeps failing the same way is reported once, not every interval.
-    if (result.error != last_discovery_error_) {
+    if (policy_.discovery_failed(result.error).report_failure) {
       announce(result.error);
       events_.discovery_failure(result.error);
     }
-    last_discovery_error_ = result.error;
     return;
   }
-  if (!last_discovery_error_.empty()) {
+  if (policy_.discovery_worked().report_recovery) {
     announce("the host discovery script works again");
     events_.discovery_recovered();
   }
-  last_discovery_error_.clear();
   if (result.status == DiscoveryStatus::kUnchanged) return;
   auto running = [&](const std::string& host) {
     return std::any_of(roster_.all().begin(), roster_.all().end(), [&](const auto& kv) {
       return kv.second.running && !kv.second.leaving && kv.second.slot.host == host;
     });
   };
-  on_slot_changes(hosts_.update(hold_.apply(discovery_->hosts(), hosts_, running)));
+  on_slot_changes(policy_.discovered(discovery_->hosts(), running));
 }
 
 void ElasticJob::on_slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by) {
@@ -315,8 +307,8 @@ void ElasticJob::on_time() {
     }
   }
   if (stopping_) return;
-  if (auto why = hold_.expired(now)) return stop_job(1, *why);
-  on_slot_changes(hosts_.refresh());
+  if (auto why = policy_.hold_expired()) return stop_job(1, *why);
+  on_slot_changes(policy_.tick());
   for (auto& [id, w] : roster_.all()) {
     if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
     announce(w.name() + " did not check in within --start-timeout " +
@@ -327,7 +319,7 @@ void ElasticJob::on_time() {
   }
   if (!checkin_deadline_ || now < *checkin_deadline_) return;
   checkin_deadline_.reset();
-  for (ElasticWorker* w : roster_.wanted(hosts_)) {
+  for (ElasticWorker* w : roster_.wanted(policy_.hosts())) {
     if (w->checkin) continue;
     announce(w->name() + " did not check in within --checkin-timeout " +
              seconds_text(options_.checkin_timeout) +
@@ -338,19 +330,17 @@ void ElasticJob::on_time() {
 }
 
 void ElasticJob::step() {
-  if (auto why = hosts_.stop_reason()) return stop_job(1, *why);
+  if (auto why = policy_.stop_reason()) return stop_job(1, *why);
   start_workers();
   plan_round_when_ready();
   finish_when_done();
 }
 
 void ElasticJob::start_workers() {
-  if (finishing_) return;
-  RoundPlan plan = hosts_.plan_round(ElasticRoster::slots_of(roster_.alive_in_order()));
-  for (const auto& slot : plan.slots) {
-    SlotRef where{slot.assignment.host, slot.slot};
+  for (const auto& slot :
+       policy_.slots_to_start(ElasticRoster::slots_of(roster_.alive_in_order()))) {
     // A launch that failed just now blacklisted the host: skip its other slots.
-    if (!slot.survivor && hosts_.usable(where)) start_worker(where);
+    if (policy_.usable(slot)) start_worker(slot);
   }
 }
 
@@ -370,38 +360,28 @@ void ElasticJob::start_worker(const SlotRef& slot) {
     w.running = false;
     announce(std::string(e.what()));
     events_.launch_failed(w, e.what());
-    on_slot_changes(hosts_.launch_failed(slot.host));
+    on_slot_changes(policy_.launch_failed(slot.host));
   }
 }
 
 void ElasticJob::plan_round_when_ready() {
-  std::vector<ElasticWorker*> wanted = roster_.wanted(hosts_);
-  bool any_waiting = std::any_of(wanted.begin(), wanted.end(),
-                                 [](const ElasticWorker* w) { return w->checkin.has_value(); });
+  std::vector<ElasticWorker*> wanted = roster_.wanted(policy_.hosts());
   bool all_in = std::all_of(wanted.begin(), wanted.end(),
                             [](const ElasticWorker* w) { return w->checkin.has_value(); });
-  if (!any_waiting || !all_in) return;
-  // Survivors only: every free slot already has a worker starting (start_workers).
-  RoundPlan plan = hosts_.plan_round(ElasticRoster::slots_of(wanted), /*fill_free_slots=*/false);
-  // Fewer than --min-np: wait (the elastic timeout bounds it), unless the job is finishing and
-  // only the rest of its last round is left.
-  int needed = finishing_ ? 1 : options_.hosts.min_np;
-  if (static_cast<int>(plan.slots.size()) < needed) return;
-  if (round_ >= 0) {
-    hosts_.record_reset();
-    if (auto why = hosts_.reset_limit_exceeded()) return stop_job(1, *why);
-  }
-  publish_round(plan);
+  auto decision = policy_.decide_round(ElasticRoster::slots_of(wanted), all_in);
+  using Kind = elastic_policy::RoundDecision::Kind;
+  if (decision.kind == Kind::kStop) return stop_job(1, decision.why);
+  if (decision.kind == Kind::kForm) publish_round(decision.plan);
 }
 
 void ElasticJob::publish_round(const RoundPlan& plan) {
   // Every member that joined the last round left a watcher's request for its abandon key waiting
   // on the server (elastic/round_watch.h): answering it now ends those requests, so their number
   // never grows past one round's members however many rounds the job goes through.
-  if (round_ >= 0 && abandoned_round_ != round_) {
-    board_->abandon(round_, "superseded by round " + std::to_string(round_ + 1));
+  const int round = policy_.round();  // the one formed now
+  if (round > 0 && abandoned_round_ != round - 1) {
+    board_->abandon(round - 1, "superseded by round " + std::to_string(round));
   }
-  ++round_;
   members_.clear();
   for (auto& [id, w] : roster_.all()) w.in_round = false;
   std::string list;
@@ -409,10 +389,10 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
     ElasticWorker& w = *roster_.on_slot({slot.assignment.host, slot.slot});
     const SlotAssignment& a = slot.assignment;
     rendezvous::Assignment assignment{
-        .round = round_, .placement = a.placement, .generation = generation_};
+        .round = round, .placement = a.placement, .generation = generation_};
     w.rank = a.placement.rank;
     w.in_round = true;
-    workers_.place(w.id, *w.rank, round_);
+    workers_.place(w.id, *w.rank, round);
     board_->assign(w.id, w.entry, assignment);
     w.checkin.reset();
     ++w.entry;
@@ -427,27 +407,27 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
     if (w.running && !w.leaving && !w.finished && !w.in_round) tell_exit(w);
   }
   checkin_deadline_.reset();
-  if (round_ > 0) server_->clear_scope(rendezvous::round_scope(round_ - 1));
-  announce("round " + std::to_string(round_) + " (" + std::to_string(hosts_.resets()) +
-           (hosts_.resets() == 1 ? " reset" : " resets") + "): size " +
+  if (round > 0) server_->clear_scope(rendezvous::round_scope(round - 1));
+  announce("round " + std::to_string(round) + " (" + std::to_string(policy_.resets()) +
+           (policy_.resets() == 1 ? " reset" : " resets") + "): size " +
            std::to_string(plan.slots.size()) + ": " + list);
-  events_.round(round_, hosts_.resets(), roster_.of(members_));
+  events_.round(round, policy_.resets(), roster_.of(members_));
 }
 
 void ElasticJob::finish_when_done() {
-  bool members_done = round_ >= 0 && std::all_of(members_.begin(), members_.end(), [&](int id) {
-                        return roster_.find(id)->finished;
-                      });
-  bool nobody_left = finishing_ && std::none_of(roster_.all().begin(), roster_.all().end(),
-                                                [](const auto& kv) { return kv.second.running; });
-  if (!members_done && !nobody_left) return;
-  announce("the workers of round " + std::to_string(round_) + " finished; the job is done");
+  bool members_done = std::all_of(members_.begin(), members_.end(),
+                                  [&](int id) { return roster_.find(id)->finished; });
+  bool any_running = std::any_of(roster_.all().begin(), roster_.all().end(),
+                                 [](const auto& kv) { return kv.second.running; });
+  if (!policy_.job_done(members_done, any_running)) return;
+  announce("the workers of round " + std::to_string(policy_.round()) +
+           " finished; the job is done");
   stop_job(0, "");
 }
 
 void ElasticJob::notice_change() {
-  if (noticed_round_ == round_) return;  // its members have been told already
-  noticed_round_ = round_;
+  if (noticed_round_ == policy_.round()) return;  // its members have been told already
+  noticed_round_ = policy_.round();
   ++generation_;
   board_->notice(generation_);
   log::info("published host notice ", generation_);
@@ -456,10 +436,11 @@ void ElasticJob::notice_change() {
 // Members still joining the round stop at once and check in again; members past joining learn
 // of the break from their heartbeat instead, so the key is harmless to them.
 void ElasticJob::abandon_round(const std::string& why) {
-  if (round_ < 0 || abandoned_round_ == round_) return;
-  abandoned_round_ = round_;
-  board_->abandon(round_, why);
-  log::info("abandoned round ", round_, ": ", why);
+  const int round = policy_.round();
+  if (round < 0 || abandoned_round_ == round) return;
+  abandoned_round_ = round;
+  board_->abandon(round, why);
+  log::info("abandoned round ", round, ": ", why);
 }
 
 void ElasticJob::tell_exit(ElasticWorker& w) {

@@ -346,12 +346,6 @@ std::optional<std::string> ElasticHosts::elastic_timeout_expired() const {
          ", for more than --elastic-timeout " + seconds_text(options_.elastic_timeout);
 }
 
-std::optional<std::string> ElasticHosts::reset_limit_exceeded() const {
-  if (!options_.reset_limit || resets_ <= *options_.reset_limit) return std::nullopt;
-  return "the job reset " + std::to_string(resets_) + " times, more than --reset-limit " +
-         std::to_string(*options_.reset_limit);
-}
-
 std::optional<std::string> ElasticHosts::stop_reason() const {
   if (auto why = all_hosts_blacklisted()) return why;
   TimePoint now = now_();
@@ -359,8 +353,7 @@ std::optional<std::string> ElasticHosts::stop_reason() const {
     return draining(h.host) || blacklisted_at(h.host, now);
   });
   if (none_left) return std::string("every host drains or is blacklisted");
-  if (auto why = elastic_timeout_expired()) return why;
-  return reset_limit_exceeded();
+  return elastic_timeout_expired();
 }
 
 std::optional<TimePoint> ElasticHosts::next_wakeup() const {

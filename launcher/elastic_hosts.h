@@ -114,15 +114,11 @@ class ElasticHosts {
   int usable_slots() const { return usable_count(now_()); }
   bool enough_slots() const { return usable_slots() >= options_.min_np; }
 
-  // Count one more reset (a new round after the first).
-  void record_reset() { ++resets_; }
-  int resets() const { return resets_; }
-
   // Each returns the user-facing reason the job must stop, or nothing.
   std::optional<std::string> all_hosts_blacklisted() const;
   std::optional<std::string> elastic_timeout_expired() const;
-  std::optional<std::string> reset_limit_exceeded() const;
-  // The first of the three.
+  // The first of these, or that every host drains or is blacklisted. (The reset limit is the
+  // elastic policy's: elastic_policy/elastic_policy.h.)
   std::optional<std::string> stop_reason() const;
   // When time alone changes something: a cooldown ends or the elastic timeout expires. An event
   // loop sleeps until then and calls refresh() and stop_reason().
@@ -161,7 +157,6 @@ class ElasticHosts {
   std::vector<SlotRef> last_usable_;
   TimePoint last_observed_;
   std::optional<TimePoint> short_since_;
-  int resets_ = 0;
 };
 
 // The cooldown after the `failures`-th failure: LO * 2^(failures-1), plus jitter * LO, clamped to

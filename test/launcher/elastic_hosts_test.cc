@@ -320,14 +320,3 @@ TEST_CASE("a cooldown that ends in time ends the shortage even without a refresh
   CHECK_FALSE(hosts.elastic_timeout_expired());
   CHECK(hosts.enough_slots());
 }
-
-TEST_CASE("the reset limit stops the job") {
-  ElasticHosts hosts({.reset_limit = 4});
-  for (int i = 0; i < 4; ++i) hosts.record_reset();
-  CHECK_FALSE(hosts.reset_limit_exceeded());
-  hosts.record_reset();
-  CHECK(hosts.reset_limit_exceeded() == "the job reset 5 times, more than --reset-limit 4");
-  ElasticHosts unlimited({});
-  for (int i = 0; i < 1000; ++i) unlimited.record_reset();
-  CHECK_FALSE(unlimited.reset_limit_exceeded());
-}

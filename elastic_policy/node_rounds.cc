@@ -1,0 +1,47 @@
+#include "elastic_policy/node_rounds.h"
+
+#include <algorithm>
+
+namespace cohort::elastic_policy {
+
+std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
+                                          const std::vector<std::string>& nodes, int max_nodes) {
+  std::vector<std::string> order;
+  for (const auto* list : {&survivor_nodes, &nodes}) {
+    for (const auto& node : *list) {
+      if (std::find(order.begin(), order.end(), node) == order.end()) order.push_back(node);
+    }
+  }
+  if (static_cast<int>(order.size()) > max_nodes) order.resize(std::max(max_nodes, 0));
+  return order;
+}
+
+bool LastCall::over(int ready, TimePoint now) {
+  if (ready >= max_) return true;
+  if (!began_) {
+    began_ = now;
+    began_now_ = length_.count() > 0;
+  }
+  return now >= *began_ + length_;
+}
+
+std::optional<TimePoint> LastCall::deadline() const {
+  if (!began_) return std::nullopt;
+  return *began_ + length_;
+}
+
+PlanningDecision decide_planning(const PlanningState& state, const NodeRoundLimits& limits,
+                                 TimePoint since, TimePoint now) {
+  using Kind = PlanningDecision::Kind;
+  int needed = round_size_needed(limits.min_nodes, state.a_worker_finished);
+  if (state.survivors_waiting) {
+    return {.give_up_on_waiting = now >= since + limits.checkin_timeout, .needed = needed};
+  }
+  if (state.nodes == 0 || state.nodes < needed) {
+    if (now < since + limits.elastic_timeout) return {.needed = needed};
+    return {.kind = Kind::kStop, .needed = needed};
+  }
+  return {.kind = Kind::kForm, .needed = needed};
+}
+
+}  // namespace cohort::elastic_policy

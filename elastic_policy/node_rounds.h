@@ -1,0 +1,64 @@
+// The rules of the elastic policy (elastic_policy.h) in agent mode's terms, where a node joins a
+// round whole and the agent that won the right to plan a round decides it: the nodes' order, the
+// first round's last call, and when a round being planned forms, waits or stops the job.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "elastic_policy/elastic_policy.h"
+
+namespace cohort::elastic_policy {
+
+// Rule 4 for agent mode, where a node joins whole: the nodes of a round in the order their
+// workers take ranks: `survivor_nodes` (the nodes of the last round's survivors, in their ranks'
+// order, repeats allowed) first, then the other `nodes` in their given order; at most max_nodes.
+std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
+                                          const std::vector<std::string>& nodes, int max_nodes);
+
+// Rule 5: the first round's last call.
+class LastCall {
+ public:
+  LastCall(std::chrono::milliseconds length, int max_size) : length_(length), max_(max_size) {}
+  // Whether the first round may form now that `ready` (at least MIN) are ready for it. The first
+  // call starts the last call: began_now() then says so, once.
+  bool over(int ready, TimePoint now);
+  bool began_now() { return std::exchange(began_now_, false); }
+  std::optional<TimePoint> deadline() const;
+
+ private:
+  const std::chrono::milliseconds length_;
+  const int max_;
+  std::optional<TimePoint> began_;
+  bool began_now_ = false;
+};
+
+// Agent mode's planning of one round, begun at `since` (rules 4 and 7).
+struct PlanningState {
+  bool survivors_waiting = false;  // a survivor of the last round has not checked in yet
+  int nodes = 0;                   // the nodes the round would span
+  bool a_worker_finished = false;
+};
+
+struct NodeRoundLimits {
+  int min_nodes = 1;
+  std::chrono::milliseconds checkin_timeout{10000};
+  std::chrono::milliseconds elastic_timeout{600000};
+};
+
+struct PlanningDecision {
+  enum class Kind { kWait, kForm, kStop } kind = Kind::kWait;
+  // kWait for survivors: --checkin-timeout has passed, they are taken for failed.
+  bool give_up_on_waiting = false;
+  int needed = 1;  // the fewest nodes the round may have
+};
+
+// Waits for the survivors (giving up on them after --checkin-timeout), then for `needed` nodes
+// (round_size_needed), for up to --elastic-timeout from `since`; then forms the round, or stops.
+PlanningDecision decide_planning(const PlanningState& state, const NodeRoundLimits& limits,
+                                 TimePoint since, TimePoint now);
+
+}  // namespace cohort::elastic_policy

@@ -1,0 +1,85 @@
+// The rules both elastic modes share (elastic_policy.h): the fewest a round may have, the reset
+// limit, the penalty after a failure and the first round's last call.
+#include <catch2/catch.hpp>
+
+#include "test/elastic_policy/policy_fixture.h"
+
+using namespace policy_test;
+
+TEST_CASE("round_size_needed and reset_limit_exceeded") {
+  CHECK(round_size_needed(3, false) == 3);
+  CHECK(round_size_needed(3, true) == 1);
+  struct Row {
+    int resets;
+    std::optional<int> limit;
+    bool exceeded;
+  };
+  auto row = GENERATE(Row{0, std::nullopt, false}, Row{100, std::nullopt, false}, Row{0, 0, false},
+                      Row{1, 0, true}, Row{2, 2, false}, Row{3, 2, true});
+  CHECK(reset_limit_exceeded(row.resets, row.limit) == row.exceeded);
+}
+
+TEST_CASE("penalty_after doubles from LO up to HI and is for good without a range") {
+  CooldownRange range{10s, 60s};
+  struct Row {
+    int failures;
+    double jitter;
+    std::chrono::milliseconds penalty;
+  };
+  auto row = GENERATE(Row{1, 0.0, 10s}, Row{2, 0.0, 20s}, Row{3, 0.0, 40s}, Row{4, 0.0, 60s},
+                      Row{1, 0.5, 15s}, Row{100, 0.0, 60s});
+  CHECK(penalty_after(range, row.failures, row.jitter) == row.penalty);
+  CHECK_FALSE(penalty_after(std::nullopt, row.failures));
+}
+
+TEST_CASE("the last call waits for more until its end unless max are ready") {
+  TimePoint t0{};
+  LastCall call(5s, 4);
+  CHECK_FALSE(call.deadline());
+  CHECK_FALSE(call.over(2, t0));
+  CHECK(call.began_now());
+  CHECK_FALSE(call.began_now());  // said once
+  CHECK(call.deadline() == t0 + 5s);
+  CHECK_FALSE(call.over(3, t0 + 4999ms));
+  CHECK(call.over(3, t0 + 5s));
+  LastCall full(5s, 4);
+  CHECK(full.over(4, t0));  // max ready: no wait
+  CHECK_FALSE(full.began_now());
+  LastCall none(0s, 4);
+  CHECK(none.over(2, t0));
+  CHECK_FALSE(none.began_now());
+}
+
+TEST_CASE("round_node_order puts the survivors' nodes first and keeps at most max nodes") {
+  using V = std::vector<std::string>;
+  CHECK(round_node_order({"c", "c", "a"}, {"a", "b", "c", "d"}, 10) == V{"c", "a", "b", "d"});
+  CHECK(round_node_order({"c", "a"}, {"a", "b", "c", "d"}, 3) == V{"c", "a", "b"});
+  CHECK(round_node_order({}, {"a", "b"}, 1) == V{"a"});
+  CHECK(round_node_order({"b"}, {"a", "b"}, 0).empty());
+}
+
+TEST_CASE("a round being planned waits for survivors then for enough nodes then stops") {
+  using K = PlanningDecision::Kind;
+  TimePoint t0{};
+  NodeRoundLimits limits{.min_nodes = 2, .checkin_timeout = 10s, .elastic_timeout = 60s};
+  struct Row {
+    bool waiting;
+    int nodes;
+    bool finished;
+    std::chrono::milliseconds at;
+    K kind;
+    bool give_up;
+    int needed;
+  };
+  auto row = GENERATE(Row{true, 3, false, 9999ms, K::kWait, false, 2},
+                      Row{true, 3, false, 10s, K::kWait, true, 2},  // survivors taken for failed
+                      Row{false, 1, false, 59999ms, K::kWait, false, 2},
+                      Row{false, 1, false, 60s, K::kStop, false, 2},
+                      Row{false, 0, true, 60s, K::kStop, false, 1},
+                      Row{false, 1, true, 0ms, K::kForm, false, 1},  // finishing: 1 is enough
+                      Row{false, 2, false, 0ms, K::kForm, false, 2});
+  auto d = decide_planning({row.waiting, row.nodes, row.finished}, limits, t0, t0 + row.at);
+  CHECK(d.kind == row.kind);
+  CHECK(d.give_up_on_waiting == row.give_up);
+  CHECK(d.needed == row.needed);
+}
