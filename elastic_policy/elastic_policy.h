@@ -1,6 +1,6 @@
 // The elastic policy of cohortrun, written once for both elastic modes: events and a clock in,
-// decisions out. No threads, no I/O, no processes: the server-mode job (discovery/elastic_job.cc)
-// and the agents (discovery/agent_*) learn events their own way, ask this for the decision, and
+// decisions out. No threads, no I/O, no processes: the server-mode job (elastic_job/elastic_job.cc)
+// and the agents (agent/agent_*) learn events their own way, ask this for the decision, and
 // publish it their own way (the built-in rendezvous server, or keys in etcd).
 // docs/elastic-policy.md walks through it top-down.
 //
