@@ -104,8 +104,8 @@ def verdict(ok):
 
 
 def fmt(v, unit=""):
-    if v is None:
-        return "n/a"
+    if v is None or isinstance(v, str):
+        return v or "n/a"
     return f"{v:,.0f}{unit}" if v >= 100 else f"{v:.3g}{unit}"
 
 
@@ -166,6 +166,14 @@ the others go on).
         by = [(r["ranks"], r["recv_bytes_cycle"] + r["sent_bytes_cycle"]) for r in coord
               if r["scenario"] == s]
         out.append(f"- {s}: CPU ~ {slopes(cpu)}; bytes ~ {slopes(by)}")
+    top = max((r for r in coord if r["scenario"] == "cached"), key=lambda r: r["ranks"],
+              default=None)
+    if top and top["ranks"] > 1:
+        peers = top["ranks"] - 1
+        out.append(f"\nPer peer and cached cycle, rank 0 receives "
+                   f"{top['recv_bytes_cycle'] / peers:.0f} bytes and sends "
+                   f"{top['sent_bytes_cycle'] / peers:.0f} (the ids, and each tensor's element "
+                   f"count that a joined rank needs): the bytes are exactly linear in N.")
     out.append("""
 Found and fixed on the way: `Negotiator::mark_if_ready` scanned every member on every
 submission to see whether a name was ready, which made a cycle quadratic in N (cached, 1,024
@@ -276,23 +284,29 @@ def model_section(coord, fanin, rdv, agents):
     lat = [(r["ranks"], r["latency_us"]) for r in fanin]
     rounds = [(r["workers"], r["first_ms"]) for r in rdv if r["first_ms"]]
     agent_rounds = [(r["agents"], r["first_ms"]) for r in agents if r["first_ms"]]
-    rows = [("rank 0 CPU per cached cycle (µs)", cached, GOAL_CPU_US, 4096, False),
-            ("bytes at rank 0 per cached cycle", cbytes, GOAL_BYTES, 4096, True),
-            ("cached cycle through the control star (µs, loopback)", lat, None, None, False),
-            ("first round on the built-in server (ms)", rounds, GOAL_ROUND_S * 1e3, 1024, False),
-            ("a round among agents on etcd (ms)", agent_rounds, GOAL_AGENTS_S * 1e3, 256, False)]
+    # The smallest size whose round failed: larger ones fail too (the server's connection limit).
+    failed = min([r["workers"] for r in rdv if r["first_ms"] is None], default=None)
+    rows = [("rank 0 CPU per cached cycle (µs)", cached, GOAL_CPU_US, 4096, False, None),
+            ("bytes at rank 0 per cached cycle", cbytes, GOAL_BYTES, 4096, True, None),
+            ("cached cycle through the control star (µs, loopback)", lat, None, None, False, None),
+            ("first round on the built-in server (ms)", rounds, GOAL_ROUND_S * 1e3, 1024, False,
+             failed),
+            ("a round among agents on etcd (ms)", agent_rounds, GOAL_AGENTS_S * 1e3, 256, False,
+             None)]
     out = ["""## Model: extrapolated to 16k-100k ranks
 
 Each cost is fitted as a * N^b over its three largest measured sizes and extrapolated (a measured
 value is used where there is one); bytes, which are one message from and to each peer, are
-extrapolated linearly from the largest size's bytes per peer. The star's costs are at least linear in N by construction:
+extrapolated linearly from the largest size's bytes per peer; "fails" marks sizes at or above
+one whose round failed. The star's costs are at least linear in N by construction:
 rank 0 receives N-1 request lists and sends N-1 response lists a cycle.
 """, "| cost | fit | N = 4,096 | N = 16,384 | N = 100,000 | goal |", "|---|---|---|---|---|---|"]
     verdicts = []
-    for name, pts, goal, goal_n, linear in rows:
+    for name, pts, goal, goal_n, linear, limit in rows:
         f = tail_fit(pts)
         measured = dict(pts)
-        vals = [measured.get(n) or extrapolate(pts, n, linear) for n in (4096, 16384, 100000)]
+        vals = [measured.get(n) or ("fails" if limit and n >= limit else
+                                    extrapolate(pts, n, linear)) for n in (4096, 16384, 100000)]
         g = f"<= {fmt(goal)} at {goal_n:,}" if goal else "-"
         out.append(f"| {name} | " + (f"{f[0]:.3g} N^{f[1]:.2f}" if f else "n/a") + " | " +
                    " | ".join(fmt(v) for v in vals) + f" | {g} |")
