@@ -260,9 +260,11 @@ clients (leases, watches) on its cores; the round after an agent dies is not mea
     ok = [(r["agents"], r["first_ms"]) for r in agents if r["first_ms"]]
     out.append(f"\nGrowth: {slopes(ok)}.")
     out.append("""
-Every agent watches the job's prefix and re-reads its snapshot when anything in it changes, so
-each of the N registrations and N check-ins wakes all N agents: the round's work on etcd grows
-like N^2 even when each read is one range request.
+Every agent watches the job's prefix and, whenever anything in it changes, re-reads the whole
+prefix (`store_.list("")` in discovery/agent_job.cc: one range request of O(N) keys). Each of the
+N registrations and N check-ins wakes all N agents, so a round costs etcd up to N^2 such reads
+(watch events that arrive together coalesce some): batched, incremental reads of the round's
+keys are part 2's fix.
 """)
     return "\n".join(out)
 
