@@ -1,7 +1,6 @@
-// Rank 0's role (core/role.h): it takes every rank's RequestList, its own requests included,
-// negotiates them (core/negotiator.h) with the response cache's ids (core/response_cache.h),
-// inspects stalls, records the negotiation in the timeline, sends every other rank the resulting
-// ResponseList and runs it itself. When the job fails here, it tells the others why.
+// Rank 0's role (core/role.h): each cycle it lets its Coordination (core/coordination.h) negotiate
+// every rank's requests, sends every other rank the resulting ResponseList and runs it itself.
+// When the job fails here, it tells the others why.
 #pragma once
 
 #include <chrono>
@@ -10,9 +9,8 @@
 
 #include "core/config.h"
 #include "core/control_channel.h"
+#include "core/coordination.h"
 #include "core/executor.h"
-#include "core/negotiator.h"
-#include "core/response_cache.h"
 #include "core/role.h"
 #include "core/timeline.h"
 
@@ -35,25 +33,13 @@ class Coordinator final : public Role {
   void on_fail(const std::string& reason) override;
 
  private:
-  using Clock = std::chrono::steady_clock;
-
-  // Takes one worker's RequestList.
-  void receive(const ControlMessage& message);
-  void negotiate(int rank, Request request);
-  // The next ResponseList: what is ready, and what the stall inspector gave up on.
-  ResponseList decide();
-  void inspect_stalls(std::vector<Response>& responses);
-  void send(ResponseList& list);
+  void send(const ResponseList& list);
 
   const Config& config_;
   int size_;
   ControlChannel& control_;
   Executor& executor_;
-  Timeline& timeline_;
-  ResponseCache cache_;
-  Negotiator negotiator_;  // refers to cache_
-  bool shutdown_announced_ = false;
-  Clock::time_point next_stall_check_;
+  Coordination coordination_;
 };
 
 }  // namespace cohort

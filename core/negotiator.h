@@ -96,6 +96,7 @@ class Negotiator {
   int next_set_id_ = 1;
   std::vector<bool> shut_down_;
   std::vector<bool> joined_;
+  int joined_total_ = 0;  // how many of joined_ are true
   int last_joined_ = -1;
 };
 

@@ -269,3 +269,29 @@ TEST_CASE("process sets negotiate among their members only") {
   n.add(0, unknown);
   CHECK_THAT(n.take_ready().at(0).error, Catch::Matchers::Contains("process set 7 does not exist"));
 }
+
+TEST_CASE("readiness counts members and joined ranks, never ranks outside the set") {
+  Negotiator n(4);
+  n.add_process_set(1, {0, 1, 2});
+  Request join{.name = "cohort.join", .type = OpType::kJoin};
+  n.add(3, join);  // joined, but no member of set 1: set 1 still needs all three
+  Request a{.name = "a", .shape = {4}, .process_set = 1};
+  n.add(0, a);
+  n.add(1, a);
+  CHECK(n.take_ready().empty());
+  n.add(2, a);
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"a"});
+
+  n.add(0, allreduce("w"));  // the world's: rank 3's join stands in for it
+  n.add(1, allreduce("w"));
+  CHECK(n.take_ready().empty());
+  n.add(2, allreduce("w"));
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"w"});
+
+  for (int rank : {0, 1, 2}) n.add(rank, join);
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"cohort.join"});
+  for (int rank : {0, 1, 2}) n.add(rank, allreduce("after"));  // nobody has joined any more
+  CHECK(n.take_ready().empty());
+  n.add(3, allreduce("after"));
+  CHECK(names(n.take_ready()) == std::vector<std::string>{"after"});
+}

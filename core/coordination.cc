@@ -1,0 +1,71 @@
+#include "core/coordination.h"
+
+#include <string>
+#include <utility>
+
+#include "base/log.h"
+
+namespace cohort {
+
+Coordination::Coordination(const Config& config, int size, Timeline& timeline)
+    : config_(config),
+      timeline_(timeline),
+      cache_(config.cache_capacity, size),
+      negotiator_(size, &cache_) {}
+
+std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> messages,
+                                                std::vector<Request> fresh, bool shutdown) {
+  for (auto& request : fresh) negotiate(0, std::move(request));
+  if (shutdown && !shutdown_announced_) {
+    negotiator_.mark_shut_down(0);
+    shutdown_announced_ = true;
+  }
+  for (const auto& message : messages) receive(message);
+  ResponseList out = decide();
+  if (out.responses.empty() && !out.shutdown) return std::nullopt;
+  cache_.sending(out);
+  return out;
+}
+
+void Coordination::receive(const ControlMessage& message) {
+  RequestList list = decode_request_list(message.payload);
+  cache_.acknowledge(message.peer, list.applied);
+  for (uint32_t hit : list.hits) negotiate(message.peer, cache_.request_for(hit));
+  for (auto& request : list.requests) negotiate(message.peer, std::move(request));
+  if (list.shutdown) negotiator_.mark_shut_down(message.peer);
+}
+
+void Coordination::negotiate(int rank, Request request) {
+  std::string name = request.name;
+  std::string_view op = to_string(request.type);
+  int submitted = negotiator_.add(rank, std::move(request));
+  if (submitted == 1) timeline_.negotiation_started(name, op);
+  timeline_.rank_ready(name, rank);
+}
+
+ResponseList Coordination::decide() {
+  ResponseList out{negotiator_.take_ready(config_.fusion_threshold), negotiator_.all_shut_down()};
+  inspect_stalls(out.responses);
+  for (const auto& response : out.responses) {
+    for (const auto& name : response.names) timeline_.negotiation_ended(name);
+  }
+  return out;
+}
+
+void Coordination::inspect_stalls(std::vector<Response>& responses) {
+  auto now = Clock::now();
+  if (config_.stall_shutdown_time.count() > 0) {
+    for (auto& r : negotiator_.expire_stalled(now, config_.stall_shutdown_time)) {
+      log::error(r.error);
+      responses.push_back(std::move(r));
+    }
+  }
+  if (!config_.stall_check) return;
+  if (next_stall_check_ == Clock::time_point{}) next_stall_check_ = now + config_.stall_check_time;
+  if (now < next_stall_check_) return;
+  next_stall_check_ = now + config_.stall_check_time;
+  std::string report = negotiator_.stall_report(now, config_.stall_check_time);
+  if (!report.empty()) log::warning("stall inspector: ", report);
+}
+
+}  // namespace cohort
