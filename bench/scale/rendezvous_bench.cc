@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "base/log.h"
-#include "discovery/round_board.h"
-#include "discovery/wakeup.h"
+#include "elastic_job/round_board.h"
+#include "launcher/wakeup.h"
 #include "rendezvous/client.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/server.h"
