@@ -16,19 +16,24 @@ venv=$(scripts/torch2-env.sh)
 # A compiler cache beside the venv, kept between runs (CI builds a fresh clone each time): without
 # it the build is most of this stage. Paths relative to the checkout, so any clone hits it.
 source "$(dirname "$0")/ccache-env.sh"
-# Without Cohort's NCCL backend, as the wheel builds it (CMakeLists.txt): PyPI's CUDA torch brings
-# its own NCCL (nvidia-nccl-cu13), newer than the CUDA toolkit's here; linking both fails (torch
-# 2.15's libtorch_cuda needs symbols the toolkit's lacks) and one process can hold only one
-# libnccl.so.2. So this stage checks CPU tensors; CUDA tensors are issue 30's device check.
+# Without Cohort's NCCL backend: PyPI's CUDA torch brings its own NCCL (nvidia-nccl-cu13), newer
+# than the CUDA toolkit's here; linking both fails (torch 2.15's libtorch_cuda needs symbols the
+# toolkit's lacks) and one process can hold only one libnccl.so.2 (scripts/gpu/check.sh takes the
+# wheel's instead). With the toolkit's CUDA runtime, though: the staged device backend and the torch
+# adapter's CUDA path (torch/cuda_tensors.cc) are compiled and linked against this CUDA torch, so
+# CI builds what the device check runs; without a GPU here the tests take CPU tensors (and the
+# refusals of CUDA ones), and CUDA tensors are the device check's (scripts/gpu/).
 log=$build_dir/configure.log
 mkdir -p "$build_dir"
 torch_cmake=$("$venv/bin/python" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$torch_cmake" \
-  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_USE_CUDA=OFF -DCOHORT_BUILD_EXAMPLES=OFF \
-  -DCOHORT_BUILD_BENCHMARKS=OFF "$@" >"$log" 2>&1 ||
+  -DPython3_EXECUTABLE="$venv/bin/python" -DCOHORT_USE_NCCL=OFF -DCOHORT_USE_CUDA=ON \
+  -DCOHORT_BUILD_EXAMPLES=OFF -DCOHORT_BUILD_BENCHMARKS=OFF "$@" >"$log" 2>&1 ||
   { cat "$log"; exit 1; }
 grep -q "Cohort: Python package for $venv/bin/python" "$log" ||
   { cat "$log"; echo "test-torch2: no Python package for $venv" >&2; exit 1; }
+grep -q "Cohort: libtorch has CUDA; Cohort::torch takes CUDA tensors" "$log" ||
+  { cat "$log"; echo "test-torch2: the torch adapter's CUDA path is not built" >&2; exit 1; }
 cmake --build "$build_dir" -j "$(nproc)" --target cohort_torch_tests
 ctest --test-dir "$build_dir" -R '^(torch|python)\.' --output-on-failure --timeout 300 -j 2
 

@@ -10,6 +10,8 @@ build=${1:?usage: nccl_latency.sh BUILD_DIR OUT_DIR [--quick]}
 out=${2:?usage: nccl_latency.sh BUILD_DIR OUT_DIR [--quick]}
 quick=${3:-}
 bench=$build/bin/nccl_latency_bench
+# A build without NCCL has no such program (bench/CMakeLists.txt): nothing to measure.
+[[ -x $bench ]] || { echo "skipped: $bench was not built (a build without NCCL)"; exit 77; }
 "$bench" --probe || exit $?
 mkdir -p "$out"
 cmd="COHORT_DEVICE_OPERATIONS=nccl $bench $quick"

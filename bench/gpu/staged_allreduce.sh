@@ -10,6 +10,8 @@ build=${1:?usage: staged_allreduce.sh BUILD_DIR OUT_DIR [--quick]}
 out=${2:?usage: staged_allreduce.sh BUILD_DIR OUT_DIR [--quick]}
 quick=${3:-}
 bench=$build/bin/staged_allreduce_bench
+# A build without the CUDA toolkit has no such program (bench/CMakeLists.txt): nothing to measure.
+[[ -x $bench ]] || { echo "skipped: $bench was not built (a build without the CUDA toolkit)"; exit 77; }
 "$bench" --probe || exit $?
 mkdir -p "$out"
 table=$out/staged_allreduce.rows

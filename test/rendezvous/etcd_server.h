@@ -54,39 +54,26 @@ inline int free_port() {
 
 class EtcdServer {
  public:
+  // Ports come from free_port(), which another process can take before etcd binds them (tests run
+  // in parallel, other jobs start etcds too): an etcd that exits at once is started again on new
+  // ports, at most kAttempts times in all.
   EtcdServer() {
     char pattern[] = "/tmp/cohort-etcd-XXXXXX";
     if (!::mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
     dir_ = pattern;
-    std::string client = "http://127.0.0.1:" + std::to_string(free_port());
-    std::string peer = "http://127.0.0.1:" + std::to_string(free_port());
-    std::vector<std::string> args = {"etcd",
-                                     "--name=test",
-                                     "--data-dir=" + dir_ + "/data",
-                                     "--listen-client-urls=" + client,
-                                     "--advertise-client-urls=" + client,
-                                     "--listen-peer-urls=" + peer,
-                                     "--initial-advertise-peer-urls=" + peer,
-                                     "--initial-cluster=test=" + peer,
-                                     "--logger=zap",
-                                     "--log-outputs=" + dir_ + "/etcd.log"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes leaves no etcd behind
-      ::execvp("etcd", argv.data());
-      ::_exit(127);
-    }
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    endpoint_ = client;
-    try {
-      wait_ready();
-    } catch (...) {
-      ::kill(pid_, SIGKILL);  // its data directory stays, for the log
-      ::waitpid(pid_, nullptr, 0);
-      throw;
+    for (int attempt = 1;; ++attempt) {
+      start();
+      try {
+        wait_ready();
+        return;
+      } catch (const std::exception&) {
+        bool exited = ::waitpid(pid_, nullptr, WNOHANG) != 0;
+        if (!exited) ::kill(pid_, SIGKILL);  // its data directory stays, for the log
+        ::waitpid(pid_, nullptr, 0);
+        if (!exited || attempt == kAttempts) throw;
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_ + "/data", ignored);
+      }
     }
   }
   ~EtcdServer() {
@@ -119,6 +106,35 @@ class EtcdServer {
       // Not an ordering: a bounded retry of a server that is still starting.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+  }
+
+  static constexpr int kAttempts = 3;
+
+  // Starts etcd on two ports that were free a moment ago; its log goes to dir_/etcd.log.
+  void start() {
+    std::string client = "http://127.0.0.1:" + std::to_string(free_port());
+    std::string peer = "http://127.0.0.1:" + std::to_string(free_port());
+    std::vector<std::string> args = {"etcd",
+                                     "--name=test",
+                                     "--data-dir=" + dir_ + "/data",
+                                     "--listen-client-urls=" + client,
+                                     "--advertise-client-urls=" + client,
+                                     "--listen-peer-urls=" + peer,
+                                     "--initial-advertise-peer-urls=" + peer,
+                                     "--initial-cluster=test=" + peer,
+                                     "--logger=zap",
+                                     "--log-outputs=" + dir_ + "/etcd.log"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes leaves no etcd behind
+      ::execvp("etcd", argv.data());
+      ::_exit(127);
+    }
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    endpoint_ = client;
   }
 
   std::string dir_;
