@@ -243,6 +243,7 @@ void Agent::flush_exits() {
 void Agent::act(const AgentSnapshot& s) {
   const auto& view = s.view;
   view_ = view;
+  events_.observe(s);
   if (view.last_round && view.last_round->stop) {
     mark_job_ended(store_);
     return stop_job(
@@ -321,6 +322,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
   followed_round_ = s.view.last_round_number;
   log::info("round ", followed_round_, ": ", describe_members(round));
   events_.round(followed_round_, round);
+  events_.observe(s);  // reports the snapshot already holds for the round
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
