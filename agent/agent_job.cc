@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -255,10 +256,11 @@ void Agent::act(const AgentSnapshot& s) {
     mark_job_ended(store_);
     return stop_job(0, "");
   }
-  if (!view.last_round && steady_now() >= started_ + options_.elastic_timeout) {
-    return stop_job(1, "only " + std::to_string(view.nodes.size()) + " of --nnodes " +
-                           std::to_string(options_.min_nodes) + " nodes came within " +
-                           "--elastic-timeout " + seconds_text(options_.elastic_timeout));
+  if (!view.last_round) {
+    int nodes = static_cast<int>(view.nodes.size());
+    auto why =
+        elastic_policy::first_round_stop(nodes, node_round_limits(limits_), started_, steady_now());
+    if (why) return stop_job(1, *why);
   }
   formed_ = view.last_round.has_value();
   for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
@@ -450,7 +452,8 @@ int Agent::poll_timeout() const {
     consider(cooldown_until_);
     consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
-    if (!formed_) consider(started_ + options_.elastic_timeout);
+    if (!formed_)
+      consider(elastic_policy::first_round_deadline(node_round_limits(limits_), started_));
     if (!formed_) consider(last_call_.deadline());
     for (const auto& [id, w] : local_) {
       if (!w.checked_in && !w.killed) consider(w.checkin_by);
