@@ -10,6 +10,11 @@ source "$(dirname "$0")/agent_lib.sh"
 # check_reports NODE CAUSE WORKER: NODE's event log has round 1 caused by CAUSE and WORKER's
 # reset into it; its metrics file has the series server mode writes, progress included.
 check_reports() {
+  local here
+  here=$(dirname "$0")
+  python3 "$here/../launcher/check_event_log.py" "$tmp/$1.events" "$here/../../docs/operations.md" \
+    job_start round reset job_end >/dev/null ||
+    fail "node $1's event log does not match docs/operations.md"
   python3 - "$tmp/$1.events" "$tmp/$1.prom" "$2" "$3" <<'PY' || fail "node $1's reports are wrong"
 import json, sys
 events, prom, cause, worker = sys.argv[1:]
