@@ -290,9 +290,11 @@ void Agent::obey_kills(const AgentSnapshot& s) {
 void Agent::check_start_timeouts() {
   TimePoint now = steady_now();
   for (auto& [id, w] : local_) {
-    if (w.checked_in || w.killed || now < w.checkin_by) continue;
-    announce("worker " + w.id + " did not check in within --start-timeout " +
-             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    if (w.killed) continue;
+    auto why =
+        elastic_policy::start_overdue(w.checkin_by, w.checked_in, options_.start_timeout, now);
+    if (!why) continue;
+    announce("worker " + w.id + " " + *why);
     events_.worker_timeout(w.id, "start");
     w.killed = true;
     workers_.stop(id, SIGKILL);
@@ -356,7 +358,9 @@ void Agent::start_worker(int slot) {
   LaunchedWorker launched = launcher_.launch(options_.node, "worker " + id, options_.command, env);
   events_.worker_start(id, slot, launched.pid);
   workers_.add(key, std::move(launched), {id, {}, {}});
-  local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
+  local_[key] = {.id = id,
+                 .slot = slot,
+                 .checkin_by = elastic_policy::start_due(steady_now(), options_.start_timeout)};
   log::info("started worker ", id);
 }
 

@@ -99,3 +99,23 @@ TEST_CASE("the first round is waited for --elastic-timeout from the agent's star
   auto why = first_round_stop(row.nodes, limits, t0, t0 + row.at);
   CHECK(std::string(why ? *why : "") == row.stop);
 }
+
+TEST_CASE("a worker that does not check in by --start-timeout is taken for failed in both modes") {
+  TimePoint t0{};
+  TimePoint due = start_due(t0 + 1s, 120s);
+  CHECK(due == t0 + 121s);
+  struct Row {
+    bool checked_in;
+    std::chrono::milliseconds at;
+    bool overdue;
+  };
+  auto row = GENERATE(Row{false, 120999ms, false}, Row{false, 121s, true},
+                      Row{true, 121s, false},  // it checked in: never overdue
+                      Row{true, 500s, false}, Row{false, 500s, true});
+  auto why = start_overdue(due, row.checked_in, 120s, t0 + row.at);
+  CHECK(why.has_value() == row.overdue);
+  if (why) {
+    CHECK(*why ==
+          "did not check in within --start-timeout 120 s; taking it for failed and killing it");
+  }
+}

@@ -2,7 +2,8 @@
 # The workers' reports in agent mode (docs/operations.md, "Event log" and "Metrics"), end to end
 # with a real etcd and real scenario_trainer workers: each agent writes the rounds' cause and
 # recovery time, its own workers' "reset" events and rank 0's progress, as cohortrun's server mode
-# does; a report written to etcd without the job secret is refused, not recorded.
+# does; a report written to etcd without the job secret is refused, not recorded; a worker that
+# never checks in is killed at --start-timeout (the policy's start_overdue, as in server mode).
 #   agent_reports.sh COHORTRUN SCENARIO_TRAINER SCENARIO
 set -euo pipefail
 source "$(dirname "$0")/agent_lib.sh"
@@ -97,6 +98,17 @@ reports_add)  # c joins: every agent records round 1 as "hosts_changed"
   trained_once a
   check_reports a hosts_changed a.0.0
   check_reports b hosts_changed b.0.0
+  ;;
+start_timeout)  # a worker that never checks in: killed at --start-timeout, its node leaves
+  start_etcd 1
+  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
+    --node-name a --node-address 127.0.0.1 "${lease_flags[@]}" --term-grace-seconds 2 \
+    --nnodes 1 --start-timeout 1 --event-log "$tmp/a.events" sleep 60 >"$tmp/a.out" 2>"$tmp/a.err" &
+  agents[a]=$!
+  expect_exit a 1
+  expect "$tmp/a.err" "\[cohortrun\] worker a.0.0 did not check in within --start-timeout 1 s; taking it for failed and killing it"
+  grep -q '"event":"worker_timeout",.*"timeout":"start"' "$tmp/a.events" ||
+    fail "no start timeout in a's event log"
   ;;
 *)
   fail "unknown scenario"
