@@ -1,5 +1,6 @@
 #include "agent/agent_events.h"
 
+#include "agent/agent_cause.h"
 #include "launcher/event_fields.h"
 
 namespace cohort::discovery {
@@ -10,7 +11,8 @@ AgentEvents::AgentEvents(const AgentOptions& options)
     : events_({.event_log = options.events.event_log,
                .metrics_file = options.events.metrics_file,
                .job_id = options.job_id,
-               .node = options.node}) {}
+               .node = options.node}),
+      node_(options.node) {}
 
 void AgentEvents::job_start(const AgentOptions& o) {
   events_.emit("job_start", {{"launcher", "agent"},
@@ -56,10 +58,24 @@ void AgentEvents::round(int number, const AgentRound& round) {
     const AgentMember& m = round.members[rank];
     members.push_back({{"rank", rank}, {"worker", m.worker}, {"host", m.node}});
   }
-  events_.emit("round", {{"round", number},
-                         {"size", round.members.size()},
-                         {"resets", number},
-                         {"members", members}});
+  json fields = {{"round", number}, {"size", round.members.size()}, {"resets", number}};
+  fields.update(cause_.take());
+  fields["members"] = members;
+  events_.emit("round", fields);
+  followed_ = round;
+}
+
+void AgentEvents::observe(const AgentSnapshot& s) {
+  if (s.progress) reports_.progress(*s.progress);
+  if (!followed_) return;
+  if (auto c = round_cause(*followed_, s)) cause_.note(c->cause, c->why);
+  for (const AgentMember& m : followed_->members) {
+    auto reports = s.resets.find(m.worker);
+    if (m.node != node_ || m.entry < 1 || reports == s.resets.end()) continue;
+    if (auto r = reports->second.find(m.entry); r != reports->second.end()) {
+      reports_.reset(m.worker, m.entry, r->second);
+    }
+  }
 }
 
 void AgentEvents::drain(const std::string& node, const std::string& worker) {

@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -243,6 +244,7 @@ void Agent::flush_exits() {
 void Agent::act(const AgentSnapshot& s) {
   const auto& view = s.view;
   view_ = view;
+  events_.observe(s);
   if (view.last_round && view.last_round->stop) {
     mark_job_ended(store_);
     return stop_job(
@@ -254,10 +256,11 @@ void Agent::act(const AgentSnapshot& s) {
     mark_job_ended(store_);
     return stop_job(0, "");
   }
-  if (!view.last_round && steady_now() >= started_ + options_.elastic_timeout) {
-    return stop_job(1, "only " + std::to_string(view.nodes.size()) + " of --nnodes " +
-                           std::to_string(options_.min_nodes) + " nodes came within " +
-                           "--elastic-timeout " + seconds_text(options_.elastic_timeout));
+  if (!view.last_round) {
+    int nodes = static_cast<int>(view.nodes.size());
+    auto why =
+        elastic_policy::first_round_stop(nodes, node_round_limits(limits_), started_, steady_now());
+    if (why) return stop_job(1, *why);
   }
   formed_ = view.last_round.has_value();
   for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
@@ -287,9 +290,11 @@ void Agent::obey_kills(const AgentSnapshot& s) {
 void Agent::check_start_timeouts() {
   TimePoint now = steady_now();
   for (auto& [id, w] : local_) {
-    if (w.checked_in || w.killed || now < w.checkin_by) continue;
-    announce("worker " + w.id + " did not check in within --start-timeout " +
-             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    if (w.killed) continue;
+    auto why =
+        elastic_policy::start_overdue(w.checkin_by, w.checked_in, options_.start_timeout, now);
+    if (!why) continue;
+    announce("worker " + w.id + " " + *why);
     events_.worker_timeout(w.id, "start");
     w.killed = true;
     workers_.stop(id, SIGKILL);
@@ -321,6 +326,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
   followed_round_ = s.view.last_round_number;
   log::info("round ", followed_round_, ": ", describe_members(round));
   events_.round(followed_round_, round);
+  events_.observe(s);  // reports the snapshot already holds for the round
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
@@ -352,7 +358,9 @@ void Agent::start_worker(int slot) {
   LaunchedWorker launched = launcher_.launch(options_.node, "worker " + id, options_.command, env);
   events_.worker_start(id, slot, launched.pid);
   workers_.add(key, std::move(launched), {id, {}, {}});
-  local_[key] = {.id = id, .slot = slot, .checkin_by = steady_now() + options_.start_timeout};
+  local_[key] = {.id = id,
+                 .slot = slot,
+                 .checkin_by = elastic_policy::start_due(steady_now(), options_.start_timeout)};
   log::info("started worker ", id);
 }
 
@@ -448,7 +456,8 @@ int Agent::poll_timeout() const {
     consider(cooldown_until_);
     consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
-    if (!formed_) consider(started_ + options_.elastic_timeout);
+    if (!formed_)
+      consider(elastic_policy::first_round_deadline(node_round_limits(limits_), started_));
     if (!formed_) consider(last_call_.deadline());
     for (const auto& [id, w] : local_) {
       if (!w.checked_in && !w.killed) consider(w.checkin_by);

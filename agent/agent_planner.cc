@@ -10,6 +10,12 @@
 
 namespace cohort::discovery {
 
+elastic_policy::NodeRoundLimits node_round_limits(const PlanningLimits& limits) {
+  return {.min_nodes = limits.min_nodes,
+          .checkin_timeout = limits.checkin_timeout,
+          .elastic_timeout = limits.elastic_timeout};
+}
+
 RoundPlanning::RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
                              const AgentSnapshot& snapshot, TimePoint now)
     : round_(round), why_(std::move(why)), store_(store), started_(now) {
@@ -39,10 +45,7 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
       elastic_policy::decide_planning({.survivors_waiting = !plan.waiting.empty(),
                                        .nodes = nodes_in(plan.round),
                                        .a_worker_finished = !snapshot.view.finished.empty()},
-                                      {.min_nodes = limits.min_nodes,
-                                       .checkin_timeout = limits.checkin_timeout,
-                                       .elastic_timeout = limits.elastic_timeout},
-                                      started_, now);
+                                      node_round_limits(limits), started_, now);
   if (!plan.waiting.empty()) {
     if (!killed_waiting_ && decision.give_up_on_waiting) {
       killed_waiting_ = true;

@@ -25,6 +25,9 @@ struct PlanningLimits {
   std::chrono::milliseconds elastic_timeout{600000};
 };
 
+// The limits the policy's node rounds take (elastic_policy/node_rounds.h).
+elastic_policy::NodeRoundLimits node_round_limits(const PlanningLimits& limits);
+
 class RoundPlanning {
  public:
   // Begins planning `round` because of `why` (agent_plan.h's round_needed): the members still

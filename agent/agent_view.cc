@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "rendezvous/elastic_protocol.h"
+#include "rendezvous/worker_reports.h"
 
 namespace cohort::discovery {
 namespace {
@@ -32,6 +33,16 @@ void add_checkin(AgentSnapshot& s, const std::string& key, std::string_view rest
   } catch (const InvalidArgument& e) {
     refuse(key, e.what());
   }
+}
+
+// "elastic/reset/<worker>/<entry>": a worker's reset report.
+void add_reset(AgentSnapshot& s, const std::string& key, std::string_view rest,
+               const std::string& value) {
+  size_t slash = rest.rfind('/');
+  auto entry =
+      slash == std::string_view::npos ? std::nullopt : whole_number(rest.substr(slash + 1));
+  if (!entry || slash == 0) return refuse(key, "not reset/<worker>/<entry>");
+  s.resets[std::string(rest.substr(0, slash))][*entry] = value;
 }
 
 void add_round(AgentSnapshot& s, const std::string& key, std::string_view number,
@@ -70,6 +81,10 @@ void add_record(AgentSnapshot& s, const std::string& key, const std::string& val
     s.kills[std::string(*killed)] = value;
   } else if (auto rest = after(job_elastic_key("checkin/"))) {
     add_checkin(s, key, *rest, value);
+  } else if (auto report = after(job_elastic_key("reset/"))) {
+    add_reset(s, key, *report, value);
+  } else if (key == job_elastic_key(rendezvous::progress_key())) {
+    s.progress = value;
   } else if (auto g = after(job_elastic_key("notice/"))) {
     if (auto generation = whole_number(*g)) s.generation = std::max(s.generation, *generation);
   }

@@ -1,10 +1,12 @@
 // What an agent reads of its job in etcd, in one range request so that every part of it is of the
 // same moment: the agents' records (agent_records.h) and the workers' check-ins and host notices
-// (rendezvous/elastic_protocol.h), all under the job's prefix.
+// (rendezvous/elastic_protocol.h) and reports (rendezvous/worker_reports.h), all under the job's
+// prefix.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "agent/agent_plan.h"
@@ -20,6 +22,10 @@ struct AgentSnapshot {
   std::map<std::string, std::string> exits;  // worker -> "0" or how it ended
   std::map<std::string, std::string> kills;  // worker -> why the planner gave up on it
   int generation = 0;                        // the highest host notice set
+  // The workers' reports (rendezvous/worker_reports.h): rank 0's progress, and each worker's
+  // reset reports by the entry it reset into.
+  std::optional<std::string> progress;
+  std::map<std::string, std::map<int, std::string>> resets;
 };
 
 // The snapshot in `values` (keys relative to the job's prefix, as EtcdStore::list gives them).

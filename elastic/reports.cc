@@ -23,7 +23,9 @@ void send(rendezvous::Store& store, const std::string& key, const std::string& v
 
 void report_progress(Session& session, int rank, const State& state, bool now) {
   auto time = std::chrono::steady_clock::now();
-  if (rank != 0 || !session.reports_wanted) return;
+  // During an outage of etcd rank 0's host check already waits on it at every commit; the
+  // progress is reported once it answers again.
+  if (rank != 0 || session.unreachable_since) return;
   if (!now && session.progress_sent_at && time - *session.progress_sent_at < kProgressInterval) {
     return;
   }
@@ -34,7 +36,6 @@ void report_progress(Session& session, int rank, const State& state, bool now) {
 }
 
 void report_reset(Session& session, const std::string& worker_id) {
-  if (!session.reports_wanted) return;
   const ResetTimings& t = session.last_reset;
   auto us = [](std::chrono::microseconds d) { return static_cast<uint64_t>(d.count()); };
   rendezvous::ResetReport report{.round = t.round,

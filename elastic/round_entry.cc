@@ -76,7 +76,6 @@ constexpr std::chrono::seconds kNoticeRequestTimeout{2};
 void attach_notice_store(const Config& config, Session& session) {
   session.notices = session.launcher;
   if (config.etcd_endpoints.empty()) return;
-  session.reports_wanted = false;
   Config brief = config;
   brief.timeout = std::min<std::chrono::milliseconds>(config.timeout, kNoticeRequestTimeout);
   session.notices = open_job_store(brief, rendezvous::kElasticScope);

@@ -30,9 +30,6 @@ struct Session final : RuntimeAttachment {
   int entry = 0;
   rendezvous::Assignment assignment;
   ResetTimings last_reset;  // all zero before the first reset
-  // Whether the launcher reads the workers' reports (elastic/reports.h): cohortrun's server does;
-  // agents on etcd do not yet, so nothing is written there for them.
-  bool reports_wanted = true;
   // When rank 0 last reported the job's progress.
   std::optional<std::chrono::steady_clock::time_point> progress_sent_at;
 };

@@ -73,15 +73,6 @@ void ElasticEvents::discovery_recovered() {
   events_.emit("discovery_recovered");
 }
 
-void ElasticEvents::note_cause(const char* cause, const std::string& why) {
-  // A member that left its round usually left because of something the launcher learns of a
-  // moment later (a failure, a drain): that names the round better.
-  if (!cause_.empty() && cause_ != "worker_left") return;
-  if (cause_.empty()) cause_at_ = steady_now();
-  cause_ = cause;
-  reason_ = why;
-}
-
 void ElasticEvents::round(int round, int resets, const std::vector<const ElasticWorker*>& members) {
   json list = json::array();
   for (const ElasticWorker* w : members) {
@@ -90,39 +81,19 @@ void ElasticEvents::round(int round, int resets, const std::vector<const Elastic
                     {"host", w->slot.host},
                     {"slot", w->slot.slot}});
   }
-  json fields = {{"round", round},  {"size", members.size()}, {"resets", resets},
-                 {"cause", cause_}, {"reason", reason_},      {"members", list}};
-  if (cause_at_) {
-    fields["recovery_seconds"] = std::chrono::duration<double>(steady_now() - *cause_at_).count();
-  }
+  json fields = {{"round", round}, {"size", members.size()}, {"resets", resets}};
+  fields.update(cause_.take());
+  fields["members"] = list;
   events_.emit("round", fields);
-  cause_at_.reset();
-  cause_.clear();
-  reason_.clear();
 }
 
 void ElasticEvents::collect_reports(RoundBoard& board,
                                     const std::vector<const ElasticWorker*>& members) {
-  if (auto p = board.progress(); p && p != progress_) {
-    progress_ = p;
-    events_.progress(p->commits, p->samples);
-  }
+  if (auto p = board.progress()) reports_.progress(*p);
   for (const ElasticWorker* w : members) {
     int entry = w->entry - 1;  // the one it joined the current round with
-    if (entry < 1 || reset_reported_.contains({w->id, entry})) continue;
-    auto r = board.reset_report(w->id, entry);
-    if (!r) continue;
-    reset_reported_.insert({w->id, entry});
-    auto seconds = [](uint64_t us) { return static_cast<double>(us) / 1e6; };
-    events_.emit("reset", {{"worker", w->id},
-                           {"round", r->round},
-                           {"old_rank", r->old_rank},
-                           {"old_size", r->old_size},
-                           {"new_rank", r->new_rank},
-                           {"new_size", r->new_size},
-                           {"teardown_seconds", seconds(r->teardown_us)},
-                           {"assignment_seconds", seconds(r->assignment_us)},
-                           {"connect_seconds", seconds(r->connect_us)}});
+    if (entry < 1 || reports_.has_reset(w->id, entry)) continue;
+    if (auto r = board.reset_report(w->id, entry)) reports_.reset(w->id, entry, *r);
   }
 }
 

@@ -6,9 +6,7 @@
 
 #include <sys/types.h>
 
-#include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "elastic_job/elastic_roster.h"
@@ -16,13 +14,17 @@
 #include "launcher/clock.h"
 #include "launcher/elastic_hosts.h"
 #include "launcher/job_events.h"
+#include "launcher/round_cause.h"
 #include "launcher/worker_group.h"
+#include "launcher/worker_report_log.h"
 
 namespace cohort::discovery {
 
 class ElasticEvents {
  public:
   explicit ElasticEvents(const JobEventsOptions& options) : events_(options) {}
+  ElasticEvents(const ElasticEvents&) = delete;
+  ElasticEvents& operator=(const ElasticEvents&) = delete;
 
   void job_start(const std::vector<std::string>& command, int min_np, std::optional<int> max_np);
   void job_end(int exit_code);
@@ -42,7 +44,7 @@ class ElasticEvents {
 
   // Why the next round is needed: "failure", "worker_left", "worker_finished", "hosts_changed",
   // "drain". The first since the last round counts, but "worker_left" gives way to any other.
-  void note_cause(const char* cause, const std::string& why);
+  void note_cause(const char* cause, const std::string& why) { cause_.note(cause, why); }
   // `members` in rank order.
   void round(int round, int resets, const std::vector<const ElasticWorker*>& members);
 
@@ -53,11 +55,9 @@ class ElasticEvents {
 
  private:
   JobEvents events_;
-  std::string cause_ = "start", reason_ = "the first round";
-  std::optional<TimePoint> cause_at_;  // when the cause was noted: the recovery starts
+  RoundCause cause_;
   std::string end_reason_;
-  std::optional<rendezvous::Progress> progress_;
-  std::set<std::pair<int, int>> reset_reported_;  // (worker, entry)
+  WorkerReportLog reports_{events_};
 };
 
 }  // namespace cohort::discovery

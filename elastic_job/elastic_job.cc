@@ -310,9 +310,11 @@ void ElasticJob::on_time() {
   if (auto why = policy_.hold_expired()) return stop_job(1, *why);
   on_slot_changes(policy_.tick());
   for (auto& [id, w] : roster_.all()) {
-    if (!w.running || w.checkin || w.entry > 0 || !w.checkin_by || now < *w.checkin_by) continue;
-    announce(w.name() + " did not check in within --start-timeout " +
-             seconds_text(options_.start_timeout) + "; taking it for failed and killing it");
+    if (!w.running || w.entry > 0 || !w.checkin_by) continue;
+    auto why = elastic_policy::start_overdue(*w.checkin_by, w.checkin.has_value(),
+                                             options_.start_timeout, now);
+    if (!why) continue;
+    announce(w.name() + " " + *why);
     events_.worker_timeout(w, "start");
     w.checkin_by.reset();
     workers_.stop(id, SIGKILL);
@@ -354,7 +356,7 @@ void ElasticJob::start_worker(const SlotRef& slot) {
                                                elastic_worker_environment(id, slot.host, towards));
     events_.worker_start(w, launched.pid);
     workers_.add(w.id, std::move(launched), {w.label(), w.rank, std::nullopt});
-    w.checkin_by = steady_now() + options_.start_timeout;
+    w.checkin_by = elastic_policy::start_due(steady_now(), options_.start_timeout);
     log::info("started ", w.name());
   } catch (const Error& e) {
     w.running = false;

@@ -34,26 +34,12 @@ void RoundBoard::abandon(int round, const std::string& why) {
   store_.set(rendezvous::abandon_key(round), why);
 }
 
-std::optional<rendezvous::Progress> RoundBoard::progress() {
-  auto text = store_.lookup(rendezvous::progress_key());
-  if (!text) return std::nullopt;
-  try {
-    return rendezvous::parse_progress(*text);
-  } catch (const InvalidArgument& e) {
-    log::limited(log::Level::kWarning, "bad-progress", "ignoring rank 0's progress: ", e.what());
-    return std::nullopt;
-  }
+std::optional<std::string> RoundBoard::progress() {
+  return store_.lookup(rendezvous::progress_key());
 }
 
-std::optional<rendezvous::ResetReport> RoundBoard::reset_report(int id, int entry) {
-  auto text = store_.lookup(rendezvous::reset_report_key(std::to_string(id), entry));
-  if (!text) return std::nullopt;
-  try {
-    return rendezvous::parse_reset_report(*text);
-  } catch (const InvalidArgument& e) {
-    log::warning("ignoring worker ", id, "'s reset report: ", e.what());
-    return std::nullopt;
-  }
+std::optional<std::string> RoundBoard::reset_report(int id, int entry) {
+  return store_.lookup(rendezvous::reset_report_key(std::to_string(id), entry));
 }
 
 std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(

@@ -33,10 +33,10 @@ class RoundBoard {
   void notice(int generation);
   // Ends the waits of members still joining `round` (their round watch), with `why`.
   void abandon(int round, const std::string& why);
-  // The workers' reports (rendezvous/worker_reports.h), once made; one that does not parse is
-  // logged and ignored.
-  std::optional<rendezvous::Progress> progress();
-  std::optional<rendezvous::ResetReport> reset_report(int id, int entry);
+  // The texts of the workers' reports (rendezvous/worker_reports.h), once made; the launcher's
+  // WorkerReportLog (launcher/worker_report_log.h) reads them.
+  std::optional<std::string> progress();
+  std::optional<std::string> reset_report(int id, int entry);
 
  private:
   rendezvous::Store& store_;

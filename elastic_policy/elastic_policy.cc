@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "launcher/seconds_text.h"
+
 namespace cohort::elastic_policy {
 
 int round_size_needed(int min_size, bool a_worker_finished) {
@@ -16,6 +18,17 @@ std::optional<std::chrono::milliseconds> penalty_after(const std::optional<Coold
                                                        int failures, double jitter) {
   if (!range) return std::nullopt;
   return discovery::cooldown_after(*range, failures, jitter);
+}
+
+TimePoint start_due(TimePoint started, std::chrono::milliseconds start_timeout) {
+  return started + start_timeout;
+}
+
+std::optional<std::string> start_overdue(TimePoint due, bool checked_in,
+                                         std::chrono::milliseconds start_timeout, TimePoint now) {
+  if (checked_in || now < due) return std::nullopt;
+  return "did not check in within --start-timeout " + discovery::seconds_text(start_timeout) +
+         "; taking it for failed and killing it";
 }
 
 ElasticPolicy::ElasticPolicy(ElasticHostsOptions options, NowFn now)

@@ -71,6 +71,13 @@ bool reset_limit_exceeded(int resets, std::optional<int> reset_limit);
 std::optional<std::chrono::milliseconds> penalty_after(const std::optional<CooldownRange>& range,
                                                        int failures, double jitter = 0.0);
 
+// Rule 2, a worker that never checks in: one started at `started` must check in for the first
+// time by start_due(); past it without, it is taken for failed, for the reason start_overdue()
+// returns ("did not check in within --start-timeout ...": its launcher kills it). Both modes.
+TimePoint start_due(TimePoint started, std::chrono::milliseconds start_timeout);
+std::optional<std::string> start_overdue(TimePoint due, bool checked_in,
+                                         std::chrono::milliseconds start_timeout, TimePoint now);
+
 // What to do about a round, given the wanted workers and whether they have checked in.
 struct RoundDecision {
   enum class Kind { kWait, kForm, kStop } kind = Kind::kWait;

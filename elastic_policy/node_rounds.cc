@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "launcher/seconds_text.h"
+
 namespace cohort::elastic_policy {
 
 std::vector<std::string> round_node_order(const std::vector<std::string>& survivor_nodes,
@@ -28,6 +30,17 @@ bool LastCall::over(int ready, TimePoint now) {
 std::optional<TimePoint> LastCall::deadline() const {
   if (!began_) return std::nullopt;
   return *began_ + length_;
+}
+
+TimePoint first_round_deadline(const NodeRoundLimits& limits, TimePoint started) {
+  return started + limits.elastic_timeout;
+}
+
+std::optional<std::string> first_round_stop(int nodes, const NodeRoundLimits& limits,
+                                            TimePoint started, TimePoint now) {
+  if (now < first_round_deadline(limits, started)) return std::nullopt;
+  return "only " + std::to_string(nodes) + " of --nnodes " + std::to_string(limits.min_nodes) +
+         " nodes came within --elastic-timeout " + discovery::seconds_text(limits.elastic_timeout);
 }
 
 PlanningDecision decide_planning(const PlanningState& state, const NodeRoundLimits& limits,

@@ -1,6 +1,7 @@
 // The rules of the elastic policy (elastic_policy.h) in agent mode's terms, where a node joins a
 // round whole and the agent that won the right to plan a round decides it: the nodes' order, the
-// first round's last call, and when a round being planned forms, waits or stops the job.
+// first round's last call and how long the first round is waited for, and when a round being
+// planned forms, waits or stops the job.
 #pragma once
 
 #include <chrono>
@@ -55,6 +56,13 @@ struct PlanningDecision {
   bool give_up_on_waiting = false;
   int needed = 1;  // the fewest nodes the round may have
 };
+
+// Rule 7 for agent mode's first round: an agent that started at `started` waits for MIN nodes
+// until first_round_deadline(); past it, with `nodes` live and no round, the job stops for the
+// reason this returns. Nothing while it may wait.
+TimePoint first_round_deadline(const NodeRoundLimits& limits, TimePoint started);
+std::optional<std::string> first_round_stop(int nodes, const NodeRoundLimits& limits,
+                                            TimePoint started, TimePoint now);
 
 // Waits for the survivors (giving up on them after --checkin-timeout), then for `needed` nodes
 // (round_size_needed), for up to --elastic-timeout from `since`; then forms the round, or stops.

@@ -1,6 +1,8 @@
 // What elastic workers report to their launcher, beside the check-ins of elastic_protocol.h, for
-// its event log and metrics (launcher/job_events.h). Both are plain SETs in the elastic scope,
-// best effort: a report that cannot be written is skipped, never a failure of the worker.
+// its event log and metrics (launcher/worker_report_log.h): to cohortrun's server, or on etcd to
+// the agents, which read them under the job's prefix (sealed with the job secret like every other
+// value there). Both are plain SETs in the elastic scope, best effort: a report that cannot be
+// written is skipped, never a failure of the worker.
 //
 //   rank 0:       SET progress = Progress          (at a commit, at most once a second)
 //   every worker: SET reset/<id>/<n> = ResetReport (once it has joined its n-th round, n >= 1)

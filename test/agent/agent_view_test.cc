@@ -41,6 +41,22 @@ TEST_CASE("agent view: records, check-ins, notices, exits and kills in one snaps
   CHECK(s.generation == 3);
 }
 
+TEST_CASE("agent view: the workers' progress and reset reports") {
+  cohort::testing::CapturedStderr err;
+  std::map<std::string, std::string> values = {
+      {"elastic/progress", "commits=4 samples=96"}, {"elastic/reset/a.0.0/1", "round=1 ..."},
+      {"elastic/reset/a.0.0/2", "round=2 ..."},     {"elastic/reset/b.0.0/1", "round=1 ..."},
+      {"elastic/reset/b.0.0/x", "round=1 ..."},     {"elastic/reset//1", "round=1 ..."},
+  };
+  AgentSnapshot s = parse_agent_snapshot(values);
+  REQUIRE(s.progress);
+  CHECK(*s.progress == "commits=4 samples=96");
+  CHECK(s.resets.size() == 2);
+  CHECK(s.resets.at("a.0.0") == std::map<int, std::string>{{1, "round=1 ..."}, {2, "round=2 ..."}});
+  CHECK(s.resets.at("b.0.0").size() == 1);
+  CHECK(err.text().find("not reset/<worker>/<entry>") != std::string::npos);
+}
+
 TEST_CASE("agent view: rounds compare as numbers, not as key text") {
   std::map<std::string, std::string> values = {{"rounds/9", "generation=0\nx.0.0 x 9\n"},
                                                {"rounds/10", "generation=0\nx.0.0 x 10\n"}};

@@ -124,6 +124,13 @@ elastic_timeout)  # fewer than --min-np slots for longer than --elastic-timeout
   expect "$tmp/err" "cohortrun: only 1 slot available, fewer than --min-np 2, for more than --elastic-timeout 1 s; stopping the workers"
   expect_no "$tmp/err" "\[cohortrun\] round .*"
   ;;
+start_timeout)  # a worker that never checks in is killed at --start-timeout (the policy's start_overdue)
+  "$cohortrun" --term-grace-seconds 2 -H localhost:1 --min-np 1 --start-timeout 1 sleep 60 \
+    >"$tmp/out" 2>"$tmp/err" &
+  job=$!
+  expect_exit 1
+  expect "$tmp/err" "\[cohortrun\] worker 0 .* did not check in within --start-timeout 1 s; taking it for failed and killing it"
+  ;;
 reset_limit)  # two failures, one reset allowed
   start -H localhost:3 --min-np 1 --reset-limit 1 -- --at 0:2 exit=1 --at 1:1 exit=1
   expect_exit 1

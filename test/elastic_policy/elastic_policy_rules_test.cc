@@ -83,3 +83,39 @@ TEST_CASE("a round being planned waits for survivors then for enough nodes then 
   CHECK(d.give_up_on_waiting == row.give_up);
   CHECK(d.needed == row.needed);
 }
+
+TEST_CASE("the first round is waited for --elastic-timeout from the agent's start then stops") {
+  TimePoint t0{};
+  NodeRoundLimits limits{.min_nodes = 3, .elastic_timeout = 60s};
+  CHECK(first_round_deadline(limits, t0 + 5s) == t0 + 65s);
+  struct Row {
+    int nodes;
+    std::chrono::milliseconds at;
+    const char* stop;  // "": it may wait
+  };
+  auto row = GENERATE(Row{0, 0ms, ""}, Row{2, 59999ms, ""},
+                      Row{2, 60s, "only 2 of --nnodes 3 nodes came within --elastic-timeout 60 s"},
+                      Row{0, 90s, "only 0 of --nnodes 3 nodes came within --elastic-timeout 60 s"});
+  auto why = first_round_stop(row.nodes, limits, t0, t0 + row.at);
+  CHECK(std::string(why ? *why : "") == row.stop);
+}
+
+TEST_CASE("a worker that does not check in by --start-timeout is taken for failed in both modes") {
+  TimePoint t0{};
+  TimePoint due = start_due(t0 + 1s, 120s);
+  CHECK(due == t0 + 121s);
+  struct Row {
+    bool checked_in;
+    std::chrono::milliseconds at;
+    bool overdue;
+  };
+  auto row = GENERATE(Row{false, 120999ms, false}, Row{false, 121s, true},
+                      Row{true, 121s, false},  // it checked in: never overdue
+                      Row{true, 500s, false}, Row{false, 500s, true});
+  auto why = start_overdue(due, row.checked_in, 120s, t0 + row.at);
+  CHECK(why.has_value() == row.overdue);
+  if (why) {
+    CHECK(*why ==
+          "did not check in within --start-timeout 120 s; taking it for failed and killing it");
+  }
+}
