@@ -30,20 +30,10 @@ trap cleanup EXIT
 export COHORT_SECRET
 COHORT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
-read -r cport pport <<<"$(python3 -c "import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(('127.0.0.1',0)) for x in s]
-print(*[x.getsockname()[1] for x in s])")"
-endpoint=http://127.0.0.1:$cport
-etcd --name b --data-dir "$work/etcd" --listen-client-urls "$endpoint" \
-  --advertise-client-urls "$endpoint" --listen-peer-urls "http://127.0.0.1:$pport" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-  --initial-cluster "b=http://127.0.0.1:$pport" --logger=zap --log-outputs "$work/etcd.log" &
-pids+=($!)
-for _ in $(seq 300); do
-  ETCDCTL_API=3 etcdctl --endpoints "$endpoint" endpoint health >/dev/null 2>&1 && break
-  sleep 0.1
-done
+source "$(dirname "$0")/bench_etcd.sh"
+start_bench_etcd b "$work"
+pids+=("$etcd_pid")
+wait_bench_etcd
 
 agent() {  # agent TRIAL NODE BENCH_ARGS...: one agent in the background
   local trial=$1 node=$2

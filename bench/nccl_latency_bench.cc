@@ -17,6 +17,7 @@
 
 #include "bench_util.h"
 #include "cohort/cohort.h"
+#include "gpu_bench_util.h"
 #include "ops/lone_backend.h"
 #include "ops/nccl_backend.h"
 
@@ -25,18 +26,10 @@ namespace {
 using namespace cohort;
 using namespace cohort::bench;
 
-void cuda_ok(cudaError_t rc, const char* call) {
-  if (rc == cudaSuccess) return;
-  std::fprintf(stderr, "nccl_latency_bench: %s: %s\n", call, cudaGetErrorString(rc));
-  std::exit(1);
-}
+constexpr const char* kProgram = "nccl_latency_bench";
 
-std::vector<size_t> sizes(bool quick, size_t max_bytes) {
-  if (quick) return {8, 64u << 10, 16u << 20};
-  std::vector<size_t> all;
-  for (size_t s = 8; s <= max_bytes; s *= 4) all.push_back(s);
-  if (all.back() != max_bytes) all.push_back(max_bytes);
-  return all;
+void cuda_ok(cudaError_t rc, const char* call) {
+  bench::cuda_ok(kProgram, rc, call);
 }
 
 // Seconds per allreduce of `bytes` on device memory through `run`, alone (no peers to agree with).
@@ -84,13 +77,10 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", probe, "exit 77 with a reason when no CUDA device is usable");
   app.add_option("--max-bytes", max_bytes, "the largest message");
   CLI11_PARSE(app, argc, argv);
-  if (!ops::cuda_device_available()) {
-    std::printf("nccl_latency_bench: skipped: no usable CUDA device\n");
-    return 77;
-  }
+  if (no_usable_gpu(kProgram)) return 77;
   if (probe) return 0;
   cuda_ok(cudaSetDevice(0), "cudaSetDevice");
-  std::vector<size_t> all = sizes(quick, max_bytes);
+  std::vector<size_t> all = gpu_bench_sizes(quick, max_bytes);
   double seconds = quick ? 0.05 : 0.3;
   std::map<size_t, double> ops_times = ops_level(all, seconds);  // its communicator is gone now
   init();

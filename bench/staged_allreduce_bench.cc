@@ -16,16 +16,17 @@
 
 #include "bench_util.h"
 #include "cohort/cohort.h"
+#include "gpu_bench_util.h"
 
 namespace {
 
 using namespace cohort;
 using namespace cohort::bench;
 
+constexpr const char* kProgram = "staged_allreduce_bench";
+
 void cuda_ok(cudaError_t rc, const char* call) {
-  if (rc == cudaSuccess) return;
-  std::fprintf(stderr, "staged_allreduce_bench: %s: %s\n", call, cudaGetErrorString(rc));
-  std::exit(1);
+  bench::cuda_ok(kProgram, rc, call);
 }
 
 struct Buffers {
@@ -74,14 +75,6 @@ Timing measure(size_t bytes, double seconds) {
   return t;
 }
 
-std::vector<size_t> sizes(bool quick, size_t max_bytes) {
-  if (quick) return {8, 64u << 10, 16u << 20};
-  std::vector<size_t> all;
-  for (size_t s = 8; s <= max_bytes; s *= 4) all.push_back(s);
-  if (all.back() != max_bytes) all.push_back(max_bytes);
-  return all;
-}
-
 std::string row(size_t bytes, const Timing& t) {
   double bound = t.copies + t.host;
   char line[512];
@@ -104,16 +97,12 @@ int main(int argc, char** argv) {
   app.add_option("--max-bytes", max_bytes, "the largest message");
   app.add_option("--table", table, "where rank 0 writes the markdown rows");
   CLI11_PARSE(app, argc, argv);
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("staged_allreduce_bench: skipped: no usable CUDA device\n");
-    return 77;
-  }
+  if (no_usable_gpu(kProgram)) return 77;
   if (probe) return 0;
   init();
   cuda_ok(cudaSetDevice(0), "cudaSetDevice");
   std::string rows;
-  for (size_t bytes : sizes(quick, max_bytes))
+  for (size_t bytes : gpu_bench_sizes(quick, max_bytes))
     rows += row(bytes, measure(bytes, quick ? 0.05 : 0.2));
   if (rank() == 0) {
     FILE* out = table.empty() ? stdout : std::fopen(table.c_str(), "a");

@@ -21,21 +21,10 @@ cleanup() {
 trap cleanup EXIT
 export COHORT_SECRET
 COHORT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-read -r cport pport <<<"$(python3 -c "import socket
-s=[socket.socket() for _ in range(2)]
-[x.bind(('127.0.0.1',0)) for x in s]
-print(*[x.getsockname()[1] for x in s])")"
-endpoint=http://127.0.0.1:$cport
-etcd --name s --data-dir "$work/etcd" --listen-client-urls "$endpoint" \
-  --advertise-client-urls "$endpoint" --listen-peer-urls "http://127.0.0.1:$pport" \
-  --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-  --initial-cluster "s=http://127.0.0.1:$pport" --logger=zap --log-outputs "$work/etcd.log" &
-etcd_pid=$!
+source "$(dirname "$0")/../bench_etcd.sh"
+start_bench_etcd s "$work"
 pids+=("$etcd_pid")
-for _ in $(seq 300); do
-  ETCDCTL_API=3 etcdctl --endpoints "$endpoint" endpoint health >/dev/null 2>&1 && break
-  sleep 0.1
-done
+wait_bench_etcd
 
 now_ms() { date +%s%3N; }
 
