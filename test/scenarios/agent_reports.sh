@@ -48,14 +48,23 @@ assert value("cohort_commits_total")[0] < 999999, "a forged progress report was 
 PY
 }
 
-case $scenario in
-reports_drain)  # b's worker drains: a records round 1 as "drain", a.0.0's reset and the progress
+# reporting_agents "NNODES [FLAGS]" NODE...: one etcd member, and an agent per NODE that writes its
+# event log and metrics file; returns once a round of two has trained (epoch 0).
+reporting_agents() {
+  local nnodes node
+  read -ra nnodes <<<"$1"
+  shift
   start_etcd 1
-  for node in a b; do
-    agent $node --nnodes 1:2 --event-log "$tmp/$node.events" --metrics-file "$tmp/$node.prom" \
-      -- "${trainer[@]}" "${until_stop[@]}"
+  for node in "$@"; do
+    agent "$node" --nnodes "${nnodes[@]}" --event-log "$tmp/$node.events" \
+      --metrics-file "$tmp/$node.prom" -- "${trainer[@]}" "${until_stop[@]}"
   done
   wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+}
+
+case $scenario in
+reports_drain)  # b's worker drains: a records round 1 as "drain", a.0.0's reset and the progress
+  reporting_agents 1:2 a b
   # Without the job secret: refused by every agent, never counted.
   ETCDCTL_API=3 etcdctl --endpoints "$endpoints" put "/cohort/job-$scenario/elastic/progress" \
     "commits=999999 samples=999999" >/dev/null
@@ -69,12 +78,7 @@ reports_drain)  # b's worker drains: a records round 1 as "drain", a.0.0's reset
   check_reports a drain a.0.0
   ;;
 reports_failure)  # b's worker is killed: a records round 1 as "failure"
-  start_etcd 1
-  for node in a b; do
-    agent $node --nnodes 1:2 --event-log "$tmp/$node.events" --metrics-file "$tmp/$node.prom" \
-      -- "${trainer[@]}" "${until_stop[@]}"
-  done
-  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  reporting_agents 1:2 a b
   kill -KILL "$(worker_pid b.0.0)"
   expect_exit b 1
   wait_for "$tmp/a.out" "$(epoch_at 1 1)"
@@ -84,12 +88,7 @@ reports_failure)  # b's worker is killed: a records round 1 as "failure"
   check_reports a failure a.0.0
   ;;
 reports_add)  # c joins: every agent records round 1 as "hosts_changed"
-  start_etcd 1
-  for node in a b; do
-    agent $node --nnodes 2:3 --rdzv-last-call 0 --event-log "$tmp/$node.events" \
-      --metrics-file "$tmp/$node.prom" -- "${trainer[@]}" "${until_stop[@]}"
-  done
-  wait_for "$tmp/a.out" "$(epoch_at 2 0)"
+  reporting_agents "2:3 --rdzv-last-call 0" a b
   agent c --nnodes 2:3 --event-log "$tmp/c.events" --metrics-file "$tmp/c.prom" -- \
     "${trainer[@]}" "${until_stop[@]}"
   wait_for "$tmp/a.out" "$(epoch_at 3 1)"
