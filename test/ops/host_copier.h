@@ -57,7 +57,8 @@ class HostCopier final : public DeviceCopier {
     MutexLock lock(mutex_);
     released_ = std::max(released_, marker);
     changed_.notify_all();
-    if (!changed_.wait_for(mutex_, std::chrono::seconds(20), [&] { return done_ >= marker; })) {
+    if (!changed_.wait_for(mutex_, std::chrono::seconds(20),
+                           [&]() REQUIRES(mutex_) { return done_ >= marker; })) {
       throw InternalError("host copier: copies did not finish within 20 s");
     }
   }
@@ -121,7 +122,7 @@ class HostCopier final : public DeviceCopier {
   void run() {
     MutexLock lock(mutex_);
     for (;;) {
-      changed_.wait(mutex_, [&] {
+      changed_.wait(mutex_, [&]() REQUIRES(mutex_) {
         return (done_ < queued_ && (!lazy_ || done_ < released_)) ||
                (stopping_ && done_ == queued_);
       });
