@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
@@ -413,7 +414,7 @@ void Agent::raise_notice(const AgentSnapshot& s) {
 // Claims the planning of the next round when one is needed and nobody has, and plans it.
 void Agent::plan(const AgentSnapshot& s) {
   if (!planning_) {
-    auto why = round_needed(s.view, options_.min_nodes);
+    auto why = elastic_policy::round_needed(s.view, options_.min_nodes);
     if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
     int round = s.view.last_round_number + 1;
     auto claim = s.planners.find(round);
