@@ -16,6 +16,7 @@
 #include "agent/agent_planner.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
+#include "elastic_policy/node_rounds.h"
 #include "launcher/clock.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
@@ -103,8 +104,7 @@ class Agent {
   RoundGuard round_guard_;  // the last round record read, republished if etcd loses it (keep_round)
   PlanningLimits limits_;
   LastCall last_call_{options_.last_call, options_.max_nodes};
-  std::optional<TimePoint> cooldown_until_;
-  int failures_ = 0;
+  elastic_policy::NodeCooldown cooldown_{options_.cooldown};  // after this node's failures
   const TimePoint started_ = steady_now();
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;

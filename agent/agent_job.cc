@@ -157,15 +157,13 @@ void Agent::on_exit(const WorkerExit& exit) {
 void Agent::on_failure(const std::string& worker, const std::string& how) {
   announce("worker " + worker + " " + how);
   exit_notice_ = {"worker " + worker + " on " + options_.node + " failed", followed_round_};
-  ++failures_;
-  auto wait = elastic_policy::penalty_after(options_.cooldown, failures_);
+  auto wait = cooldown_.failed(steady_now());
   if (!wait) {
     return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
                            " failed (no --blacklist-cooldown-range)");
   }
   announce("node " + options_.node + " is blacklisted for " + seconds_text(*wait));
-  events_.blacklist(options_.node, failures_, *wait);
-  cooldown_until_ = steady_now() + *wait;
+  events_.blacklist(options_.node, cooldown_.failures(), *wait);
   try {
     store_.remove(agent_key(options_.node));
     registered_.reset();
@@ -332,8 +330,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
 
 void Agent::start_workers(const AgentSnapshot& s) {
   if (draining_) return;
-  if (cooldown_until_ && steady_now() < *cooldown_until_) return;
-  cooldown_until_.reset();
+  if (!cooldown_.may_start(steady_now())) return;
   if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
   const auto& last = s.view.last_round;
   bool member = last && std::any_of(last->members.begin(), last->members.end(),
@@ -375,7 +372,7 @@ bool Agent::register_node(const AgentSnapshot& s) {
     if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
   }
   std::string record = format_agent_node(node);
-  if (cooldown_until_ && node.workers.empty()) return false;
+  if (!cooldown_.may_register(node.workers.size())) return false;
   auto there = s.view.nodes.find(options_.node);
   if (there != s.view.nodes.end() && there->second == node) return false;
   if (registered_ == record) {
@@ -454,7 +451,7 @@ int Agent::poll_timeout() const {
   if (!stopping_) {
     consider(retry_read_at_);
     consider(last_read_ + options_.lease_ttl);
-    consider(cooldown_until_);
+    consider(cooldown_.until());
     consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_)

@@ -32,6 +32,18 @@ std::optional<TimePoint> LastCall::deadline() const {
   return *began_ + length_;
 }
 
+std::optional<std::chrono::milliseconds> NodeCooldown::failed(TimePoint now) {
+  auto wait = penalty_after(range_, ++failures_);
+  if (wait) until_ = now + *wait;
+  return wait;
+}
+
+bool NodeCooldown::may_start(TimePoint now) {
+  if (until_ && now < *until_) return false;
+  until_.reset();
+  return true;
+}
+
 TimePoint first_round_deadline(const NodeRoundLimits& limits, TimePoint started) {
   return started + limits.elastic_timeout;
 }

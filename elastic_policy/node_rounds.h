@@ -1,10 +1,11 @@
 // The rules of the elastic policy (elastic_policy.h) in agent mode's terms, where a node joins a
 // round whole and the agent that won the right to plan a round decides it: the nodes' order, the
-// first round's last call and how long the first round is waited for, and when a round being
-// planned forms, waits or stops the job.
+// first round's last call and how long the first round is waited for, when a round being planned
+// forms, waits or stops the job, and the node's own cooldown after a failure.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,6 +36,32 @@ class LastCall {
   const int max_;
   std::optional<TimePoint> began_;
   bool began_now_ = false;
+};
+
+// Rules 2 and 3 for agent mode, on the agent's own node (an agent sees no other node's
+// penalties, so it keeps its own clock): a failed worker takes the whole node out for
+// penalty_after(range, failures), without jitter (the server mode spreads many hosts' returns
+// with it; an agent has one node), or for good without a range. Until the
+// cooldown is over the node starts no worker, and a record listing none would offer it to the
+// next round, so it does not register one.
+class NodeCooldown {
+ public:
+  explicit NodeCooldown(std::optional<CooldownRange> range) : range_(std::move(range)) {}
+  // A worker of the node failed at `now`: how long the node sits out, or nothing: it leaves the
+  // job (no --blacklist-cooldown-range).
+  std::optional<std::chrono::milliseconds> failed(TimePoint now);
+  int failures() const { return failures_; }
+  // Whether the node may start workers at `now`; the first call past the cooldown ends it.
+  bool may_start(TimePoint now);
+  // Whether the node may publish a record listing `workers` running workers.
+  bool may_register(std::size_t workers) const { return !until_ || workers > 0; }
+  // When the cooldown ends (the agent wakes then), or nothing.
+  std::optional<TimePoint> until() const { return until_; }
+
+ private:
+  const std::optional<CooldownRange> range_;
+  int failures_ = 0;
+  std::optional<TimePoint> until_;
 };
 
 // Agent mode's planning of one round, begun at `since` (rules 4 and 7).
