@@ -17,6 +17,7 @@
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
 #include "elastic_policy/node_rounds.h"
+#include "elastic_policy/store_outage.h"
 #include "launcher/clock.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
@@ -108,9 +109,7 @@ class Agent {
   const TimePoint started_ = steady_now();
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;
-  std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
-  // Since when no worker of this node has run during the outage: --elastic-timeout counts from it.
-  TimePoint unreachable_idle_since_;
+  elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
   int republished_round_ = -1;  // the last round this agent republished (keep_round)
   // After this agent registered again with a new lease: until then, nodes without a record may
   // be doing the same, and do not count as gone.

@@ -23,6 +23,7 @@
 #include "elastic_policy/elastic_policy.h"
 #include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
+#include "elastic_policy/store_outage.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -184,9 +185,10 @@ void Agent::refresh() {
     watch_->throw_if_failed();
     flush_exits();
     auto listing = store_.list("");
-    if (unreachable_since_) announce("etcd answers again");
-    if (unreachable_since_) events_.etcd_recovered();
-    unreachable_since_.reset();
+    if (outage_.answered()) {
+      announce("etcd answers again");
+      events_.etcd_recovered();
+    }
     last_answer_ = steady_now();
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
     auto snapshot = parse_agent_snapshot(listing.values);
@@ -207,23 +209,19 @@ void Agent::refresh() {
   }
 }
 
-// The workers train on without etcd (rank 0 asks for host notices with short requests), so the
-// agent waits for etcd for as long as any of its workers runs: an outage of any length costs no
-// training. Once none runs (a worker that fails cannot check in without etcd, and ends when its
-// own timeouts do), the wait is bounded by --elastic-timeout.
+// The workers train on without etcd (rank 0 asks for host notices with short requests); how long
+// the agent waits for etcd is the policy's rule (elastic_policy/store_outage.h).
 void Agent::on_etcd_unreachable(const std::string& why) {
   TimePoint now = steady_now();
-  if (!unreachable_since_) {
+  auto verdict = outage_.unreachable(last_answer_, workers_running(), now);
+  if (verdict.began) {
     announce(
         "etcd cannot be reached; the workers train on, and this agent waits for etcd while "
         "they run (at most --elastic-timeout " +
         seconds_text(options_.elastic_timeout) + " once none runs): " + why);
-    unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
-    unreachable_idle_since_ = last_answer_;
     events_.etcd_unreachable(why);
   }
-  if (workers_running()) unreachable_idle_since_ = now;
-  if (now - unreachable_idle_since_ >= options_.elastic_timeout) {
+  if (verdict.stop) {
     return stop_job(1, "etcd could not be reached, and no worker of node " + options_.node +
                            " ran, for --elastic-timeout " + seconds_text(options_.elastic_timeout) +
                            ": " + why);
@@ -435,8 +433,8 @@ void Agent::stop_job(int code, const std::string& why, int sig) {
   exit_code_ = code;
   try {
     // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
-    if (!unreachable_since_) store_.remove(agent_key(options_.node));
-    if (!unreachable_since_) tell_workers_to_leave();
+    if (!outage_.ongoing()) store_.remove(agent_key(options_.node));
+    if (!outage_.ongoing()) tell_workers_to_leave();
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());
   }
