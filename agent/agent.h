@@ -118,7 +118,7 @@ class Agent {
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;
   bool formed_ = false;               // a round has been published
-  bool draining_ = false;             // a worker of this node drained: the node is leaving the job
+  elastic_policy::NodeDrain drain_;   // a worker of this node drained: the node is leaving the job
   std::optional<AgentJobView> view_;  // the last one read
   bool stopping_ = false;
   int exit_code_ = 0;

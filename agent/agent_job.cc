@@ -327,7 +327,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
-  if (draining_) return;
+  if (drain_.draining()) return;
   if (!cooldown_.may_start(steady_now())) return;
   if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
   const auto& last = s.view.last_round;
@@ -364,7 +364,7 @@ void Agent::start_worker(int slot) {
 // should be: it changed, or it is missing (deleted, expired with the lease, lost by etcd) or was
 // refused (overwritten by a writer without the secret). True if it was written.
 bool Agent::register_node(const AgentSnapshot& s) {
-  if (draining_) return false;
+  if (drain_.draining()) return false;
   AgentNode node{.slots = options_.nproc_per_node};
   for (const auto& [id, w] : local_) {
     if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);

@@ -44,6 +44,16 @@ bool NodeCooldown::may_start(TimePoint now) {
   return true;
 }
 
+std::optional<std::string> NodeDrain::begins(const std::vector<std::string>& workers,
+                                             const std::set<std::string>& drained) {
+  if (draining_) return std::nullopt;
+  auto first = std::find_if(workers.begin(), workers.end(),
+                            [&](const std::string& w) { return drained.contains(w); });
+  if (first == workers.end()) return std::nullopt;
+  draining_ = true;
+  return *first;
+}
+
 TimePoint first_round_deadline(const NodeRoundLimits& limits, TimePoint started) {
   return started + limits.elastic_timeout;
 }

@@ -1,6 +1,6 @@
 // The rules both elastic modes share (elastic_policy.h): the fewest a round may have, the reset
 // limit, the penalty after a failure and the first round's last call; and agent mode's terms for
-// them (node_rounds.h).
+// them (node_rounds.h: the round's order, planning, the node's cooldown and its drain).
 #include <catch2/catch.hpp>
 
 #include "test/elastic_policy/policy_fixture.h"
@@ -154,4 +154,24 @@ TEST_CASE("an agent's node sits out its cooldown after each failure and register
   CHECK(cooldown.may_start(clock.now + *wait));  // the first call past it ends the cooldown
   CHECK_FALSE(cooldown.until());
   CHECK(cooldown.may_register(0));
+}
+
+TEST_CASE(
+    "an agent's node drains whole once one of its workers drained and leaves when none is left") {
+  struct Row {
+    std::vector<std::string> workers;
+    std::set<std::string> drained;
+    std::optional<std::string> first;
+  };
+  auto row = GENERATE(Row{{"a.0.0", "a.1.0"}, {}, std::nullopt},
+                      Row{{"a.0.0", "a.1.0"}, {"b.0.0"}, std::nullopt},
+                      Row{{"a.0.0", "a.1.0"}, {"a.1.0"}, "a.1.0"},
+                      Row{{"a.1.0", "a.0.0"}, {"a.0.0", "a.1.0"}, "a.1.0"});
+  NodeDrain drain;
+  CHECK_FALSE(drain.leaves(0));  // a node that does not drain never leaves for it
+  CHECK(drain.begins(row.workers, row.drained) == row.first);
+  CHECK(drain.draining() == row.first.has_value());
+  CHECK_FALSE(drain.begins(row.workers, row.drained));  // it begins once
+  CHECK_FALSE(drain.leaves(1));
+  CHECK(drain.leaves(0) == row.first.has_value());
 }
