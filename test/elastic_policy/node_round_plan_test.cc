@@ -48,7 +48,9 @@ TEST_CASE("round_needed: the first round once min nodes have all their workers c
   CHECK(round_needed(v, row.min_nodes) == row.why);
 }
 
-TEST_CASE("round_needed: a member gone or checked in again ends the round; finished or stop not") {
+TEST_CASE(
+    "round_needed: a member gone or checked in again ends the round but not one finished or a "
+    "stop") {
   struct Row {
     const char* event;
     void (*apply)(NodeJobView&);
