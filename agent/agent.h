@@ -16,6 +16,8 @@
 #include "agent/agent_planner.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
+#include "elastic_policy/node_rounds.h"
+#include "elastic_policy/store_outage.h"
 #include "launcher/clock.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
@@ -103,14 +105,11 @@ class Agent {
   RoundGuard round_guard_;  // the last round record read, republished if etcd loses it (keep_round)
   PlanningLimits limits_;
   LastCall last_call_{options_.last_call, options_.max_nodes};
-  std::optional<TimePoint> cooldown_until_;
-  int failures_ = 0;
+  elastic_policy::NodeCooldown cooldown_{options_.cooldown};  // after this node's failures
   const TimePoint started_ = steady_now();
   bool dirty_ = true;
   std::optional<TimePoint> retry_read_at_;
-  std::optional<TimePoint> unreachable_since_;  // of the current etcd outage
-  // Since when no worker of this node has run during the outage: --elastic-timeout counts from it.
-  TimePoint unreachable_idle_since_;
+  elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
   int republished_round_ = -1;  // the last round this agent republished (keep_round)
   // After this agent registered again with a new lease: until then, nodes without a record may
   // be doing the same, and do not count as gone.
@@ -119,7 +118,7 @@ class Agent {
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;
   bool formed_ = false;               // a round has been published
-  bool draining_ = false;             // a worker of this node drained: the node is leaving the job
+  elastic_policy::NodeDrain drain_;   // a worker of this node drained: the node is leaving the job
   std::optional<AgentJobView> view_;  // the last one read
   bool stopping_ = false;
   int exit_code_ = 0;

@@ -1,9 +1,11 @@
-// Agent mode's drain (docs/operations.md, "Draining"): a worker of this node drained at a commit
-// (SIGTERM): the node leaves the job as if it were removed. Its registration goes at once, so the
-// next round is planned without it; each of its workers is told to exit at the entry it checks
-// in with next, so they all leave with status 0; then the agent itself leaves. An agent that
-// stops its job tells its workers to exit the same way, since they take its SIGTERM as a drain.
-#include <algorithm>
+// Agent mode's drain (docs/operations.md, "Draining"), as the policy decides it
+// (elastic_policy/node_rounds.h, NodeDrain): a worker of this node drained at a commit (SIGTERM):
+// the node leaves the job as if it were removed. Its registration goes at once, so the next round
+// is planned without it; each of its workers is told to exit at the entry it checks in with next,
+// so they all leave with status 0; then the agent itself leaves. An agent that stops its job
+// tells its workers to exit the same way, since they take its SIGTERM as a drain.
+#include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "agent/agent_records.h"
@@ -15,19 +17,15 @@
 namespace cohort::discovery {
 
 void Agent::drain_when_asked(const AgentSnapshot& s) {
-  if (!draining_) {
-    auto drained = std::find_if(local_.begin(), local_.end(), [&](const auto& kv) {
-      return s.view.drained.contains(kv.second.id);
-    });
-    if (drained == local_.end()) return;
-    draining_ = true;
-    announce("worker " + drained->second.id + " drained; node " + options_.node +
-             " leaves the job");
-    events_.drain(options_.node, drained->second.id);
+  std::vector<std::string> workers;
+  for (const auto& [key, w] : local_) workers.push_back(w.id);
+  if (auto drained = drain_.begins(workers, s.view.drained)) {
+    announce("worker " + *drained + " drained; node " + options_.node + " leaves the job");
+    events_.drain(options_.node, *drained);
     store_.remove(agent_key(options_.node));
     registered_.reset();
   }
-  tell_workers_to_leave();
+  if (drain_.draining()) tell_workers_to_leave();
 }
 
 // Each local worker is told to exit, so that it leaves with status 0 as soon as it checks in
@@ -50,7 +48,7 @@ void Agent::tell_workers_to_leave() {
 }
 
 void Agent::leave_when_drained() {
-  if (!draining_ || !local_.empty() || stopping_) return;
+  if (!drain_.leaves(local_.size()) || stopping_) return;
   announce("node " + options_.node + " drained: every worker left with status 0");
   events_.job_stopping("node " + options_.node + " drained");
   stopping_ = true;

@@ -21,7 +21,9 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
+#include "elastic_policy/store_outage.h"
 #include "launcher/job_report.h"
 #include "launcher/job_signals.h"
 #include "launcher/seconds_text.h"
@@ -156,15 +158,13 @@ void Agent::on_exit(const WorkerExit& exit) {
 void Agent::on_failure(const std::string& worker, const std::string& how) {
   announce("worker " + worker + " " + how);
   exit_notice_ = {"worker " + worker + " on " + options_.node + " failed", followed_round_};
-  ++failures_;
-  auto wait = elastic_policy::penalty_after(options_.cooldown, failures_);
+  auto wait = cooldown_.failed(steady_now());
   if (!wait) {
     return stop_job(1, "node " + options_.node + " leaves the job after worker " + worker +
                            " failed (no --blacklist-cooldown-range)");
   }
   announce("node " + options_.node + " is blacklisted for " + seconds_text(*wait));
-  events_.blacklist(options_.node, failures_, *wait);
-  cooldown_until_ = steady_now() + *wait;
+  events_.blacklist(options_.node, cooldown_.failures(), *wait);
   try {
     store_.remove(agent_key(options_.node));
     registered_.reset();
@@ -185,9 +185,10 @@ void Agent::refresh() {
     watch_->throw_if_failed();
     flush_exits();
     auto listing = store_.list("");
-    if (unreachable_since_) announce("etcd answers again");
-    if (unreachable_since_) events_.etcd_recovered();
-    unreachable_since_.reset();
+    if (outage_.answered()) {
+      announce("etcd answers again");
+      events_.etcd_recovered();
+    }
     last_answer_ = steady_now();
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
     auto snapshot = parse_agent_snapshot(listing.values);
@@ -208,23 +209,19 @@ void Agent::refresh() {
   }
 }
 
-// The workers train on without etcd (rank 0 asks for host notices with short requests), so the
-// agent waits for etcd for as long as any of its workers runs: an outage of any length costs no
-// training. Once none runs (a worker that fails cannot check in without etcd, and ends when its
-// own timeouts do), the wait is bounded by --elastic-timeout.
+// The workers train on without etcd (rank 0 asks for host notices with short requests); how long
+// the agent waits for etcd is the policy's rule (elastic_policy/store_outage.h).
 void Agent::on_etcd_unreachable(const std::string& why) {
   TimePoint now = steady_now();
-  if (!unreachable_since_) {
+  auto verdict = outage_.unreachable(last_answer_, workers_running(), now);
+  if (verdict.began) {
     announce(
         "etcd cannot be reached; the workers train on, and this agent waits for etcd while "
         "they run (at most --elastic-timeout " +
         seconds_text(options_.elastic_timeout) + " once none runs): " + why);
-    unreachable_since_ = last_answer_;  // etcd may have gone long before this read gave up
-    unreachable_idle_since_ = last_answer_;
     events_.etcd_unreachable(why);
   }
-  if (workers_running()) unreachable_idle_since_ = now;
-  if (now - unreachable_idle_since_ >= options_.elastic_timeout) {
+  if (verdict.stop) {
     return stop_job(1, "etcd could not be reached, and no worker of node " + options_.node +
                            " ran, for --elastic-timeout " + seconds_text(options_.elastic_timeout) +
                            ": " + why);
@@ -330,9 +327,8 @@ void Agent::follow_round(const AgentSnapshot& s) {
 }
 
 void Agent::start_workers(const AgentSnapshot& s) {
-  if (draining_) return;
-  if (cooldown_until_ && steady_now() < *cooldown_until_) return;
-  cooldown_until_.reset();
+  if (drain_.draining()) return;
+  if (!cooldown_.may_start(steady_now())) return;
   if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
   const auto& last = s.view.last_round;
   bool member = last && std::any_of(last->members.begin(), last->members.end(),
@@ -368,13 +364,13 @@ void Agent::start_worker(int slot) {
 // should be: it changed, or it is missing (deleted, expired with the lease, lost by etcd) or was
 // refused (overwritten by a writer without the secret). True if it was written.
 bool Agent::register_node(const AgentSnapshot& s) {
-  if (draining_) return false;
+  if (drain_.draining()) return false;
   AgentNode node{.slots = options_.nproc_per_node};
   for (const auto& [id, w] : local_) {
     if (!w.expected_exit && !w.killed) node.workers.push_back(w.id);
   }
   std::string record = format_agent_node(node);
-  if (cooldown_until_ && node.workers.empty()) return false;
+  if (!cooldown_.may_register(node.workers.size())) return false;
   auto there = s.view.nodes.find(options_.node);
   if (there != s.view.nodes.end() && there->second == node) return false;
   if (registered_ == record) {
@@ -413,7 +409,7 @@ void Agent::raise_notice(const AgentSnapshot& s) {
 // Claims the planning of the next round when one is needed and nobody has, and plans it.
 void Agent::plan(const AgentSnapshot& s) {
   if (!planning_) {
-    auto why = round_needed(s.view, options_.min_nodes);
+    auto why = elastic_policy::round_needed(s.view, options_.min_nodes);
     if (!why || (!s.view.last_round && !last_call_.over(s.view, steady_now()))) return;
     int round = s.view.last_round_number + 1;
     auto claim = s.planners.find(round);
@@ -437,8 +433,8 @@ void Agent::stop_job(int code, const std::string& why, int sig) {
   exit_code_ = code;
   try {
     // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
-    if (!unreachable_since_) store_.remove(agent_key(options_.node));
-    if (!unreachable_since_) tell_workers_to_leave();
+    if (!outage_.ongoing()) store_.remove(agent_key(options_.node));
+    if (!outage_.ongoing()) tell_workers_to_leave();
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());
   }
@@ -453,7 +449,7 @@ int Agent::poll_timeout() const {
   if (!stopping_) {
     consider(retry_read_at_);
     consider(last_read_ + options_.lease_ttl);
-    consider(cooldown_until_);
+    consider(cooldown_.until());
     consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/seconds_text.h"
@@ -30,11 +31,11 @@ RoundPlanning::RoundPlanning(int round, std::string why, rendezvous::EtcdStore& 
 bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& limits,
                          TimePoint now) {
   if (snapshot.view.last_round_number >= round_) return true;  // published (by us, or before)
-  AgentPlan plan = plan_agent_round(snapshot.view,
-                                    {.min_nodes = limits.min_nodes,
-                                     .max_nodes = limits.max_nodes,
-                                     .reset_limit = limits.reset_limit,
-                                     .generation = std::max(snapshot.generation, raised_notice_)});
+  auto plan = elastic_policy::plan_node_round(
+      snapshot.view, {.min_nodes = limits.min_nodes,
+                      .max_nodes = limits.max_nodes,
+                      .reset_limit = limits.reset_limit,
+                      .generation = std::max(snapshot.generation, raised_notice_)});
   if (plan.round.stop) {
     publish(plan.round);
     return true;

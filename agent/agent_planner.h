@@ -30,9 +30,9 @@ elastic_policy::NodeRoundLimits node_round_limits(const PlanningLimits& limits);
 
 class RoundPlanning {
  public:
-  // Begins planning `round` because of `why` (agent_plan.h's round_needed): the members still
-  // joining the last round stop (its abandon key), and its members learn of it at their next
-  // commit (a host notice).
+  // Begins planning `round` because of `why` (the policy's round_needed,
+  // elastic_policy/node_round_plan.h): the members still joining the last round stop (its abandon
+  // key), and its members learn of it at their next commit (a host notice).
   RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
                 const AgentSnapshot& snapshot, TimePoint now);
 

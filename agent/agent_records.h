@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "elastic_policy/node_round_plan.h"
 #include "launcher/whole_number.h"
 
 namespace cohort::discovery {
@@ -30,32 +31,15 @@ std::string round_key(int round);
 std::string exit_key(std::string_view worker);
 std::string kill_key(std::string_view worker);
 
-// What an agent tells the others about its node.
-struct AgentNode {
-  int slots = 1;
-  std::vector<std::string> workers;  // running, in slot order
-  bool operator==(const AgentNode&) const = default;
-};
+// The shapes of agents/<node> and rounds/<r>: the elastic policy's, which decides on them.
+using AgentNode = elastic_policy::NodeOffer;
+using AgentMember = elastic_policy::NodeMember;
+using AgentRound = elastic_policy::NodeRound;
 
 // "slots=2 workers=n1.0.0,n1.1.0" ("workers=" with none).
 std::string format_agent_node(const AgentNode& node);
 // Throws InvalidArgument naming what is wrong.
 AgentNode parse_agent_node(std::string_view text);
-
-struct AgentMember {
-  std::string worker;
-  std::string node;
-  int entry = 0;  // the worker's entry into this round (its check-in number)
-  bool operator==(const AgentMember&) const = default;
-};
-
-// A round as its planner published it, or the job's end.
-struct AgentRound {
-  int generation = 0;                // the host-notice generation the round was planned at
-  std::vector<AgentMember> members;  // by rank
-  std::optional<std::string> stop;   // set: the job must stop, for this reason
-  bool operator==(const AgentRound&) const = default;
-};
 
 // "generation=2\n<worker> <node> <entry>\n..." (one line per rank), or "stop <reason>".
 std::string format_agent_round(const AgentRound& round);

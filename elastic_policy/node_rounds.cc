@@ -32,6 +32,28 @@ std::optional<TimePoint> LastCall::deadline() const {
   return *began_ + length_;
 }
 
+std::optional<std::chrono::milliseconds> NodeCooldown::failed(TimePoint now) {
+  auto wait = penalty_after(range_, ++failures_);
+  if (wait) until_ = now + *wait;
+  return wait;
+}
+
+bool NodeCooldown::may_start(TimePoint now) {
+  if (until_ && now < *until_) return false;
+  until_.reset();
+  return true;
+}
+
+std::optional<std::string> NodeDrain::begins(const std::vector<std::string>& workers,
+                                             const std::set<std::string>& drained) {
+  if (draining_) return std::nullopt;
+  auto first = std::find_if(workers.begin(), workers.end(),
+                            [&](const std::string& w) { return drained.contains(w); });
+  if (first == workers.end()) return std::nullopt;
+  draining_ = true;
+  return *first;
+}
+
 TimePoint first_round_deadline(const NodeRoundLimits& limits, TimePoint started) {
   return started + limits.elastic_timeout;
 }

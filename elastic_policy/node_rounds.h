@@ -1,11 +1,13 @@
 // The rules of the elastic policy (elastic_policy.h) in agent mode's terms, where a node joins a
 // round whole and the agent that won the right to plan a round decides it: the nodes' order, the
-// first round's last call and how long the first round is waited for, and when a round being
-// planned forms, waits or stops the job.
+// first round's last call and how long the first round is waited for, when a round being planned
+// forms, waits or stops the job, the node's own cooldown after a failure, and its drain.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,6 +37,52 @@ class LastCall {
   const int max_;
   std::optional<TimePoint> began_;
   bool began_now_ = false;
+};
+
+// Rules 2 and 3 for agent mode, on the agent's own node (an agent sees no other node's
+// penalties, so it keeps its own clock): a failed worker takes the whole node out for
+// penalty_after(range, failures), without jitter (the server mode spreads many hosts' returns
+// with it; an agent has one node), or for good without a range. Until the
+// cooldown is over the node starts no worker, and a record listing none would offer it to the
+// next round, so it does not register one.
+class NodeCooldown {
+ public:
+  explicit NodeCooldown(std::optional<CooldownRange> range) : range_(std::move(range)) {}
+  // A worker of the node failed at `now`: how long the node sits out, or nothing: it leaves the
+  // job (no --blacklist-cooldown-range).
+  std::optional<std::chrono::milliseconds> failed(TimePoint now);
+  int failures() const { return failures_; }
+  // Whether the node may start workers at `now`; the first call past the cooldown ends it.
+  bool may_start(TimePoint now);
+  // Whether the node may publish a record listing `workers` running workers.
+  bool may_register(std::size_t workers) const { return !until_ || workers > 0; }
+  // When the cooldown ends (the agent wakes then), or nothing.
+  std::optional<TimePoint> until() const { return until_; }
+
+ private:
+  const std::optional<CooldownRange> range_;
+  int failures_ = 0;
+  std::optional<TimePoint> until_;
+};
+
+// Rule 9 for agent mode, where a node drains whole: once one of its workers drained (it checked
+// in as drained at a commit: its machine is going), the node takes no more work: it starts no
+// worker and publishes no record (so the next round is planned without it), and its workers are
+// told to exit; it leaves the job once none is left. Where the modes differ, and why: the server
+// mode drains the drained worker's host and goes on with the other hosts (ElasticPolicy::drained);
+// an agent is its node's only launcher, so it leaves with it.
+class NodeDrain {
+ public:
+  // The first of the node's `workers` (in their order) that `drained` lists, when that begins the
+  // node's drain; nothing when none drained or the node drains already.
+  std::optional<std::string> begins(const std::vector<std::string>& workers,
+                                    const std::set<std::string>& drained);
+  bool draining() const { return draining_; }
+  // Whether the node leaves the job now, with `workers_left` of its workers still there.
+  bool leaves(std::size_t workers_left) const { return draining_ && workers_left == 0; }
+
+ private:
+  bool draining_ = false;
 };
 
 // Agent mode's planning of one round, begun at `since` (rules 4 and 7).

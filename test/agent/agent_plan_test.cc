@@ -1,10 +1,14 @@
-// Agent mode's decisions (agent/agent_plan.h) on views of a job, without etcd.
+// Agent mode's reading of a job's view (agent/agent_plan.h) and the policy's decisions on it
+// (elastic_policy/node_round_plan.h), without etcd.
 #include "agent/agent_plan.h"
 #include "agent/agent_planner.h"
 
 #include <catch2/catch.hpp>
 
 using namespace cohort::discovery;
+using cohort::elastic_policy::NodePlan;
+using cohort::elastic_policy::plan_node_round;
+using cohort::elastic_policy::round_needed;
 
 namespace {
 
@@ -49,7 +53,7 @@ TEST_CASE("agent plan: the last call holds the first round back until MAX nodes 
 }
 
 TEST_CASE("agent plan: the first round ranks nodes by name, slots in order") {
-  AgentPlan plan = plan_agent_round(two_nodes_ready(), {.generation = 1});
+  NodePlan plan = plan_node_round(two_nodes_ready(), {.generation = 1});
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0", "b.1.0"});
   CHECK(plan.round.generation == 1);
   CHECK(plan.waiting.empty());
@@ -66,7 +70,7 @@ TEST_CASE("agent plan: a node that is gone ends the round; the survivors keep th
   v.nodes.erase("b");  // its lease expired
   CHECK(*round_needed(v, 1) == "worker b.0.0 of round 0 is gone");
   v.checkins["a.0.0"].insert(1);
-  AgentPlan plan = plan_agent_round(v, {});
+  NodePlan plan = plan_node_round(v, {});
   // a.1.0 never made the last round; it and c's worker follow the survivor.
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "c.0.0"});
   CHECK(plan.round.members[0].entry == 1);
@@ -83,7 +87,7 @@ TEST_CASE("agent plan: a member that checked in again ends the round; the others
   CHECK_FALSE(round_needed(v, 1));
   v.checkins["b.0.0"].insert(2);
   CHECK(*round_needed(v, 1) == "worker b.0.0 left round 2");
-  AgentPlan plan = plan_agent_round(v, {});
+  NodePlan plan = plan_node_round(v, {});
   CHECK(plan.waiting == std::vector<std::string>{"a.0.0"});
   CHECK(next_entry(v, "a.0.0") == 4);
   CHECK(next_entry(v, "a.1.0") == 0);
@@ -95,7 +99,7 @@ TEST_CASE("agent plan: max nodes drops the survivors of the nodes beyond it") {
   v.last_round = AgentRound{0, {{"a.0.0", "a", 0}, {"b.0.0", "b", 0}}, {}};
   v.checkins["a.0.0"].insert(1);
   v.checkins["b.0.0"].insert(1);
-  AgentPlan plan = plan_agent_round(v, {.max_nodes = 1});
+  NodePlan plan = plan_node_round(v, {.max_nodes = 1});
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0"});
   CHECK(plan.dropped == std::vector<std::string>{"b.0.0"});
 }
@@ -104,7 +108,7 @@ TEST_CASE("agent plan: past the reset limit the plan is a stop, and no round fol
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 3;
   v.last_round = AgentRound{0, {{"a.0.0", "a", 3}}, {}};
-  AgentPlan plan = plan_agent_round(v, {.reset_limit = 3});
+  NodePlan plan = plan_node_round(v, {.reset_limit = 3});
   REQUIRE(plan.round.stop);
   CHECK(*plan.round.stop == "the reset limit of 3 was exceeded (round 4)");
   v.last_round = plan.round;
@@ -114,24 +118,24 @@ TEST_CASE("agent plan: past the reset limit the plan is a stop, and no round fol
 TEST_CASE("agent plan: a member that drained is left out of the next round") {
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 0;
-  v.last_round = plan_agent_round(v, {.generation = 1}).round;
+  v.last_round = plan_node_round(v, {.generation = 1}).round;
   v.checkins["b.1.0"].insert(1);  // drained at a commit: its node is leaving
   v.drained.insert("b.1.0");
   CHECK(round_needed(v, 1));
-  AgentPlan plan = plan_agent_round(v, {.min_nodes = 1, .max_nodes = 2, .generation = 2});
+  NodePlan plan = plan_node_round(v, {.min_nodes = 1, .max_nodes = 2, .generation = 2});
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
 }
 
 TEST_CASE("agent plan: a member that finished is not gone; the others leaving it needs a round") {
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 0;
-  v.last_round = plan_agent_round(v, {}).round;
+  v.last_round = plan_node_round(v, {}).round;
   v.nodes["b"].workers = {"b.0.0"};  // b.1.0 exited 0 and its agent no longer lists it
   v.finished.insert("b.1.0");
   CHECK_FALSE(round_needed(v, 2));
   v.checkins["a.0.0"].insert(1);
   CHECK(round_needed(v, 2));
-  AgentPlan plan = plan_agent_round(v, {});
+  NodePlan plan = plan_node_round(v, {});
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
 }
 
@@ -144,7 +148,7 @@ TEST_CASE("agent plan: a worker whose node was counted as gone rejoins at the en
   v.checkins["b.0.0"] = {0, 1};  // it left round 0 and checked in again, as its peers did
   v.checkins["b.1.0"] = {0, 1};
   for (const auto& id : {"a.0.0", "a.1.0"}) v.checkins[id] = {0, 1, 2};
-  AgentPlan plan = plan_agent_round(v, {.generation = 3});
+  NodePlan plan = plan_node_round(v, {.generation = 3});
   REQUIRE(plan.round.members.size() == 4);
   CHECK(plan.round.members[2] == AgentMember{"b.0.0", "b", 1});
   CHECK(plan.round.members[3] == AgentMember{"b.1.0", "b", 1});

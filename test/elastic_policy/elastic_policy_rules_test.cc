@@ -1,5 +1,6 @@
 // The rules both elastic modes share (elastic_policy.h): the fewest a round may have, the reset
-// limit, the penalty after a failure and the first round's last call.
+// limit, the penalty after a failure and the first round's last call; and agent mode's terms for
+// them (node_rounds.h: the round's order, planning, the node's cooldown and its drain).
 #include <catch2/catch.hpp>
 
 #include "test/elastic_policy/policy_fixture.h"
@@ -118,4 +119,59 @@ TEST_CASE("a worker that does not check in by --start-timeout is taken for faile
     CHECK(*why ==
           "did not check in within --start-timeout 120 s; taking it for failed and killing it");
   }
+}
+
+TEST_CASE("an agent's node sits out its cooldown after each failure and registers only with work") {
+  struct Row {
+    std::optional<CooldownRange> range;
+    std::vector<std::chrono::milliseconds> failures_at;  // one failure at each of these times
+    std::optional<std::chrono::milliseconds> last_wait;
+  };
+  auto row = GENERATE(Row{CooldownRange{10s, 60s}, {0s}, 10s},
+                      Row{CooldownRange{10s, 60s}, {0s, 20s}, 20s},
+                      Row{CooldownRange{10s, 60s}, {0s, 20s, 50s, 100s}, 60s},
+                      Row{std::nullopt, {5s}, std::nullopt});
+  FakeClock clock;
+  NodeCooldown cooldown(row.range);
+  CHECK(cooldown.may_start(clock.now));
+  CHECK(cooldown.may_register(0));
+  std::optional<std::chrono::milliseconds> wait;
+  for (auto at : row.failures_at) {
+    clock.now = TimePoint{} + at;
+    wait = cooldown.failed(clock.now);
+  }
+  CHECK(wait == row.last_wait);
+  CHECK(cooldown.failures() == static_cast<int>(row.failures_at.size()));
+  if (!wait) {  // no range: the node leaves the job, and no cooldown holds it
+    CHECK_FALSE(cooldown.until());
+    return;
+  }
+  REQUIRE(cooldown.until() == clock.now + *wait);
+  CHECK_FALSE(cooldown.may_register(0));  // a record without workers would offer the node
+  CHECK(cooldown.may_register(1));
+  CHECK_FALSE(cooldown.may_start(clock.now + *wait - 1ms));
+  CHECK(cooldown.until());
+  CHECK(cooldown.may_start(clock.now + *wait));  // the first call past it ends the cooldown
+  CHECK_FALSE(cooldown.until());
+  CHECK(cooldown.may_register(0));
+}
+
+TEST_CASE(
+    "an agent's node drains whole once one of its workers drained and leaves when none is left") {
+  struct Row {
+    std::vector<std::string> workers;
+    std::set<std::string> drained;
+    std::optional<std::string> first;
+  };
+  auto row = GENERATE(Row{{"a.0.0", "a.1.0"}, {}, std::nullopt},
+                      Row{{"a.0.0", "a.1.0"}, {"b.0.0"}, std::nullopt},
+                      Row{{"a.0.0", "a.1.0"}, {"a.1.0"}, "a.1.0"},
+                      Row{{"a.1.0", "a.0.0"}, {"a.0.0", "a.1.0"}, "a.1.0"});
+  NodeDrain drain;
+  CHECK_FALSE(drain.leaves(0));  // a node that does not drain never leaves for it
+  CHECK(drain.begins(row.workers, row.drained) == row.first);
+  CHECK(drain.draining() == row.first.has_value());
+  CHECK_FALSE(drain.begins(row.workers, row.drained));  // it begins once
+  CHECK_FALSE(drain.leaves(1));
+  CHECK(drain.leaves(0) == row.first.has_value());
 }
