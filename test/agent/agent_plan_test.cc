@@ -60,7 +60,7 @@ TEST_CASE("agent plan: the first round ranks nodes by name, slots in order") {
   CHECK(nodes_in(plan.round) == 2);
 }
 
-TEST_CASE("agent plan: a node that is gone ends the round; the survivors keep their order") {
+TEST_CASE("agent plan: a node that is gone ends the round, the survivors keep their order") {
   AgentJobView v = two_nodes_ready();
   v.nodes["c"] = {1, {"c.0.0"}};
   v.checkins["c.0.0"] = {0};
@@ -78,7 +78,7 @@ TEST_CASE("agent plan: a node that is gone ends the round; the survivors keep th
   CHECK(plan.waiting.empty());
 }
 
-TEST_CASE("agent plan: a member that checked in again ends the round; the others are waited for") {
+TEST_CASE("agent plan: a member that checked in again ends the round, the others are waited for") {
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 2;
   v.last_round = AgentRound{1, {{"a.0.0", "a", 3}, {"b.0.0", "b", 1}}, {}};
@@ -126,7 +126,7 @@ TEST_CASE("agent plan: a member that drained is left out of the next round") {
   CHECK(workers_of(plan.round) == std::vector<std::string>{"a.0.0", "a.1.0", "b.0.0"});
 }
 
-TEST_CASE("agent plan: a member that finished is not gone; the others leaving it needs a round") {
+TEST_CASE("agent plan: a member that finished is not gone, the others leaving it needs a round") {
   AgentJobView v = two_nodes_ready();
   v.last_round_number = 0;
   v.last_round = plan_node_round(v, {}).round;

@@ -45,7 +45,7 @@ TEST_CASE("closing fails pending entries and later submissions") {
   CHECK_THROWS_WITH(q.add(entry("y")), "peer died");
 }
 
-TEST_CASE("a single request with nothing else in flight is alone; a burst's is not") {
+TEST_CASE("a single request with nothing else in flight is alone, a burst's is not") {
   TensorQueue q([] {});
   CHECK_FALSE(q.new_request_arrivals());
   q.add(entry("a"));

@@ -35,7 +35,7 @@ TEST_CASE("auto: NCCL where built and every rank has its own GPU, staged otherwi
   CHECK(unbuilt.reason == "this Cohort was built without NCCL");
 }
 
-TEST_CASE("COHORT_DEVICE_OPERATIONS forces a backend; nccl is refused where it cannot work") {
+TEST_CASE("COHORT_DEVICE_OPERATIONS forces a backend, nccl is refused where it cannot work") {
   CHECK_FALSE(choose_device_backend(DeviceOperations::kStaged, true, kOwnGpus, 0).nccl);
   CHECK(choose_device_backend(DeviceOperations::kNccl, true, kOwnGpus, 2).nccl);
   CHECK_THROWS_AS(choose_device_backend(DeviceOperations::kNccl, false, kOwnGpus, 0),

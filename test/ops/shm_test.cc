@@ -79,7 +79,7 @@ TEST_CASE("shm segment: every local rank maps the memory local rank 0 made, and 
   CHECK(mapped_segments() == before);
 }
 
-TEST_CASE("shm segment: a connection without the token gets nothing; the real rank still joins") {
+TEST_CASE("shm segment: a connection without the token gets nothing, the real rank still joins") {
   ShmRendezvous meet = ShmRendezvous::random();
   auto leader = std::async(std::launch::async,
                            [&] { return ShmSegment::create(meet, 2, kSlot, in(10s), nullptr); });

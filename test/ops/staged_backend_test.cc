@@ -231,7 +231,7 @@ TEST_CASE("a failing host collective is the typed error with no copy left in fli
   s.backend->allgatherv(in.data(), out.data(), counts);
 }
 
-TEST_CASE("staged backend: abort fails later calls naming the reason; staging freed with it") {
+TEST_CASE("staged backend: abort fails later calls naming the reason, staging freed with it") {
   LoneBackend lone;
   auto* copier = new HostCopier();
   auto backend = make_staged_backend(lone, std::unique_ptr<DeviceCopier>(copier), 64);

@@ -91,7 +91,7 @@ TEST_CASE("etcd: a forged value does not win a compare-and-set for its writer") 
   CHECK_FALSE(store.compare_and_set("planner/1", std::nullopt, "agent-b"));
 }
 
-TEST_CASE("etcd: create replaces a refused value; create_new does not; held tells them apart") {
+TEST_CASE("etcd: create replaces a refused value, create_new does not, held tells them apart") {
   std::string prefix = prefix_for("refused-create");
   EtcdStore store = store_at(prefix);
   EtcdOptions etcd{.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s};

@@ -49,7 +49,7 @@ TEST_CASE("drop_last gives every rank floor(n / world) distinct samples") {
   CHECK(seen.size() == 1000);
 }
 
-TEST_CASE("shuffle follows seed and epoch; no shuffle is rank-strided order") {
+TEST_CASE("shuffle follows seed and epoch, no shuffle is rank-strided order") {
   DistributedSampler a(100, 1, 3, {.seed = 5}), b(100, 1, 3, {.seed = 5});
   CHECK(a.indices() == b.indices());
   b.set_epoch(1);

@@ -93,7 +93,7 @@ TEST_CASE("restore drops uncommitted records and repartitions the remainder even
 }
 
 TEST_CASE(
-    "every rank yields the same number of batches; short ranks end with short or empty ones") {
+    "every rank yields the same number of batches, short ranks end with short or empty ones") {
   sim::World w = sim::make_world(10, 4, 4);  // shares 3, 3, 2, 2
   for (int r = 0; r < 4; ++r) {
     std::vector<size_t> sizes;

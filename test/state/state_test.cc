@@ -176,7 +176,7 @@ TEST_CASE("corrupt or foreign bytes give a clear error and leave the object unto
   CHECK(p.phase == "a");
 }
 
-TEST_CASE("commit hook runs after a complete commit; reset callbacks run in order") {
+TEST_CASE("commit hook runs after a complete commit, reset callbacks run in order") {
   init();
   State state;
   int value = 1, hooked_with = 0;
