@@ -6,28 +6,19 @@
 //
 // Usage: backend_process_check EXPECTED_BACKEND (gloo or shm): fails if the runtime's choice
 // differs, so that a test cannot pass on another path than it names.
-#include <csignal>
 #include <cstdio>
 #include <string>
 
 #include "backend_checks.h"
-#include "core/backend_factory.h"
 #include "core/config.h"
+#include "job_backend.h"
 
 using namespace cohort;
 
 int main(int argc, char** argv) {
   try {
-    std::signal(SIGPIPE, SIG_IGN);  // as the runtime does before Gloo connects
-    std::string expected = argc > 1 ? argv[1] : "gloo";
-    Config config = Config::from_environment();
-    auto backend = make_backend(config);
-    if (config.hosts_placed) use_shared_memory(backend, config, config.placement);
-    if (backend->name() != expected) {
-      std::fprintf(stderr, "expected the %s backend, got %s\n", expected.c_str(),
-                   std::string(backend->name()).c_str());
-      return 1;
-    }
+    auto backend =
+        ops::testing::job_backend(Config::from_environment(), argc > 1 ? argv[1] : "gloo");
     ops::testing::BackendChecks checks(*backend);
     checks.run_all();
     std::printf("rank %d of %d (%s): %s\n", backend->rank(), backend->size(),

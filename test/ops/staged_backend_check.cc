@@ -4,15 +4,14 @@
 // and no copy left in flight. COHORT_STAGED_CHUNK_BYTES sets the chunk as for the runtime.
 //
 // Usage: staged_backend_check EXPECTED_HOST_BACKEND (shm or gloo).
-#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "backend_checks.h"
-#include "core/backend_factory.h"
 #include "core/config.h"
 #include "host_copier.h"
+#include "job_backend.h"
 #include "ops/staged_backend.h"
 
 using namespace cohort;
@@ -38,16 +37,9 @@ int check_scaled(DeviceBackend& b) {
 
 int main(int argc, char** argv) {
   try {
-    std::signal(SIGPIPE, SIG_IGN);  // as the runtime does before Gloo connects
     std::string expected = argc > 1 ? argv[1] : "shm";
     Config config = Config::from_environment();
-    auto host = make_backend(config);
-    if (config.hosts_placed) use_shared_memory(host, config, config.placement);
-    if (host->name() != expected) {
-      std::fprintf(stderr, "expected the %s backend, got %s\n", expected.c_str(),
-                   std::string(host->name()).c_str());
-      return 1;
-    }
+    auto host = testing::job_backend(config, expected);
     int failures = 0;
     {
       auto* copier = new testing::HostCopier(/*lazy=*/true);
