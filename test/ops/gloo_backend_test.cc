@@ -15,6 +15,7 @@
 
 #include "cohort/errors.h"
 #include "collective_matrix.h"
+#include "gloo_ranks.h"
 #include "ops/gloo_allreduce.h"
 #include "ops/gloo_backend.h"
 #include "ops/gloo_reduce_scatter.h"
@@ -25,12 +26,6 @@ using namespace cohort::ops::testing;
 
 namespace {
 
-// Catch2's assertion macros are not thread-safe: rank threads throw instead, and the main
-// thread reports the first failure.
-void ensure(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
-}
-
 template <typename E, typename F>
 void ensure_throws(F&& f, const std::string& what) {
   try {
@@ -39,44 +34,6 @@ void ensure_throws(F&& f, const std::string& what) {
     return;
   }
   throw std::runtime_error(what + " did not throw");
-}
-
-// Runs `body(rank)` on `size` threads at once; fails the test with the first rank's error.
-void on_threads(int size, const std::function<void(int)>& body) {
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(size);
-  for (int rank = 0; rank < size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        body(rank);
-      } catch (...) {
-        errors[rank] = std::current_exception();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int rank = 0; rank < size; ++rank) {
-    if (!errors[rank]) continue;
-    try {
-      std::rethrow_exception(errors[rank]);
-    } catch (const std::exception& e) {
-      FAIL("rank " << rank << ": " << e.what());
-    }
-  }
-  SUCCEED("all " << size << " ranks passed");
-}
-
-// Runs `body(backend)` on `size` ranks, each with its own backend.
-void on_ranks(int size, const std::function<void(Backend&)>& body) {
-  gloo::rendezvous::HashStore store;
-  on_threads(size, [&](int rank) {
-    auto backend = make_gloo_backend(
-        {.rank = rank, .size = size, .prefix = "t", .timeout = std::chrono::seconds(20)}, store);
-    body(*backend);
-    // As in Runtime::shutdown: no rank may close its connections while a peer still sends the
-    // tail of the last collective (that peer would see "Connection closed by peer").
-    backend->barrier();
-  });
 }
 
 // Per-rank counts for the reduce-scatter checks, scaled: uneven, with a rank that has nothing.

@@ -17,6 +17,7 @@
 #include "backend_checks.h"
 #include "cohort/errors.h"
 #include "collective_matrix.h"
+#include "gloo_ranks.h"
 #include "host_copier.h"
 #include "ops/gloo_backend.h"
 #include "ops/half.h"
@@ -28,35 +29,6 @@ using namespace cohort::ops;
 using namespace cohort::ops::testing;
 
 namespace {
-
-// Catch2's assertions are not thread-safe: rank threads throw, the main thread reports.
-void ensure(bool ok, const std::string& what) {
-  if (!ok) throw std::runtime_error(what);
-}
-
-void on_ranks(int size, const std::function<void(Backend&)>& body) {
-  gloo::rendezvous::HashStore store;
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(size);
-  for (int rank = 0; rank < size; ++rank) {
-    threads.emplace_back([&, rank] {
-      try {
-        auto backend = make_gloo_backend(
-            {.rank = rank, .size = size, .prefix = "s", .timeout = std::chrono::seconds(20)},
-            store);
-        body(*backend);
-        backend->barrier();  // no rank closes while a peer still sends
-      } catch (const std::exception& e) {
-        errors[rank] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int rank = 0; rank < size; ++rank) {
-    INFO("rank " << rank << ": " << errors[rank]);
-    CHECK(errors[rank].empty());
-  }
-}
 
 // The host backend as the staged backend sees it, checked: no copy may still read or write a
 // buffer while a host collective works on it (before it starts or once it returns), and the
