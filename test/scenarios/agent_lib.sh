@@ -82,10 +82,21 @@ make_certs() {
 }
 # start_etcd N [tls]: an etcd cluster of N members on loopback; $endpoints lists their client
 # URLs. With tls, clients must speak https and show a certificate signed by $tmp/tls/ca.crt.
+# A member that exits at once (its port was taken between free_ports and its start) makes the
+# whole cluster start again on new ports, at most three times.
 start_etcd() {
+  local n=$1 tls=${2:-} attempt
+  [[ $tls == tls ]] && make_certs
+  for attempt in 1 2 3; do
+    start_etcd_on_free_ports "$n" "$tls" && return 0
+    echo "etcd: a member exited at start (attempt $attempt); starting the cluster on new ports" >&2
+  done
+  fail "etcd could not start: a member exited at once three times (see $tmp/etcd*.log)"
+}
+# start_etcd_on_free_ports N TLS: one try; 1 if a member exited before the cluster was healthy.
+start_etcd_on_free_ports() {
   local n=$1 ports cluster="" i scheme=http tls_flags=() ctl_flags=()
-  if [[ ${2:-} == tls ]]; then
-    make_certs
+  if [[ $2 == tls ]]; then
     scheme=https
     tls_flags=(--cert-file "$tmp/tls/server.crt" --key-file "$tmp/tls/server.key"
       --trusted-ca-file "$tmp/tls/ca.crt" --client-cert-auth)
@@ -100,6 +111,7 @@ start_etcd() {
       --advertise-client-urls "$client" --listen-peer-urls "$peer"
       --initial-advertise-peer-urls "$peer" --initial-cluster "$cluster" "${tls_flags[@]}"
       --logger=zap --log-outputs "$tmp/etcd$i.log")
+    rm -rf "$tmp/etcd$i"
     printf '%q ' "${command[@]}" >"$tmp/etcd$i.command"  # for restart_etcd
     "${command[@]}" >/dev/null 2>&1 &
     etcd_pids[i]=$!
@@ -108,6 +120,11 @@ start_etcd() {
   for _ in $(seq 300); do
     ETCDCTL_API=3 etcdctl --endpoints "$endpoints" "${ctl_flags[@]}" endpoint health \
       >/dev/null 2>&1 && return 0
+    for ((i = 0; i < n; i++)); do
+      kill -0 "${etcd_pids[i]}" 2>/dev/null && continue
+      for ((i = 0; i < n; i++)); do kill "${etcd_pids[i]}" 2>/dev/null; wait "${etcd_pids[i]}" 2>/dev/null; done
+      return 1
+    done
     sleep 0.1
   done
   fail "etcd did not become healthy within 30 s"
