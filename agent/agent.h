@@ -19,10 +19,12 @@
 #include "elastic_policy/node_rounds.h"
 #include "elastic_policy/store_outage.h"
 #include "launcher/clock.h"
+#include "launcher/round_board.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
 #include "rendezvous/etcd_lease.h"
 #include "rendezvous/etcd_store.h"
+#include "rendezvous/scoped_store.h"
 
 namespace cohort::discovery {
 
@@ -79,6 +81,8 @@ class Agent {
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
   rendezvous::EtcdStore store_;
+  rendezvous::ScopedStore elastic_store_{store_, rendezvous::kElasticScope};
+  RoundBoard board_{elastic_store_};  // the launcher's side of the workers' elastic protocol
   Fd signals_;
   Wakeup wake_;
   std::atomic<bool> lease_lost_{false};

@@ -312,8 +312,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
     rendezvous::Assignment assignment{.round = s.view.last_round_number,
                                       .placement = Placement::from_hosts(rank, hosts),
                                       .generation = round.generation};
-    store_.set(job_elastic_key(rendezvous::assign_key(m.worker, m.entry)),
-               rendezvous::format_assignment(assignment));
+    board_.assign(m.worker, m.entry, assignment);
     w->assigned_round = s.view.last_round_number;
     for (auto& [id, lw] : local_) {
       if (&lw == w) workers_.place(id, rank, s.view.last_round_number);
@@ -400,7 +399,7 @@ void Agent::raise_notice(const AgentSnapshot& s) {
   }
   int generation = s.view.last_round->generation + 1;
   if (!why || noticed_generation_ >= generation) return;
-  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *why, 0);
+  board_.notice(generation, *why);
   log::info("published host notice ", generation, ": ", *why);
   noticed_generation_ = generation;
   exit_notice_.reset();
@@ -417,7 +416,7 @@ void Agent::plan(const AgentSnapshot& s) {
     if (!may_count_absent_as_gone(s)) return;
     if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
     maybe_die_planning(options_, round);
-    planning_.emplace(round, *why, store_, s, steady_now());
+    planning_.emplace(round, *why, store_, board_, s, steady_now());
   }
   // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
   if (!planning_->step(s, limits_, steady_now())) return;

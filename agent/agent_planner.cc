@@ -7,7 +7,6 @@
 #include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/seconds_text.h"
-#include "rendezvous/elastic_protocol.h"
 
 namespace cohort::discovery {
 
@@ -18,14 +17,14 @@ elastic_policy::NodeRoundLimits node_round_limits(const PlanningLimits& limits) 
 }
 
 RoundPlanning::RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
-                             const AgentSnapshot& snapshot, TimePoint now)
-    : round_(round), why_(std::move(why)), store_(store), started_(now) {
+                             RoundBoard& board, const AgentSnapshot& snapshot, TimePoint now)
+    : round_(round), why_(std::move(why)), store_(store), board_(board), started_(now) {
   announce("planning round " + std::to_string(round_) + ": " + why_);
   if (round_ == 0) return;
   int last = round_ - 1;
-  store_.set(job_elastic_key(rendezvous::abandon_key(last)), why_);
+  board_.abandon(last, why_);
   raised_notice_ = (snapshot.view.last_round ? snapshot.view.last_round->generation : 0) + 1;
-  store_.create(job_elastic_key(rendezvous::notice_key(raised_notice_)), why_, 0);
+  board_.notice(raised_notice_, why_);
 }
 
 bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& limits,
