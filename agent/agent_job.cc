@@ -76,7 +76,8 @@ int Agent::run() {
   auto listing = store_.list("");
   slot_spawns_ = first_spawns(listing.values, options_.node);
   auto first = parse_agent_snapshot(listing.values);
-  if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
+  if (first.view.last_round &&
+      (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
                 std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
   }
@@ -190,7 +191,7 @@ void Agent::refresh() {
       events_.etcd_recovered();
     }
     last_answer_ = steady_now();
-    if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
+    absent_.answered(last_answer_);
     auto snapshot = parse_agent_snapshot(listing.values);
     if (!keep_round(snapshot, !listing.values.contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
@@ -247,7 +248,7 @@ void Agent::act(const AgentSnapshot& s) {
     return stop_job(
         1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
   }
-  if (job_finished(view)) {
+  if (elastic_policy::node_job_done(view)) {
     announce("the workers of round " + std::to_string(view.last_round_number) +
              " finished; the job is done");
     mark_job_ended(store_);
@@ -328,11 +329,10 @@ void Agent::follow_round(const AgentSnapshot& s) {
 void Agent::start_workers(const AgentSnapshot& s) {
   if (drain_.draining()) return;
   if (!cooldown_.may_start(steady_now())) return;
-  if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
-  const auto& last = s.view.last_round;
-  bool member = last && std::any_of(last->members.begin(), last->members.end(),
-                                    [&](const AgentMember& m) { return m.node == options_.node; });
-  if (last && !member && nodes_in(*last) >= options_.max_nodes) {
+  using elastic_policy::NodeStart;
+  NodeStart start = elastic_policy::node_may_start(s.view, options_.node, options_.max_nodes);
+  if (start == NodeStart::kFinishing) return;
+  if (start == NodeStart::kRoundFull) {
     if (!waiting_logged_) announce("the job has --nnodes' most nodes; this node waits");
     waiting_logged_ = true;
     return;
@@ -449,7 +449,7 @@ int Agent::poll_timeout() const {
     consider(retry_read_at_);
     consider(last_read_ + options_.lease_ttl);
     consider(cooldown_.until());
-    consider(rejoin_grace_until_);
+    consider(absent_.grace_until());
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_)
       consider(elastic_policy::first_round_deadline(node_round_limits(limits_), started_));

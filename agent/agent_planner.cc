@@ -43,7 +43,7 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
   using Kind = elastic_policy::PlanningDecision::Kind;
   auto decision =
       elastic_policy::decide_planning({.survivors_waiting = !plan.waiting.empty(),
-                                       .nodes = nodes_in(plan.round),
+                                       .nodes = elastic_policy::nodes_in(plan.round),
                                        .a_worker_finished = !snapshot.view.finished.empty()},
                                       node_round_limits(limits), started_, now);
   if (!plan.waiting.empty()) {
