@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "agent/agent_round_guard.h"
 #include "base/log.h"
 #include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
@@ -83,7 +84,7 @@ void RoundPlanning::give_up_on(const std::vector<std::string>& workers, const st
 
 void RoundPlanning::publish(const AgentRound& round) {
   std::string record = format_agent_round(round);
-  if (!store_.create(round_key(round_), record, 0)) {
+  if (!publish_round_record(store_, round_, record)) {
     log::info("round ", round_, " was published by another agent");
     return;
   }
