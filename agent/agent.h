@@ -19,10 +19,12 @@
 #include "elastic_policy/node_rounds.h"
 #include "elastic_policy/store_outage.h"
 #include "launcher/clock.h"
+#include "launcher/round_board.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
 #include "rendezvous/etcd_lease.h"
 #include "rendezvous/etcd_store.h"
+#include "rendezvous/scoped_store.h"
 
 namespace cohort::discovery {
 
@@ -79,6 +81,8 @@ class Agent {
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
   rendezvous::EtcdStore store_;
+  rendezvous::ScopedStore elastic_store_{store_, rendezvous::kElasticScope};
+  RoundBoard board_{elastic_store_};  // the launcher's side of the workers' elastic protocol
   Fd signals_;
   Wakeup wake_;
   std::atomic<bool> lease_lost_{false};
@@ -111,9 +115,8 @@ class Agent {
   std::optional<TimePoint> retry_read_at_;
   elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
   int republished_round_ = -1;  // the last round this agent republished (keep_round)
-  // After this agent registered again with a new lease: until then, nodes without a record may
-  // be doing the same, and do not count as gone.
-  std::optional<TimePoint> rejoin_grace_until_;
+  // When nodes without a record count as gone (the policy's rule; recover_lease starts its grace).
+  elastic_policy::AbsentNodes absent_;
   TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;

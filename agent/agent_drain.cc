@@ -12,7 +12,6 @@
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "launcher/job_report.h"
-#include "rendezvous/elastic_protocol.h"
 
 namespace cohort::discovery {
 
@@ -34,16 +33,13 @@ void Agent::drain_when_asked(const AgentSnapshot& s) {
 // worker reads its assignment once, so the first is harmless then).
 void Agent::tell_workers_to_leave() {
   if (!view_) return;
-  std::string exit = rendezvous::format_assignment({.exit = true});
   for (auto& [id, w] : local_) {
     if (w.told_to_leave) continue;
     w.told_to_leave = true;
     w.expected_exit = true;
     auto checkins = view_->checkins.find(w.id);
     int latest = checkins == view_->checkins.end() ? 0 : *checkins->second.rbegin();
-    for (int entry : {latest, latest + 1}) {
-      store_.set(job_elastic_key(rendezvous::assign_key(w.id, entry)), exit);
-    }
+    for (int entry : {latest, latest + 1}) board_.tell_exit(w.id, entry);
   }
 }
 

@@ -76,7 +76,8 @@ int Agent::run() {
   auto listing = store_.list("");
   slot_spawns_ = first_spawns(listing.values, options_.node);
   auto first = parse_agent_snapshot(listing.values);
-  if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
+  if (first.view.last_round &&
+      (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
                 std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
   }
@@ -190,7 +191,7 @@ void Agent::refresh() {
       events_.etcd_recovered();
     }
     last_answer_ = steady_now();
-    if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
+    absent_.answered(last_answer_);
     auto snapshot = parse_agent_snapshot(listing.values);
     if (!keep_round(snapshot, !listing.values.contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
@@ -247,7 +248,7 @@ void Agent::act(const AgentSnapshot& s) {
     return stop_job(
         1, "round " + std::to_string(view.last_round_number) + ": " + *view.last_round->stop);
   }
-  if (job_finished(view)) {
+  if (elastic_policy::node_job_done(view)) {
     announce("the workers of round " + std::to_string(view.last_round_number) +
              " finished; the job is done");
     mark_job_ended(store_);
@@ -312,8 +313,7 @@ void Agent::follow_round(const AgentSnapshot& s) {
     rendezvous::Assignment assignment{.round = s.view.last_round_number,
                                       .placement = Placement::from_hosts(rank, hosts),
                                       .generation = round.generation};
-    store_.set(job_elastic_key(rendezvous::assign_key(m.worker, m.entry)),
-               rendezvous::format_assignment(assignment));
+    board_.assign(m.worker, m.entry, assignment);
     w->assigned_round = s.view.last_round_number;
     for (auto& [id, lw] : local_) {
       if (&lw == w) workers_.place(id, rank, s.view.last_round_number);
@@ -329,11 +329,10 @@ void Agent::follow_round(const AgentSnapshot& s) {
 void Agent::start_workers(const AgentSnapshot& s) {
   if (drain_.draining()) return;
   if (!cooldown_.may_start(steady_now())) return;
-  if (!s.view.finished.empty()) return;  // the job is finishing: nothing new starts
-  const auto& last = s.view.last_round;
-  bool member = last && std::any_of(last->members.begin(), last->members.end(),
-                                    [&](const AgentMember& m) { return m.node == options_.node; });
-  if (last && !member && nodes_in(*last) >= options_.max_nodes) {
+  using elastic_policy::NodeStart;
+  NodeStart start = elastic_policy::node_may_start(s.view, options_.node, options_.max_nodes);
+  if (start == NodeStart::kFinishing) return;
+  if (start == NodeStart::kRoundFull) {
     if (!waiting_logged_) announce("the job has --nnodes' most nodes; this node waits");
     waiting_logged_ = true;
     return;
@@ -400,7 +399,7 @@ void Agent::raise_notice(const AgentSnapshot& s) {
   }
   int generation = s.view.last_round->generation + 1;
   if (!why || noticed_generation_ >= generation) return;
-  store_.create(job_elastic_key(rendezvous::notice_key(generation)), *why, 0);
+  board_.notice(generation, *why);
   log::info("published host notice ", generation, ": ", *why);
   noticed_generation_ = generation;
   exit_notice_.reset();
@@ -417,7 +416,7 @@ void Agent::plan(const AgentSnapshot& s) {
     if (!may_count_absent_as_gone(s)) return;
     if (!store_.create(planner_key(round), options_.node, lease_->id())) return;
     maybe_die_planning(options_, round);
-    planning_.emplace(round, *why, store_, s, steady_now());
+    planning_.emplace(round, *why, store_, board_, s, steady_now());
   }
   // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
   if (!planning_->step(s, limits_, steady_now())) return;
@@ -450,7 +449,7 @@ int Agent::poll_timeout() const {
     consider(retry_read_at_);
     consider(last_read_ + options_.lease_ttl);
     consider(cooldown_.until());
-    consider(rejoin_grace_until_);
+    consider(absent_.grace_until());
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));
     if (!formed_)
       consider(elastic_policy::first_round_deadline(node_round_limits(limits_), started_));

@@ -1,7 +1,7 @@
 // What agent mode reads off the view of the job the agents publish in etcd (agent/agent_records.h),
-// beside the policy's decisions on it (elastic_policy/node_round_plan.h: whether a round is needed
-// and who is in it): the entry a worker checks in with, whether the job is done, which nodes are
-// absent. Pure: no store, no clock, no processes.
+// beside the policy's decisions on it (elastic_policy/node_round_plan.h: whether a round is needed,
+// who is in it, whether the job is done, which nodes are absent): the entry a worker checks in
+// with. Pure: no store, no clock, no processes.
 #pragma once
 
 #include <set>
@@ -17,15 +17,5 @@ using AgentJobView = elastic_policy::NodeJobView;
 // The entry `worker` checks in with next: one past its entry in the last round, or 0 if it was not
 // in it (a new worker; a worker dropped from a round is told to exit).
 int next_entry(const AgentJobView& view, const std::string& worker);
-
-// The last round's members have all finished: the job is done.
-bool job_finished(const AgentJobView& view);
-
-// The nodes of the last round's unfinished members that have no record (agents/<node>): gone,
-// or registering again after etcd lost their records.
-std::set<std::string> absent_nodes(const AgentJobView& view);
-
-// How many nodes `round` spans.
-int nodes_in(const AgentRound& round);
 
 }  // namespace cohort::discovery

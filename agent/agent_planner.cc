@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
+#include "agent/agent_round_guard.h"
 #include "base/log.h"
 #include "elastic_policy/node_round_plan.h"
 #include "elastic_policy/node_rounds.h"
 #include "launcher/job_report.h"
 #include "launcher/seconds_text.h"
-#include "rendezvous/elastic_protocol.h"
 
 namespace cohort::discovery {
 
@@ -18,14 +18,14 @@ elastic_policy::NodeRoundLimits node_round_limits(const PlanningLimits& limits) 
 }
 
 RoundPlanning::RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
-                             const AgentSnapshot& snapshot, TimePoint now)
-    : round_(round), why_(std::move(why)), store_(store), started_(now) {
+                             RoundBoard& board, const AgentSnapshot& snapshot, TimePoint now)
+    : round_(round), why_(std::move(why)), store_(store), board_(board), started_(now) {
   announce("planning round " + std::to_string(round_) + ": " + why_);
   if (round_ == 0) return;
   int last = round_ - 1;
-  store_.set(job_elastic_key(rendezvous::abandon_key(last)), why_);
+  board_.abandon(last, why_);
   raised_notice_ = (snapshot.view.last_round ? snapshot.view.last_round->generation : 0) + 1;
-  store_.create(job_elastic_key(rendezvous::notice_key(raised_notice_)), why_, 0);
+  board_.notice(raised_notice_, why_);
 }
 
 bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& limits,
@@ -44,7 +44,7 @@ bool RoundPlanning::step(const AgentSnapshot& snapshot, const PlanningLimits& li
   using Kind = elastic_policy::PlanningDecision::Kind;
   auto decision =
       elastic_policy::decide_planning({.survivors_waiting = !plan.waiting.empty(),
-                                       .nodes = nodes_in(plan.round),
+                                       .nodes = elastic_policy::nodes_in(plan.round),
                                        .a_worker_finished = !snapshot.view.finished.empty()},
                                       node_round_limits(limits), started_, now);
   if (!plan.waiting.empty()) {
@@ -84,7 +84,7 @@ void RoundPlanning::give_up_on(const std::vector<std::string>& workers, const st
 
 void RoundPlanning::publish(const AgentRound& round) {
   std::string record = format_agent_round(round);
-  if (!store_.create(round_key(round_), record, 0)) {
+  if (!publish_round_record(store_, round_, record)) {
     log::info("round ", round_, " was published by another agent");
     return;
   }

@@ -13,6 +13,7 @@
 #include "agent/agent_view.h"
 #include "elastic_policy/node_rounds.h"
 #include "launcher/clock.h"
+#include "launcher/round_board.h"
 #include "rendezvous/etcd_store.h"
 
 namespace cohort::discovery {
@@ -33,7 +34,7 @@ class RoundPlanning {
   // Begins planning `round` because of `why` (the policy's round_needed,
   // elastic_policy/node_round_plan.h): the members still joining the last round stop (its abandon
   // key), and its members learn of it at their next commit (a host notice).
-  RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store,
+  RoundPlanning(int round, std::string why, rendezvous::EtcdStore& store, RoundBoard& board,
                 const AgentSnapshot& snapshot, TimePoint now);
 
   int round() const { return round_; }
@@ -52,6 +53,7 @@ class RoundPlanning {
   const int round_;
   const std::string why_;
   rendezvous::EtcdStore& store_;
+  RoundBoard& board_;
   const TimePoint started_;
   bool killed_waiting_ = false;
   // The host notice raised for this round, which the snapshot it started from does not show yet:

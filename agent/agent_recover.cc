@@ -124,7 +124,7 @@ bool Agent::recover_lease(const AgentSnapshot& s) {
     return false;
   }
   store_.set_leased(name_key(options_.node), pid, lease_->id());  // under the new lease
-  rejoin_grace_until_ = steady_now() + lease_->ttl();
+  absent_.rejoined(steady_now(), lease_->ttl());
   announce("node " + options_.node +
            "'s etcd lease expired while etcd was away from every node; "
            "it took a new lease and registers again (nodes still without a record count as "
@@ -133,16 +133,16 @@ bool Agent::recover_lease(const AgentSnapshot& s) {
   return true;
 }
 
-// Whether this agent may plan a round without the nodes that have no record. Not for a lease TTL
-// after it registered again (the others re-register too), and not when its own lease turns out
-// to be gone: then the records vanished together, in an outage, and no node left.
+// Whether this agent may plan a round without the nodes that have no record: the policy's rule
+// (AbsentNodes), asking etcd about this agent's own lease only when the rule needs it. A lease
+// found gone is recovered at once (a fresh read).
 bool Agent::may_count_absent_as_gone(const AgentSnapshot& s) {
-  if (absent_nodes(s.view).empty()) return true;
-  if (rejoin_grace_until_) return false;
-  if (lease_->alive()) return true;
-  lease_lost_ = true;
-  retry_read_at_ = steady_now();
-  return false;
+  return absent_.count_as_gone(s.view, [this] {
+    if (lease_->alive()) return true;
+    lease_lost_ = true;
+    retry_read_at_ = steady_now();
+    return false;
+  });
 }
 
 bool Agent::workers_running() const {

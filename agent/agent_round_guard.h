@@ -15,6 +15,11 @@
 
 namespace cohort::discovery {
 
+// Writes `record` (format_agent_round) as round `round`'s, unless the job already holds one for it
+// (the round record is written once); true if it holds `record` afterwards. The one writer of
+// rounds/<r>: its planner publishing it, and RoundGuard republishing it.
+bool publish_round_record(rendezvous::EtcdStore& store, int round, const std::string& record);
+
 class RoundGuard {
  public:
   enum class Check {

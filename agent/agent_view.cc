@@ -5,8 +5,8 @@
 
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "launcher/round_board.h"
 #include "rendezvous/elastic_protocol.h"
-#include "rendezvous/worker_reports.h"
 
 namespace cohort::discovery {
 namespace {
@@ -17,32 +17,46 @@ void refuse(const std::string& key, const std::string& why) {
                      ": ", why);
 }
 
-// "elastic/checkin/<worker>/<entry>": the worker and entry, and whether it drained.
-void add_checkin(AgentSnapshot& s, const std::string& key, std::string_view rest,
+// A worker's check-in: its entry, and whether it drained.
+void add_checkin(AgentSnapshot& s, const std::string& key, const BoardKey& k,
                  const std::string& value) {
-  size_t slash = rest.rfind('/');
-  auto entry =
-      slash == std::string_view::npos ? std::nullopt : whole_number(rest.substr(slash + 1));
-  if (!entry) return refuse(key, "not checkin/<worker>/<entry>");
-  std::string worker(rest.substr(0, slash));
-  s.view.checkins[worker].insert(*entry);
+  s.view.checkins[k.worker].insert(k.number);
   try {
     if (rendezvous::parse_checkin(value).kind == rendezvous::CheckIn::Kind::kDrained) {
-      s.view.drained.insert(worker);
+      s.view.drained.insert(k.worker);
     }
   } catch (const InvalidArgument& e) {
     refuse(key, e.what());
   }
 }
 
-// "elastic/reset/<worker>/<entry>": a worker's reset report.
-void add_reset(AgentSnapshot& s, const std::string& key, std::string_view rest,
-               const std::string& value) {
-  size_t slash = rest.rfind('/');
-  auto entry =
-      slash == std::string_view::npos ? std::nullopt : whole_number(rest.substr(slash + 1));
-  if (!entry || slash == 0) return refuse(key, "not reset/<worker>/<entry>");
-  s.resets[std::string(rest.substr(0, slash))][*entry] = value;
+// A key of the elastic protocol ("elastic/<key>"): the workers' check-ins, reports and the host
+// notices, named by the launcher's side of the protocol (launcher/round_board.h).
+void add_elastic(AgentSnapshot& s, const std::string& key, std::string_view elastic_key,
+                 const std::string& value) {
+  std::optional<BoardKey> k;
+  try {
+    k = RoundBoard::parse_key(elastic_key);
+  } catch (const InvalidArgument& e) {
+    return refuse(key, e.what());
+  }
+  if (!k) return;
+  switch (k->kind) {
+    case BoardKey::Kind::kCheckIn:
+      return add_checkin(s, key, *k, value);
+    case BoardKey::Kind::kResetReport:
+      s.resets[k->worker][k->number] = value;
+      return;
+    case BoardKey::Kind::kProgress:
+      s.progress = value;
+      return;
+    case BoardKey::Kind::kNotice:
+      s.generation = std::max(s.generation, k->number);
+      return;
+    case BoardKey::Kind::kAssignment:
+    case BoardKey::Kind::kAbandon:
+      return;  // the agents write these; they read them from the rounds
+  }
 }
 
 void add_round(AgentSnapshot& s, const std::string& key, std::string_view number,
@@ -79,22 +93,12 @@ void add_record(AgentSnapshot& s, const std::string& key, const std::string& val
     if (value == "0") s.view.finished.insert(std::string(*worker));
   } else if (auto killed = after("kills/")) {
     s.kills[std::string(*killed)] = value;
-  } else if (auto rest = after(job_elastic_key("checkin/"))) {
-    add_checkin(s, key, *rest, value);
-  } else if (auto report = after(job_elastic_key("reset/"))) {
-    add_reset(s, key, *report, value);
-  } else if (key == job_elastic_key(rendezvous::progress_key())) {
-    s.progress = value;
-  } else if (auto g = after(job_elastic_key("notice/"))) {
-    if (auto generation = whole_number(*g)) s.generation = std::max(s.generation, *generation);
+  } else if (auto elastic_key = after(std::string(rendezvous::kElasticScope) + "/")) {
+    add_elastic(s, key, *elastic_key, value);
   }
 }
 
 }  // namespace
-
-std::string job_elastic_key(const std::string& elastic_key) {
-  return std::string(rendezvous::kElasticScope) + "/" + elastic_key;
-}
 
 AgentSnapshot parse_agent_snapshot(const std::map<std::string, std::string>& values) {
   AgentSnapshot s;

@@ -13,9 +13,6 @@
 
 namespace cohort::discovery {
 
-// The elastic protocol's keys relative to the job's prefix, where the agents' store sees them.
-std::string job_elastic_key(const std::string& elastic_key);
-
 struct AgentSnapshot {
   AgentJobView view;
   std::map<int, std::string> planners;       // round -> the node that claimed its planning

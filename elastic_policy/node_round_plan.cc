@@ -107,4 +107,34 @@ NodePlan plan_node_round(const NodeJobView& view, const NodePlanOptions& options
   return plan;
 }
 
+int nodes_in(const NodeRound& round) {
+  std::set<std::string> nodes;
+  for (const auto& m : round.members) nodes.insert(m.node);
+  return static_cast<int>(nodes.size());
+}
+
+bool node_job_done(const NodeJobView& view) {
+  if (!view.last_round || view.last_round->stop) return false;
+  return std::all_of(view.last_round->members.begin(), view.last_round->members.end(),
+                     [&](const NodeMember& m) { return view.finished.contains(m.worker); });
+}
+
+NodeStart node_may_start(const NodeJobView& view, const std::string& node, int max_nodes) {
+  if (!view.finished.empty()) return NodeStart::kFinishing;
+  const auto& last = view.last_round;
+  if (!last) return NodeStart::kStart;
+  bool member = std::any_of(last->members.begin(), last->members.end(),
+                            [&](const NodeMember& m) { return m.node == node; });
+  return !member && nodes_in(*last) >= max_nodes ? NodeStart::kRoundFull : NodeStart::kStart;
+}
+
+std::set<std::string> absent_nodes(const NodeJobView& view) {
+  std::set<std::string> absent;
+  if (!view.last_round || view.last_round->stop) return absent;
+  for (const auto& m : view.last_round->members) {
+    if (!view.finished.contains(m.worker) && !view.nodes.contains(m.node)) absent.insert(m.node);
+  }
+  return absent;
+}
+
 }  // namespace cohort::elastic_policy

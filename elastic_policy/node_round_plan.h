@@ -75,4 +75,23 @@ struct NodePlan {
 // (non-empty: not yet) and the round's nodes against decide_planning before publishing.
 NodePlan plan_node_round(const NodeJobView& view, const NodePlanOptions& options);
 
+// How many nodes `round` spans.
+int nodes_in(const NodeRound& round);
+
+// Rule 10 for agent mode: the job is done once every member of the last round finished (exited
+// 0); a stop is not a finish.
+bool node_job_done(const NodeJobView& view);
+
+// Rules 4 and 10 for a node's new workers: whether `node` may start workers on its free slots now.
+enum class NodeStart {
+  kStart,
+  kFinishing,  // a worker finished: the job is finishing, nothing new starts
+  kRoundFull,  // `node` is not in the last round, which has max_nodes nodes: it waits
+};
+NodeStart node_may_start(const NodeJobView& view, const std::string& node, int max_nodes);
+
+// The nodes of the last round's unfinished members that no agent's record lists: gone, or
+// registering again after etcd lost their records (AbsentNodes, node_rounds.h, tells which).
+std::set<std::string> absent_nodes(const NodeJobView& view);
+
 }  // namespace cohort::elastic_policy

@@ -79,4 +79,15 @@ PlanningDecision decide_planning(const PlanningState& state, const NodeRoundLimi
   return {.kind = Kind::kForm, .needed = needed};
 }
 
+void AbsentNodes::answered(TimePoint now) {
+  if (grace_until_ && now >= *grace_until_) grace_until_.reset();
+}
+
+bool AbsentNodes::count_as_gone(const NodeJobView& view,
+                                const std::function<bool()>& own_lease_alive) const {
+  if (absent_nodes(view).empty()) return true;
+  if (grace_until_) return false;
+  return own_lease_alive();
+}
+
 }  // namespace cohort::elastic_policy

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "elastic_policy/elastic_policy.h"
+#include "elastic_policy/node_round_plan.h"
 
 namespace cohort::elastic_policy {
 
@@ -83,6 +85,29 @@ class NodeDrain {
 
  private:
   bool draining_ = false;
+};
+
+// Rule 7's "gone" in agent mode, where a node is gone when its agent's record (under the agent's
+// lease) has vanished: the next round is planned without the last round's members on it. But
+// records also vanish together when etcd loses every lease (frozen or cut off from every node for
+// longer than the TTL), and then no node left: each agent registers again. So nodes without a
+// record count as gone only while the planner's own lease holds, and not until etcd answers past a
+// lease TTL after the planner itself registered again (the others do the same meanwhile).
+class AbsentNodes {
+ public:
+  // This agent registered again with a new lease of `ttl` at `now`.
+  void rejoined(TimePoint now, std::chrono::milliseconds ttl) { grace_until_ = now + ttl; }
+  // etcd answered a read at `now`: the grace after a rejoin ends once `now` is past it.
+  void answered(TimePoint now);
+  // When the grace ends (the agent wakes then), or nothing.
+  std::optional<TimePoint> grace_until() const { return grace_until_; }
+  // Whether a round may be planned without the nodes absent_nodes(view) names: yes when it names
+  // none; no during the grace; otherwise only if `own_lease_alive()` (asked only then) says the
+  // planner's own lease holds.
+  bool count_as_gone(const NodeJobView& view, const std::function<bool()>& own_lease_alive) const;
+
+ private:
+  std::optional<TimePoint> grace_until_;
 };
 
 // Agent mode's planning of one round, begun at `since` (rules 4 and 7).

@@ -1,12 +1,13 @@
 // Round formation on the built-in rendezvous server at N simulated elastic workers: the real
-// server as cohortrun's elastic mode starts it (discovery/round_board.h: start_elastic_server)
-// and the launcher's real side of the protocol (RoundBoard: the check-ins it scans on every
-// wake-up, as ElasticJob::collect_checkins does, and the assignments it writes), with N workers
-// in a few forked processes, one thread and one real RendezvousClient (one connection) each,
-// speaking rendezvous/elastic_protocol.h: SET their check-in, GET their assignment. Measured: the
-// time from "go" until every worker holds its assignment, for a first round (connections opened
-// on the way) and for the next round after one worker died, and the launcher process's CPU over
-// it (server threads and launcher). Run by bench/scale/run.sh; see docs/scaling.md.
+// server as cohortrun's elastic mode starts it (elastic_job/round_board.h: start_elastic_server)
+// and the launcher's real side of the protocol (launcher/round_board.h, RoundBoard: the check-ins
+// it scans on every wake-up, as ElasticJob::collect_checkins does, and the assignments it writes),
+// with N workers in a few forked processes, one thread and one real RendezvousClient (one
+// connection) each, speaking rendezvous/elastic_protocol.h: SET their check-in, GET their
+// assignment. Measured: the time from "go" until every worker holds its assignment, for a first
+// round (connections opened on the way) and for the next round after one worker died, and the
+// launcher process's CPU over it (server threads and launcher). Run by bench/scale/run.sh; see
+// docs/scaling.md.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 
 using namespace cohort::discovery;
+using cohort::elastic_policy::absent_nodes;
 using cohort::elastic_policy::NodePlan;
+using cohort::elastic_policy::nodes_in;
 using cohort::elastic_policy::plan_node_round;
 using cohort::elastic_policy::round_needed;
 

@@ -12,35 +12,13 @@ doc_env() {  # doc_env MARKER: the block's NAME=VALUE lines, without their comme
   python3 "$(dirname "$0")/../docs/doc_block.py" "$doc" "$1" --env || fail "the doc's block $1"
 }
 
-# The pods: namespaces 10.215.0.N behind a bridge of their own (10.215.0.1, where etcd listens).
-pods=(2 3 4)
-remove_namespaces() {  # agent_lib's cleanup calls it once namespace[] has entries
-  local h
-  for h in "${pods[@]}"; do
-    ip netns pids "cohort215-$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-    ip netns del "cohort215-$h" 2>/dev/null || true
-    ip link del "veth215-$h" 2>/dev/null || true
-    rm -rf "/etc/netns/cohort215-$h"
-  done
-  ip link del cohbr215 2>/dev/null || true
-}
+# The pods: namespaces 10.215.0.N behind a bridge of their own (10.215.0.1, where etcd listens),
+# each with an /etc/hosts of its own.
 make_pods() {  # make_pods HOSTS_LINE: every pod's /etc/hosts gets HOSTS_LINE
-  [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root for network namespaces"; exit 77; }
-  ip netns list >/dev/null 2>&1 || { echo "SKIP: ip netns does not work here"; exit 77; }
   command -v unshare >/dev/null || { echo "SKIP: no unshare for the pods' host names"; exit 77; }
-  remove_namespaces
-  ip link add cohbr215 type bridge || { echo "SKIP: cannot create a bridge here"; exit 77; }
-  ip addr add 10.215.0.1/24 dev cohbr215
-  ip link set cohbr215 up
+  netns_bridge 215 p 2 3 4
   local h
-  for h in "${pods[@]}"; do
-    namespace[p$h]=cohort215-$h
-    ip netns add "cohort215-$h"
-    ip link add "veth215-$h" type veth peer name eth0 netns "cohort215-$h"
-    ip link set "veth215-$h" master cohbr215 up
-    ip -n "cohort215-$h" addr add "10.215.0.$h/24" dev eth0
-    ip -n "cohort215-$h" link set eth0 up
-    ip -n "cohort215-$h" link set lo up
+  for h in "${netns_hosts[@]}"; do
     mkdir -p "/etc/netns/cohort215-$h"  # ip netns exec mounts it over /etc/hosts
     printf '127.0.0.1 localhost\n%s\n' "$1" >"/etc/netns/cohort215-$h/hosts"
   done

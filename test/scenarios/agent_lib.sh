@@ -15,36 +15,49 @@ cleanup() {
   [[ ${#namespace[@]} -gt 0 ]] && remove_namespaces
   rm -rf "$tmp"
 }
-# The netns_* scenarios: nodes 2, 3 and 4 are network namespaces with a veth each into a bridge
-# (10.214.0.1/24 in this namespace, where etcd listens), as the ssh tests' hosts are.
-netns_hosts=(2 3 4)
-make_namespaces() {
+# netns_bridge NET KEY HOSTS...: hosts as the ssh tests have them: a bridge cohbrNET
+# (10.NET.0.1/24 in this namespace, where etcd listens) and for each H of HOSTS a network
+# namespace cohortNET-H (10.NET.0.H) with a veth into it, node KEY<H> in namespace[]. A host file
+# written to /etc/netns/cohortNET-H/hosts is that namespace's /etc/hosts (ip netns exec mounts it).
+# remove_namespaces (called by cleanup) undoes it all.
+netns_net=214 netns_hosts=()
+netns_bridge() {
+  local h
   [[ $(id -u) -eq 0 ]] || { echo "SKIP: needs root for network namespaces"; exit 77; }
   ip netns list >/dev/null 2>&1 || { echo "SKIP: ip netns does not work here"; exit 77; }
+  netns_net=$1
+  local key=$2
+  shift 2
+  netns_hosts=("$@")
   remove_namespaces  # what a killed earlier run left behind
-  ip link add cohbr214 type bridge || { echo "SKIP: cannot create a bridge here"; exit 77; }
-  ip addr add 10.214.0.1/24 dev cohbr214
-  ip link set cohbr214 up
-  local h
+  ip link add "cohbr$netns_net" type bridge || { echo "SKIP: cannot create a bridge here"; exit 77; }
+  ip addr add "10.$netns_net.0.1/24" dev "cohbr$netns_net"
+  ip link set "cohbr$netns_net" up
   for h in "${netns_hosts[@]}"; do
-    namespace[n$h]=cohort214-$h
-    ip netns add "cohort214-$h"
-    ip link add "veth214-$h" type veth peer name eth0 netns "cohort214-$h"
-    ip link set "veth214-$h" master cohbr214 up
-    ip -n "cohort214-$h" addr add "10.214.0.$h/24" dev eth0
-    ip -n "cohort214-$h" link set eth0 up
-    ip -n "cohort214-$h" link set lo up
+    local ns=cohort$netns_net-$h
+    namespace[$key$h]=$ns
+    ip netns add "$ns"
+    ip link add "veth$netns_net-$h" type veth peer name eth0 netns "$ns"
+    ip link set "veth$netns_net-$h" master "cohbr$netns_net" up
+    ip -n "$ns" addr add "10.$netns_net.0.$h/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
   done
-  etcd_host=10.214.0.1
 }
 remove_namespaces() {
   local h
   for h in "${netns_hosts[@]}"; do
-    ip netns pids "cohort214-$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-    ip netns del "cohort214-$h" 2>/dev/null || true
-    ip link del "veth214-$h" 2>/dev/null || true
+    ip netns pids "cohort$netns_net-$h" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "cohort$netns_net-$h" 2>/dev/null || true
+    ip link del "veth$netns_net-$h" 2>/dev/null || true
+    rm -rf "/etc/netns/cohort$netns_net-$h"
   done
-  ip link del cohbr214 2>/dev/null || true
+  ip link del "cohbr$netns_net" 2>/dev/null || true
+}
+# The netns_* scenarios: nodes n2, n3 and n4 are network namespaces behind 10.214.0.1.
+make_namespaces() {
+  netns_bridge 214 n 2 3 4
+  etcd_host=10.214.0.1
 }
 trap cleanup EXIT
 fail() {

@@ -88,29 +88,31 @@ expect_line "$tmp/err" "cohortrun: received SIGTERM; stopping the workers"
 printf '%s\n%s\n' "$line1" "$line2" >"$tmp/out"
 expect_gone "$tmp/out"
 
+# signal_stubborn SIGNAL FLAGS...: cohortrun FLAGS runs one worker that ignores SIGTERM and is
+# sent SIGNAL once that worker started; sets rc (cohortrun's exit status) and line1 (the worker's
+# first line), its stderr in $tmp/err.
+signal_stubborn() {
+  local sig=$1
+  shift
+  rm "$tmp/fifo"; mkfifo "$tmp/fifo"
+  "$cohortrun" "$@" -np 1 "$probe" stubborn >"$tmp/fifo" 2>"$tmp/err" &
+  pid=$!
+  exec 3<"$tmp/fifo"
+  read -r -t 20 line1 <&3 || fail "worker did not start"
+  kill "-$sig" $pid
+  rc=0; wait $pid || rc=$?
+  exec 3<&-
+}
+
 # A worker that ignores SIGTERM is killed after the grace period.
-rm "$tmp/fifo"; mkfifo "$tmp/fifo"
-"$cohortrun" --term-grace-seconds 0.2 -np 1 "$probe" stubborn >"$tmp/fifo" 2>"$tmp/err" &
-pid=$!
-exec 3<"$tmp/fifo"
-read -r -t 20 line1 <&3 || fail "worker did not start"
-kill -TERM $pid
-rc=0; wait $pid || rc=$?
-exec 3<&-
+signal_stubborn TERM --term-grace-seconds 0.2
 [[ $rc -eq $((128 + 15)) ]] || fail "cohortrun exited $rc after SIGTERM, expected 143"
 expect_line "$tmp/err" "cohortrun: workers still running 200 ms after being asked to stop; sending SIGKILL"
 printf '%s\n' "$line1" >"$tmp/out"
 expect_gone "$tmp/out"
 
 # SIGINT is forwarded as SIGINT (the stubborn worker does not ignore it).
-rm "$tmp/fifo"; mkfifo "$tmp/fifo"
-"$cohortrun" -np 1 "$probe" stubborn >"$tmp/fifo" 2>"$tmp/err" &
-pid=$!
-exec 3<"$tmp/fifo"
-read -r -t 20 line1 <&3 || fail "worker did not start"
-kill -INT $pid
-rc=0; wait $pid || rc=$?
-exec 3<&-
+signal_stubborn INT
 [[ $rc -eq $((128 + 2)) ]] || fail "cohortrun exited $rc after SIGINT, expected 130"
 expect_line "$tmp/err" "cohortrun: received SIGINT; stopping the workers"
 [[ $(grep -c SIGKILL "$tmp/err" || true) -eq 0 ]] || fail "SIGINT did not stop the worker"
