@@ -51,9 +51,10 @@ struct RendezvousServerOptions {
   // and an accept that finds none left is logged naming RLIMIT_NOFILE.
   int max_connections = 16384;
   // Unauthenticated connections held at once, in all and per source address; past either limit
-  // the oldest one (of that address first) is dropped to make room for the newest. A host's
-  // workers each send their header right after connecting, so a burst of a host's 16 fits; the
-  // total leaves room for bursts from 256 such hosts at once.
+  // the oldest one (of that address first) is dropped to make room for the newest. A worker's
+  // connection stays here only until its first write: 16 hold the burst of a host starting 8
+  // workers (two connections each), 4,096 such bursts from 256 hosts at once (docs/cohortrun.md).
+  // A flood from one address only ever pushes out its own.
   int max_unauthenticated = 4096;
   int max_unauthenticated_per_address = 16;
   // Called after a client's request changed a key (a SET, a compare-and-set that matched, a
