@@ -242,6 +242,16 @@ SET), up to 16,384 connections with a lobby of 4,096 (16 per address), and the l
 only the check-ins filed since its last wake-up (`ElasticInbox`). What remains grows about
 linearly: each worker's two requests (HMAC-checked header and body, a signed answer) on the one
 thread, and the workers' threads and connects in the client processes sharing the same cores.
+
+Before and after, measured in one run on the same machine (2 cores, load average 30.0 before,
+23.1 after; the table above is that run's "after"): `rendezvous_bench --workers 16 64 256 512
+1024 2048 --timeout-s 20` built from commit 67331c2, then this one with `--workers 16 64 256 512
+1024 2048 4096 --timeout-s 20`, as `bench/scale/run.sh` runs it. At 1,024 workers the first
+round took 1,936 ms before and 214 ms after, the round after a death 662 ms and 113 ms, the
+launcher's CPU for the first round 1,721 ms and 54 ms; 2,048 workers failed before and took
+252 ms after. All the workers connect from 127.0.0.1, at once, yet the lobby (16 per address)
+dropped none of them: the server's `rejected()`, printed in a separate run of 1,024 and 4,096
+workers, stayed 0.
 """)
     return "\n".join(out)
 
