@@ -87,13 +87,17 @@ void ElasticEvents::round(int round, int resets, const std::vector<const Elastic
   events_.emit("round", fields);
 }
 
-void ElasticEvents::collect_reports(RoundBoard& board,
-                                    const std::vector<const ElasticWorker*>& members) {
+void ElasticEvents::collect_reports(RoundBoard& board, const std::vector<WorkerEntry>& resets,
+                                    ElasticRoster& roster, int round) {
   if (auto p = board.progress()) reports_.progress(*p);
-  for (const ElasticWorker* w : members) {
-    int entry = w->entry - 1;  // the one it joined the current round with
-    if (entry < 1 || reports_.has_reset(w->id, entry)) continue;
-    if (auto r = board.reset_report(w->id, entry)) reports_.reset(w->id, entry, *r);
+  for (const WorkerEntry& r : resets) {
+    const ElasticWorker* w = roster.find(r.id);
+    // Only a member's report for the entry it joined the current round with.
+    if (w == nullptr || w->round != round || r.entry != w->entry - 1 || r.entry < 1 ||
+        reports_.has_reset(r.id, r.entry)) {
+      continue;
+    }
+    if (auto text = board.reset_report(r.id, r.entry)) reports_.reset(r.id, r.entry, *text);
   }
 }
 

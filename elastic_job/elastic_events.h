@@ -49,9 +49,10 @@ class ElasticEvents {
   void round(int round, int resets, const std::vector<const ElasticWorker*>& members);
 
   // The workers' reports since the last look (rendezvous/worker_reports.h): rank 0's progress
-  // (metrics only) and a "reset" event for each member of the current round that reported its
-  // reset into it.
-  void collect_reports(RoundBoard& board, const std::vector<const ElasticWorker*>& members);
+  // (metrics only) and a "reset" event for each member of the current round, `round`, that
+  // reported its reset into it (among `resets`, the reports that arrived).
+  void collect_reports(RoundBoard& board, const std::vector<WorkerEntry>& resets,
+                       ElasticRoster& roster, int round);
 
  private:
   JobEvents events_;

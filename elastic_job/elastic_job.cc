@@ -42,7 +42,7 @@ class ElasticJob {
   void on_signals();
   void on_exit(const WorkerExit& exit);
   void on_worker_failed(ElasticWorker& w, const WorkerExit& exit);
-  void collect_checkins();
+  void collect_checkins(const std::vector<WorkerEntry>& arrived);
   void on_checkin(ElasticWorker& w);
   void on_discovery(const DiscoveryResult& result);
   void on_slot_changes(const SlotChanges& changes, const ElasticWorker* drained_by = nullptr);
@@ -64,7 +64,7 @@ class ElasticJob {
 
   const ElasticJobOptions& options_;
   Fd signals_;
-  Wakeup checkins_;  // signalled by the rendezvous server when a worker checks in
+  ElasticInbox inbox_;  // the check-ins and reports the rendezvous server received
   RendezvousEndpoint endpoint_;
   std::unique_ptr<rendezvous::RendezvousServer> server_;
   std::unique_ptr<rendezvous::Store> store_;  // the server's elastic scope
@@ -113,7 +113,7 @@ ElasticJob::ElasticJob(const ElasticJobOptions& options)
   endpoint_ = {rendezvous_bind_address(any_remote), 0,
                rendezvous::random_bytes(rendezvous::kSecretSize)};
   server_ = start_elastic_server(
-      endpoint_, std::max(options_.start_timeout, options_.hosts.elastic_timeout), checkins_);
+      endpoint_, std::max(options_.start_timeout, options_.hosts.elastic_timeout), inbox_);
   store_ = server_->store(rendezvous::kElasticScope);
   board_.emplace(*store_);
 }
@@ -124,7 +124,7 @@ int ElasticJob::run() {
   events_.slot_changes(initial_slots_);
   step();
   while (!(stopping_ && workers_.finished())) {
-    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {checkins_.fd(), POLLIN, 0}};
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}, {inbox_.fd(), POLLIN, 0}};
     if (discovery_ && !stopping_) {
       for (const auto& fd : discovery_->poll_fds()) fds.push_back(fd);
     }
@@ -136,8 +136,9 @@ int ElasticJob::run() {
       workers_.forward_ready(fds);
     }
     for (const auto& exit : workers_.reap()) on_exit(exit);
-    collect_checkins();
-    events_.collect_reports(*board_, roster_.of(members_));
+    Arrivals arrived = inbox_.take();
+    collect_checkins(arrived.checkins);
+    events_.collect_reports(*board_, arrived.resets, roster_, policy_.round());
     if (discovery_ && !stopping_) {
       if (auto result = discovery_->advance()) on_discovery(*result);
     }
@@ -219,12 +220,14 @@ void ElasticJob::on_worker_failed(ElasticWorker& w, const WorkerExit& exit) {
   notice_change();
 }
 
-void ElasticJob::collect_checkins() {
-  checkins_.drain();
-  for (auto& [id, w] : roster_.all()) {
-    if (!w.running || w.checkin) continue;
-    w.checkin = board_->checkin(id, w.entry, w.name());
-    if (w.checkin) on_checkin(w);
+// Only the check-ins that arrived since the last wake-up: one for an entry the worker is not at
+// (a round published since) or from a worker gone is no news.
+void ElasticJob::collect_checkins(const std::vector<WorkerEntry>& arrived) {
+  for (const WorkerEntry& a : arrived) {
+    ElasticWorker* w = roster_.find(a.id);
+    if (w == nullptr || !w->running || w->checkin || w->entry != a.entry) continue;
+    w->checkin = board_->checkin(a.id, a.entry, w->name());
+    if (w->checkin) on_checkin(*w);
   }
 }
 
@@ -393,6 +396,7 @@ void ElasticJob::publish_round(const RoundPlan& plan) {
     rendezvous::Assignment assignment{
         .round = round, .placement = a.placement, .generation = generation_};
     w.rank = a.placement.rank;
+    w.round = round;
     w.in_round = true;
     workers_.place(w.id, *w.rank, round);
     board_->assign(w.id, w.entry, assignment);

@@ -20,6 +20,7 @@ struct ElasticWorker {
   int entry = 0;  // the entry it checks in with next, or has checked in with
   std::optional<rendezvous::CheckIn> checkin;  // its check-in for `entry`, once made
   std::optional<int> rank;                     // its rank in the last round it was assigned to
+  int round = -1;                              // that round
   bool in_round = false;                       // a member of the current round that has not left it
   bool running = true;
   bool finished = false;                // exited 0 while still in the job

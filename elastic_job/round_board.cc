@@ -3,16 +3,12 @@
 namespace cohort::discovery {
 
 std::unique_ptr<rendezvous::RendezvousServer> start_elastic_server(
-    RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, const Wakeup& checkins) {
-  const Wakeup* wake = &checkins;
+    RendezvousEndpoint& endpoint, std::chrono::milliseconds max_get_wait, ElasticInbox& inbox) {
+  ElasticInbox* filed = &inbox;
   rendezvous::RendezvousServerOptions options{
       .max_get_wait = max_get_wait,
-      .on_set = [wake](const std::string& scope, const std::string& key) {
-        if (scope != rendezvous::kElasticScope) return;
-        if (key.starts_with("checkin/") || key.starts_with("reset/") ||
-            key == rendezvous::progress_key()) {
-          wake->signal();
-        }
+      .on_set = [filed](const std::string& scope, const std::string& key) {
+        if (scope == rendezvous::kElasticScope) filed->file(key);
       }};
   auto server =
       std::make_unique<rendezvous::RendezvousServer>(endpoint.addr, endpoint.secret, options);

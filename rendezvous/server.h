@@ -2,35 +2,41 @@
 // Every request must be signed with the job's secret (see rendezvous_protocol.h); a GET waits on
 // the server until its key is set or its deadline passes, so clients never poll.
 //
+// One thread serves every connection (server_loop.h: epoll, non-blocking sockets, each
+// connection's buffers and deadline its own): a round of thousands of workers costs descriptors
+// and a few hundred bytes each, not thousands of threads. A GET whose key is not set is parked
+// on its key and answered when a SET (a client's or the launcher's) sets it, or at its deadline.
+//
 // Unauthenticated peers cannot starve authenticated ones (the port listens on every interface in
-// elastic mode). A new connection waits in a lobby, served by the accepting thread alone, until it
-// sends a signed frame header (frame_io.h): it holds no thread and no buffer beyond that header's
-// fixed size, must send it within auth_timeout, and the lobby holds a few such connections (per
-// source address and in all), dropping the oldest to make room for a new one. A connection whose
-// header proves the secret gets a thread of its own, up to max_connections: a slow or hostile
-// client only ever holds its own thread.
+// elastic mode). A new connection waits in a lobby until it sends a signed frame header
+// (frame_io.h): it holds no buffer beyond that header's fixed size, must send it within
+// auth_timeout, and the lobby holds a bounded number of such connections (per source address and
+// in all), dropping the oldest to make room for a new one. A connection whose header proves the
+// secret is served, up to max_connections. A slow or hostile client holds only its own
+// connection's state: the loop never blocks on a socket, and every frame, answer and first
+// header is bounded by its timeout.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
-#include "base/fd.h"
 #include "base/mutex.h"
 #include "rendezvous/frame_io.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
 
 namespace cohort::rendezvous {
+
+class ServerLoop;
 
 struct RendezvousServerOptions {
   // The longest a GET may wait on the server, whatever the client asks.
@@ -39,22 +45,29 @@ struct RendezvousServerOptions {
   std::chrono::milliseconds frame_timeout{std::chrono::seconds(10)};
   // How long a new connection may take to send its first signed frame header, proving the secret.
   std::chrono::milliseconds auth_timeout{std::chrono::seconds(2)};
-  // Authenticated connections served at once (one thread each); more are refused.
-  int max_connections = 1024;
+  // Authenticated connections served at once; more are refused. A worker holds up to four (its
+  // check-in, host notices, round watch and Gloo store): 4,096 workers fit. Each costs a
+  // descriptor: the server raises RLIMIT_NOFILE towards its hard limit for these and the lobby,
+  // and an accept that finds none left is logged naming RLIMIT_NOFILE.
+  int max_connections = 16384;
   // Unauthenticated connections held at once, in all and per source address; past either limit
-  // the oldest one (of that address first) is dropped to make room for the newest.
-  int max_unauthenticated = 64;
+  // the oldest one (of that address first) is dropped to make room for the newest. A worker's
+  // connection stays here only until its first write: 16 hold the burst of a host starting 8
+  // workers (two connections each), 4,096 such bursts from 256 hosts at once (docs/cohortrun.md).
+  // A flood from one address only ever pushes out its own.
+  int max_unauthenticated = 4096;
   int max_unauthenticated_per_address = 16;
   // Called after a client's request changed a key (a SET, a compare-and-set that matched, a
-  // REMOVE), before the client gets its answer, on the
-  // connection's thread and outside the server's lock (so it may call the server). Elastic mode
-  // uses it to wake its event loop when a worker checks in. Must not block.
+  // REMOVE), before the client gets its answer, on the server's thread and outside the server's
+  // lock (so it may call the server). Elastic mode uses it to learn which worker checked in.
+  // Must not block.
   std::function<void(const std::string& scope, const std::string& key)> on_set;
 };
 
 class RendezvousServer {
  public:
-  // Listens on `host` at an ephemeral port and serves until stop() or destruction.
+  // Listens on `host` at an ephemeral port and serves until stop() or destruction. Throws
+  // InvalidArgument for limits below 1.
   RendezvousServer(const std::string& host, std::string secret,
                    RendezvousServerOptions options = {});
   ~RendezvousServer();
@@ -62,7 +75,7 @@ class RendezvousServer {
   RendezvousServer& operator=(const RendezvousServer&) = delete;
 
   int port() const { return port_; }
-  // Wakes every waiting request and closes every connection.
+  // Answers every parked GET "stopping", closes every connection and refuses new ones.
   void stop();
   // Forgets every key of `scope` (elastic mode: a finished round).
   void clear_scope(const std::string& scope);
@@ -94,66 +107,57 @@ class RendezvousServer {
   bool await_waiting_gets(int n, std::chrono::milliseconds timeout) const;
 
  private:
+  friend class ServerLoop;
   using Scope = std::map<std::string, std::string>;
 
-  // A connection that has not proved the secret yet: what it has sent of its first header.
-  struct Pending {
-    Fd fd;
-    std::string peer;     // address:port, for logs
-    std::string address;  // address alone, for the per-address limit
-    std::chrono::steady_clock::time_point deadline;
-    std::array<char, kSignedHeaderSize> header{};
-    size_t got = 0;
-    bool done = false;  // handed over, rejected or closed: to be forgotten
-  };
-
-  // The accepting thread: accepts, reads first headers, drops whoever is late or over a limit.
-  void lobby_loop();
-  // Accepts what is waiting; false when accepting failed and should pause.
-  bool accept_batch(std::vector<Pending>& pending);
-  // Reads what `p` has sent; true once it is done with (handed to a thread, rejected or closed).
-  bool progress(Pending& p);
-  void make_room(std::vector<Pending>& pending, const std::string& address);
-  void start_serving(Fd fd, const std::string& peer, SignedHeader first);
-  void join_finished();
-  void serve(int fd, const std::string& peer, SignedHeader first);
-  void serve_frames(int fd, SignedHeader header);
+  // For the loop (server_loop.cc). What a request does to the store, and its answer; nullopt for
+  // a GET whose key is not set yet, which the loop parks as connection `connection`.
+  std::optional<RendezvousResponse> handle(const RendezvousRequest& request, int64_t connection);
+  // A parked GET's answer once its key is set, or its timeout answer once `expired`; nullopt
+  // while it should stay parked. Unparks it when it answers.
+  std::optional<RendezvousResponse> answer_parked(const RendezvousRequest& request,
+                                                  int64_t connection, bool expired);
+  // Forgets a parked GET whose connection closed.
+  void unpark(const RendezvousRequest& request, int64_t connection);
+  // Connections whose parked GET's key was set since the last call.
+  std::vector<int64_t> take_woken();
+  // The loop's counts, for the test helpers.
+  void count_authenticated(int delta);
   void reject(const std::string& peer, const std::string& reason);
-  RendezvousResponse handle(const RendezvousRequest& request);
-  RendezvousResponse handle_get(const RendezvousRequest& request) REQUIRES(mutex_);
-  // Under mutex_: the key's value, if set; the store operations that change keys.
+  // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
+  // nonce otherwise.
+  void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
+  bool stopping() const;
+
   std::optional<std::string> find_locked(const std::string& scope, const std::string& key) const
       REQUIRES(mutex_);
   void set_locked(const std::string& scope, const std::string& key, const std::string& value)
       REQUIRES(mutex_);
   bool compare_and_set_locked(const RendezvousRequest& request) REQUIRES(mutex_);
   bool remove_locked(const std::string& scope, const std::string& key) REQUIRES(mutex_);
-  // Throws RendezvousRejected for a stale or replayed request or header (`what`); remembers its
-  // nonce otherwise.
-  void check_fresh(int64_t timestamp_ms, const std::string& nonce, const std::string& what);
-  // Tells a client whose first header is authentic but stale why it is refused (kStale).
-  void answer_stale(int fd, const SignedHeader& header, const std::string& why) const;
+  RendezvousResponse get_timeout(const RendezvousRequest& request) const;
 
   std::string secret_;
   RendezvousServerOptions options_;
   int port_ = 0;
-  Fd listener_;
-  Fd wake_;  // an eventfd: stop() wakes the lobby through it
   std::atomic<int> unauthenticated_{0};
 
   mutable Mutex mutex_;
-  mutable CondVar changed_;  // a key was set, a GET started waiting, or stop
+  mutable CondVar changed_;  // a key was set, a GET was parked, a count changed, or stop
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::map<std::string, Scope> scopes_ GUARDED_BY(mutex_);
   std::unordered_map<std::string, int64_t> seen_nonces_ GUARDED_BY(mutex_);  // nonce -> timestamp
   int rejected_ GUARDED_BY(mutex_) = 0;
+  int authenticated_ GUARDED_BY(mutex_) = 0;
   int waiting_gets_ GUARDED_BY(mutex_) = 0;
-  int next_connection_ GUARDED_BY(mutex_) = 0;
-  // id -> (fd, thread)
-  std::map<int, std::pair<int, std::thread>> connections_ GUARDED_BY(mutex_);
-  std::vector<int> finished_ GUARDED_BY(mutex_);  // ids whose thread is about to end
+  int64_t nonces_swept_at_ GUARDED_BY(mutex_) = 0;  // unix ms
+  // Parked GETs: scope '\0' key -> the connections waiting for it; and those whose key was set,
+  // for the loop to answer.
+  std::unordered_map<std::string, std::vector<int64_t>> parked_ GUARDED_BY(mutex_);
+  std::vector<int64_t> woken_ GUARDED_BY(mutex_);
 
-  std::thread acceptor_;
+  std::unique_ptr<ServerLoop> loop_;  // set before the thread starts, never after
+  std::thread thread_;
 };
 
 }  // namespace cohort::rendezvous

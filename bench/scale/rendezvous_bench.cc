@@ -1,13 +1,13 @@
 // Round formation on the built-in rendezvous server at N simulated elastic workers: the real
 // server as cohortrun's elastic mode starts it (elastic_job/round_board.h: start_elastic_server)
-// and the launcher's real side of the protocol (launcher/round_board.h, RoundBoard: the check-ins
-// it scans on every wake-up, as ElasticJob::collect_checkins does, and the assignments it writes),
-// with N workers in a few forked processes, one thread and one real RendezvousClient (one
-// connection) each, speaking rendezvous/elastic_protocol.h: SET their check-in, GET their
-// assignment. Measured: the time from "go" until every worker holds its assignment, for a first
-// round (connections opened on the way) and for the next round after one worker died, and the
-// launcher process's CPU over it (server threads and launcher). Run by bench/scale/run.sh; see
-// docs/scaling.md.
+// and the launcher's real side of the protocol (elastic_job/elastic_inbox.h, ElasticInbox, and
+// launcher/round_board.h, RoundBoard: on every wake-up it reads the check-ins that arrived, as
+// ElasticJob::collect_checkins does, and then it writes the assignments), with N workers in a few
+// forked processes, one thread and one real RendezvousClient (one connection) each, speaking
+// rendezvous/elastic_protocol.h: SET their check-in, GET their assignment. Measured: the time
+// from "go" until every worker holds its assignment, for a first round (connections opened on the
+// way) and for the next round after one worker died, and the launcher process's CPU over it
+// (server threads and launcher). Run by bench/scale/run.sh; see docs/scaling.md.
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +22,6 @@
 
 #include "base/log.h"
 #include "elastic_job/round_board.h"
-#include "launcher/wakeup.h"
 #include "rendezvous/client.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/server.h"
@@ -87,10 +86,10 @@ struct Round {
   bool ok = true;
 };
 
-// The launcher's loop for one round: scans check-ins on every wake-up, assigns once all
-// `expected` workers have checked in for `entry`, then waits for every child's answer.
+// The launcher's loop for one round: reads the check-ins that arrived on every wake-up, assigns
+// once all `expected` workers have checked in for `entry`, then waits for every child's answer.
 Round form(const Options& o, std::vector<Child>& children, discovery::RoundBoard& board,
-           const discovery::Wakeup& wake, const std::vector<int>& expected, int entry, int dead) {
+           discovery::ElasticInbox& inbox, const std::vector<int>& expected, int entry, int dead) {
   Round r;
   double start = wall_seconds(), cpu = cpu_seconds(true);
   double deadline = start + o.timeout_s + 5;
@@ -98,14 +97,17 @@ Round form(const Options& o, std::vector<Child>& children, discovery::RoundBoard
   for (auto& c : children) {
     [[maybe_unused]] ssize_t w = ::write(c.commands, command.data(), command.size());
   }
-  std::vector<bool> seen(expected.size(), false);
+  std::vector<bool> wanted(static_cast<size_t>(expected.back() + 1), false),
+      seen(wanted.size(), false);
+  for (int id : expected) wanted[id] = true;
   size_t count = 0;
   while (count < expected.size() && wall_seconds() < deadline) {
-    pollfd p{.fd = wake.fd(), .events = POLLIN};
+    pollfd p{.fd = inbox.fd(), .events = POLLIN};
     ::poll(&p, 1, 100);
-    wake.drain();
-    for (size_t i = 0; i < expected.size(); ++i) {
-      if (!seen[i] && board.checkin(expected[i], entry, "worker")) seen[i] = true, ++count;
+    for (const auto& a : inbox.take().checkins) {
+      if (a.entry != entry || a.id < 0 || a.id >= static_cast<int>(wanted.size())) continue;
+      if (!wanted[a.id] || seen[a.id] || !board.checkin(a.id, entry, "worker")) continue;
+      seen[a.id] = true, ++count;
     }
   }
   int size = static_cast<int>(expected.size());
@@ -130,9 +132,9 @@ Round form(const Options& o, std::vector<Child>& children, discovery::RoundBoard
 }
 
 std::pair<Round, Round> run(const Options& o, int n) {
-  discovery::Wakeup wake;
+  discovery::ElasticInbox inbox;
   discovery::RendezvousEndpoint endpoint{"127.0.0.1", 0, std::string(32, 'k')};
-  auto server = discovery::start_elastic_server(endpoint, milliseconds(o.timeout_s * 1000), wake);
+  auto server = discovery::start_elastic_server(endpoint, milliseconds(o.timeout_s * 1000), inbox);
   auto store = server->store(rdv::kElasticScope);
   discovery::RoundBoard board(*store);
   std::vector<Child> children;
@@ -151,11 +153,11 @@ std::pair<Round, Round> run(const Options& o, int n) {
   }
   std::vector<int> everyone;
   for (int id = 0; id < n; ++id) everyone.push_back(id);
-  Round first = form(o, children, board, wake, everyone, 0, -1);
+  Round first = form(o, children, board, inbox, everyone, 0, -1);
   Round after;
   if (first.ok) {
     std::vector<int> survivors(everyone.begin() + 1, everyone.end());  // worker 0 died
-    after = form(o, children, board, wake, survivors, 1, 0);
+    after = form(o, children, board, inbox, survivors, 1, 0);
   }
   for (auto& c : children) {
     [[maybe_unused]] ssize_t w = ::write(c.commands, "q\n", 2);

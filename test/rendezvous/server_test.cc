@@ -18,6 +18,7 @@
 #include "rendezvous/hmac.h"
 #include "rendezvous/server.h"
 #include "test/common/captured_stderr.h"
+#include "test/rendezvous/raw_requests.h"
 
 using namespace cohort;
 using namespace cohort::rendezvous;
@@ -26,6 +27,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using cohort::rendezvous::testing::allow_descriptors;
 using cohort::testing::CapturedStderr;
 
 const std::string kSecret(32, 's');
@@ -67,17 +69,6 @@ Fd connect_from(const std::string& source, int port) {
   sockaddr_in to = net::resolve_ipv4("127.0.0.1", port);
   REQUIRE(::connect(fd.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) == 0);
   return fd;
-}
-
-// Lets this process hold `n` more descriptors (a flood of connections, both ends here).
-void allow_descriptors(rlim_t n) {
-  rlimit limit{};
-  REQUIRE(::getrlimit(RLIMIT_NOFILE, &limit) == 0);
-  if (limit.rlim_cur < n) {
-    limit.rlim_cur = std::min(n, limit.rlim_max);
-    REQUIRE(::setrlimit(RLIMIT_NOFILE, &limit) == 0);
-  }
-  REQUIRE(limit.rlim_cur >= n);
 }
 
 // A field of /proc/self/status in kB, e.g. "VmHWM" (the peak resident set size).
