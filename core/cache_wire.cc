@@ -64,13 +64,14 @@ std::vector<uint32_t> read_hits(wire::Reader& rd) {
   for (uint64_t runs = rd.varcount("a list of hit runs"); runs > 0; --runs) {
     uint64_t first = rd.varint();
     uint64_t length = rd.varint();
-    uint64_t last = first + kHitStep * (length - 1);
     checked_ids(hits.size() + length, rd, "a run of cache hits");
-    if (first >> 1 == 0 || length == 0 || last > UINT32_MAX) {
+    if (first >> 1 == 0 || length == 0 || first + kHitStep * (length - 1) > UINT32_MAX) {
       throw wire::MalformedBytes("a run of " + std::to_string(length) + " cache hits from " +
                                  std::to_string(first) + " names no valid ids");
     }
-    for (uint64_t hit = first; hit <= last; hit += kHitStep) hits.push_back(uint32_t(hit));
+    size_t at = hits.size();
+    hits.resize(at + length);
+    for (size_t k = 0; k < length; ++k) hits[at + k] = uint32_t(first) + kHitStep * uint32_t(k);
   }
   return hits;
 }

@@ -43,7 +43,11 @@ void Coordination::receive(const ControlMessage& message) {
     throw InternalError("rank " + std::to_string(message.peer) + " sent a " + e.what());
   }
   cache_.acknowledge(message.peer, list.applied);
-  for (uint32_t hit : list.hits) count_hit(message.peer, hit);
+  if (timeline_.enabled()) {
+    for (uint32_t hit : list.hits) count_hit(message.peer, hit);
+  } else {
+    count_runs(message.peer, list.hits);
+  }
   for (auto& request : list.requests) negotiate(message.peer, std::move(request));
   if (list.shutdown) negotiator_.mark_shut_down(message.peer);
 }
@@ -62,6 +66,15 @@ void Coordination::count_hit(int rank, uint32_t hit) {
   const Request& cached = *cache_.find(ResponseCache::hit_id(hit));
   if (submitted == 1) timeline_.negotiation_started(cached.name, to_string(cached.type));
   timeline_.rank_ready(cached.name, rank);
+}
+
+void Coordination::count_runs(int rank, const std::vector<uint32_t>& hits) {
+  for (size_t i = 0; i < hits.size();) {
+    size_t n = 1;  // hits on consecutive ids with the same buffer bit differ by 2
+    while (i + n < hits.size() && hits[i + n] == hits[i] + 2 * n) ++n;
+    negotiator_.hit_run(rank, hits[i], n);
+    i += n;
+  }
 }
 
 ResponseList Coordination::decide() {

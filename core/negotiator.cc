@@ -182,7 +182,7 @@ std::optional<std::string> find_mismatch(const std::string& name,
 }
 
 Negotiator::Negotiator(int size, ResponseCache* cache)
-    : size_(size), cache_(cache), shut_down_(size, false), joined_(size, false) {
+    : size_(size), cache_(cache), bits_(size), shut_down_(size, false), joined_(size, false) {
   std::vector<int> everyone(size);
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = std::move(everyone);
@@ -306,13 +306,15 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 }
 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
+  mark_ready_hits();
   std::vector<ReadyResponse> ready;
+  std::vector<size_t> closed;
   for (const auto& item : ready_order_) {
     if (item.slot != kNoSlot) {
       Hits& hits = hits_[static_cast<size_t>(item.slot)];
       if (!needs_table(hits)) {
         ready.push_back({construct_cached(hits), hits.request});
-        close(hits);
+        closed.push_back(hits.slot);
         continue;
       }
       to_table(hits);
@@ -336,6 +338,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
     table_.erase(key);
   }
   ready_order_.clear();
+  close(closed);
   std::vector<Response> responses = std::exchange(rejected_, {});
   for (auto& r : fuse_responses(std::move(ready), fusion_threshold)) {
     responses.push_back(std::move(r));
@@ -375,7 +378,7 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
     const Hits& hits = hits_[slot];
     if (hits.ready || now - hits.first_seen < after) continue;
     ++stalled;
-    auto submitted = [&](int rank) { return hits.has(rank); };
+    auto submitted = [&](int rank) { return has(hits, rank); };
     for (int rank : missing_from(key.first, hits.request.type, submitted)) {
       missing_names[rank].push_back(key);
     }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/hit_bits.h"
 #include "core/request.h"
 #include "core/response_cache.h"
 
@@ -32,6 +33,10 @@ class Negotiator {
   // full, a set being removed, a stall, a shutdown) moves the id's submissions there. Needs a
   // cache. Returns how many ranks have now submitted its name.
   int hit(int rank, uint32_t hit);
+  // The same for `n` hits on consecutive ids from `first`, all with first's buffer bit, as
+  // RequestList::hits holds a model's tensors: a few word operations where their slots are
+  // consecutive too.
+  void hit_run(int rank, uint32_t first, size_t n);
   // Records that `rank` will submit nothing more.
   void mark_shut_down(int rank);
   bool all_shut_down() const;
@@ -66,19 +71,16 @@ class Negotiator {
   static constexpr size_t kNamesPerRank = 5;
   // Names are unique per process set: ranks outside a set may use its names in other sets.
   using Key = std::pair<int32_t, std::string>;
-  // A cached id's submissions since it last ran: a bit per rank and their count. A slot stays
-  // with its id across cycles, so that the steady state allocates nothing.
+  // A cached id's submissions since it last ran (which ranks, how many: bits_, at the same
+  // slot). A slot stays with its id across cycles, so that the steady state allocates nothing.
   struct Hits {
-    uint32_t id = 0;
+    size_t slot = 0;
     Key key;
     Request request;  // as cached; buffer_changed: some rank's buffer changed
-    std::vector<uint64_t> ranks;
-    int count = 0;
     Clock::time_point first_seen;
     const std::vector<int>* members = nullptr;  // the set's, while pending
     bool pending = false;                       // in pending_hits_
     bool ready = false;                         // in ready_order_
-    bool has(int rank) const { return (ranks[size_t(rank) >> 6] >> (rank & 63)) & 1; }
   };
   static constexpr int kNoSlot = -1;
   // A name ready to run: in table_, or in the hits_ slot.
@@ -104,6 +106,8 @@ class Negotiator {
   const Request& description(const Entry& entry) const;
   void mark_if_ready(const Key& key, Entry& entry);
   void mark_if_ready(Hits& hits);
+  // Marks the slots that hit_run() completed (it leaves them to this, once a cycle).
+  void mark_ready_hits();
   // The slot of an encoded hit's id, made from the cached request on its first hit.
   Hits& hits_for(uint32_t hit);
   // Starts counting `hits` for this cycle; false if its name must go the full way.
@@ -112,7 +116,10 @@ class Negotiator {
   void to_table(Hits& hits);
   // Moves the pending slots for which move(slot) holds into table_.
   void to_table_where(const std::function<bool(const Hits&)>& move);
-  void close(Hits& hits);
+  // Frees the slots (their bits, in one pass over the ranks).
+  void close(const std::vector<size_t>& slots);
+  bool has(const Hits& hits, int rank) const { return bits_.has(hits.slot, rank); }
+  [[noreturn]] void submitted_twice(int rank, const Hits& hits) const;
   // Whether a ready slot's response needs the full table: to fail (a removed set, a collective
   // that cannot run while ranks have joined).
   bool needs_table(const Hits& hits) const;
@@ -137,9 +144,14 @@ class Negotiator {
   std::map<Key, Entry> table_;
   std::vector<Ready> ready_order_;
   std::vector<Hits> hits_;
+  HitBits bits_;
+  std::vector<uint32_t> slot_id_;  // per slot, its id
+  std::vector<uint8_t> fast_;      // per slot: pending in the world set, where runs take no detour
   std::unordered_map<uint32_t, size_t> slot_of_;  // id -> its slot in hits_
   std::map<Key, size_t> pending_hits_;            // the pending slots, by name
-  size_t next_slot_ = 0;  // the slot the next hit most likely names (ids come in runs)
+  size_t next_slot_ = 0;
+  bool runs_counted_ = false;  // hit_run() counted hits that mark_ready_hits() has not looked at //
+                               // the slot the next hit most likely names (ids come in runs)
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::set<int> removed_;                 // ids of removed process sets, for precise errors

@@ -1,8 +1,8 @@
 // The negotiator's cached fast path: a hit is counted against its cache id (a bit per rank and a
-// count), and a name ready on every member is answered once from the cached request, so a cached
-// cycle at rank 0 costs a few operations per hit instead of a Request per rank and name. Every
-// rule that needs the submissions one by one (mismatches, errors, stalls, shutdown) runs on the
-// full table, into which a slot moves when one of them applies.
+// count, core/hit_bits.h), and a name ready on every member is answered once from the cached
+// request, so a cached cycle at rank 0 costs a few word operations per rank instead of a Request
+// per rank and name. Every rule that needs the submissions one by one (mismatches, errors,
+// stalls, shutdown) runs on the full table, into which a slot moves when one of them applies.
 #include <algorithm>
 #include <utility>
 
@@ -18,36 +18,70 @@ int Negotiator::hit(int rank, uint32_t hit) {
       (hits.key.first == 0 || std::binary_search(hits.members->begin(), hits.members->end(), rank));
   // The full way refuses (a joined rank, not a member) or compares (another rank's request).
   if (!fast) return add(rank, cache_->request_for(hit));
-  uint64_t bit = uint64_t{1} << (rank & 63);
-  uint64_t& word = hits.ranks[static_cast<size_t>(rank) >> 6];
-  if (word & bit) {
-    // The submitting rank's queue forbids this; a second copy means a broken peer.
-    throw InternalError("rank " + std::to_string(rank) + " submitted '" + hits.key.second +
-                        "' (cached id " + std::to_string(hits.id) +
-                        ") twice while it was in flight");
-  }
-  word |= bit;
+  if (bits_.set(rank, hits.slot, 1) == 0) submitted_twice(rank, hits);
   if (ResponseCache::hit_buffer_changed(hit)) hits.request.buffer_changed = true;
-  ++hits.count;
   mark_if_ready(hits);
-  return hits.count;
+  return bits_.count(hits.slot);
+}
+
+void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
+  size_t slot = hits_for(first).slot;
+  uint32_t id = ResponseCache::hit_id(first);
+  bool bulk = !joined_[rank] && slot + n <= hits_.size();
+  if (bulk) {
+    // Without an early exit, so that it vectorizes: this runs for every rank and id.
+    const uint32_t* ids = slot_id_.data() + slot;
+    const uint8_t* fast = fast_.data() + slot;
+    uint32_t differ = 0;
+    uint8_t all_fast = 1;
+    for (size_t k = 0; k < n; ++k) differ |= ids[k] ^ (id + static_cast<uint32_t>(k));
+    for (size_t k = 0; k < n; ++k) all_fast &= fast[k];
+    bulk = differ == 0 && all_fast != 0;
+  }
+  if (!bulk) {
+    for (size_t k = 0; k < n; ++k) hit(rank, first + 2 * static_cast<uint32_t>(k));
+    return;
+  }
+  size_t set = bits_.set(rank, slot, n);
+  if (set != n) submitted_twice(rank, hits_[slot + set]);
+  if (ResponseCache::hit_buffer_changed(first)) {
+    for (size_t k = 0; k < n; ++k) hits_[slot + k].request.buffer_changed = true;
+  }
+  // Whether they are ready is looked at once a cycle (take_ready), not once a rank.
+  runs_counted_ = true;
+}
+
+void Negotiator::mark_ready_hits() {
+  if (!std::exchange(runs_counted_, false)) return;
+  // In slot order, which is the order of their ids where they were first hit in order: the
+  // response's ids then travel as one run.
+  for (auto& hits : hits_) {
+    if (hits.pending) mark_if_ready(hits);
+  }
+}
+
+void Negotiator::submitted_twice(int rank, const Hits& hits) const {
+  // The submitting rank's queue forbids this; a second copy means a broken peer.
+  throw InternalError("rank " + std::to_string(rank) + " submitted '" + hits.key.second +
+                      "' (cached id " + std::to_string(slot_id_[hits.slot]) +
+                      ") twice while it was in flight");
 }
 
 Negotiator::Hits& Negotiator::hits_for(uint32_t hit) {
   uint32_t id = ResponseCache::hit_id(hit);
   size_t slot = next_slot_;
-  if (slot >= hits_.size() || hits_[slot].id != id) {
+  if (slot >= hits_.size() || slot_id_[slot] != id) {
     if (auto it = slot_of_.find(id); it != slot_of_.end()) {
       slot = it->second;
     } else {
       Request cached = cache_->request_for(hit);  // throws for an id rank 0 does not know
       cached.buffer_changed = false;
       slot = hits_.size();
-      Hits& hits = hits_.emplace_back();
-      hits.id = id;
-      hits.key = {cached.process_set, cached.name};
-      hits.request = std::move(cached);
-      hits.ranks.assign((static_cast<size_t>(size_) + 63) / 64, 0);
+      Key key{cached.process_set, cached.name};
+      hits_.push_back(Hits{.slot = slot, .key = std::move(key), .request = std::move(cached)});
+      slot_id_.push_back(id);
+      fast_.push_back(0);
+      bits_.reserve(hits_.size());
       slot_of_[id] = slot;
     }
   }
@@ -67,35 +101,35 @@ bool Negotiator::open(Hits& hits) {
   hits.pending = true;
   hits.members = &set->second;
   hits.first_seen = Clock::now();
-  pending_hits_.emplace(key, static_cast<size_t>(&hits - hits_.data()));
+  fast_[hits.slot] = key.first == 0 ? 1 : 0;
+  pending_hits_.emplace(key, hits.slot);
   return true;
 }
 
 void Negotiator::mark_if_ready(Hits& hits) {
   if (hits.ready) return;
   int stand_ins = hits.key.first == 0 ? joined_total_ : 0;
-  if (static_cast<size_t>(hits.count + stand_ins) < hits.members->size()) return;
+  if (static_cast<size_t>(bits_.count(hits.slot) + stand_ins) < hits.members->size()) return;
   // A rank that hit the name and then joined counts twice: look when any rank has joined.
-  auto submitted = [&](int rank) { return hits.has(rank); };
+  auto submitted = [&](int rank) { return has(hits, rank); };
   if (stand_ins > 0 && !missing_from(hits.key.first, hits.request.type, submitted).empty()) return;
   hits.ready = true;
-  ready_order_.push_back({hits.key, static_cast<int>(&hits - hits_.data())});
+  ready_order_.push_back({hits.key, static_cast<int>(hits.slot)});
 }
 
 void Negotiator::to_table(Hits& hits) {
-  int slot = static_cast<int>(&hits - hits_.data());
   Entry& entry = table_[hits.key];
   entry.by_rank.resize(static_cast<size_t>(size_));
   for (int rank = 0; rank < size_; ++rank) {
-    if (hits.has(rank)) entry.by_rank[rank] = hits.request;
+    if (has(hits, rank)) entry.by_rank[rank] = hits.request;
   }
-  entry.count = hits.count;
+  entry.count = bits_.count(hits.slot);
   entry.first_seen = hits.first_seen;
   entry.ready = hits.ready;
   for (auto& item : ready_order_) {
-    if (item.slot == slot) item.slot = kNoSlot;
+    if (item.slot == static_cast<int>(hits.slot)) item.slot = kNoSlot;
   }
-  close(hits);
+  close({hits.slot});
 }
 
 void Negotiator::to_table_where(const std::function<bool(const Hits&)>& move) {
@@ -106,13 +140,16 @@ void Negotiator::to_table_where(const std::function<bool(const Hits&)>& move) {
   for (size_t slot : slots) to_table(hits_[slot]);
 }
 
-void Negotiator::close(Hits& hits) {
-  if (hits.pending) pending_hits_.erase(hits.key);
-  std::fill(hits.ranks.begin(), hits.ranks.end(), 0);
-  hits.count = 0;
-  hits.pending = hits.ready = false;
-  hits.members = nullptr;
-  hits.request.buffer_changed = false;
+void Negotiator::close(const std::vector<size_t>& slots) {
+  bits_.clear(slots);
+  for (size_t slot : slots) {
+    Hits& hits = hits_[slot];
+    if (hits.pending) pending_hits_.erase(hits.key);
+    hits.pending = hits.ready = false;
+    hits.members = nullptr;
+    hits.request.buffer_changed = false;
+    fast_[slot] = 0;
+  }
 }
 
 bool Negotiator::needs_table(const Hits& hits) const {
@@ -139,16 +176,13 @@ Response Negotiator::construct_cached(const Hits& hits) const {
 }
 
 void Negotiator::prune_hits() {
-  if (hits_.size() <= 2 * cache_->capacity() + 64) return;
-  std::vector<Hits> kept;
+  // Idle slots are made again from the cache on their next hit; pending ones keep their bits.
+  if (hits_.size() <= 2 * cache_->capacity() + 64 || !pending_hits_.empty()) return;
+  hits_.clear();
+  slot_id_.clear();
+  fast_.clear();
   slot_of_.clear();
-  for (auto& hits : hits_) {
-    if (!hits.pending) continue;
-    pending_hits_[hits.key] = kept.size();
-    slot_of_[hits.id] = kept.size();
-    kept.push_back(std::move(hits));
-  }
-  hits_ = std::move(kept);
+  bits_ = HitBits(size_);
   next_slot_ = 0;
 }
 
