@@ -177,7 +177,7 @@ Response Negotiator::construct_cached(const Hits& hits) const {
 
 void Negotiator::prune_hits() {
   // Idle slots are made again from the cache on their next hit; pending ones keep their bits.
-  if (hits_.size() <= 2 * cache_->capacity() + 64 || !pending_hits_.empty()) return;
+  if (!cache_ || hits_.size() <= 2 * cache_->capacity() + 64 || !pending_hits_.empty()) return;
   hits_.clear();
   slot_id_.clear();
   fast_.clear();

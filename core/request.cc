@@ -236,9 +236,9 @@ RequestList decode_request_list(std::span<const std::byte> bytes) {
 namespace {
 
 uint8_t fields_of(const Response& r) {
-  bool counts = !r.counts.empty() && !counts_known(r);
+  bool counts = !counts_known(r);  // else the receiver's CacheView rebuilds counts and parts
   return (r.rebind ? kRebind : 0) | (r.error.empty() ? 0 : kError) |
-         (r.first_dims.empty() ? 0 : kFirstDims) | (counts ? kCounts : 0) |
+         (r.first_dims.empty() ? 0 : kFirstDims) | (counts && !r.counts.empty() ? kCounts : 0) |
          (counts && !r.parts.empty() ? kParts : 0) | (r.batches.empty() ? 0 : kBatches) |
          (r.not_submitted.empty() ? 0 : kNotSubmitted);
 }
