@@ -222,7 +222,7 @@ int Negotiator::add(int rank, Request request) {
 }
 
 void Negotiator::record_join(int rank) {
-  if (!joined_[rank]) ++joined_total_;
+  if (!joined_[rank]) joined_ranks_.push_back(rank);
   joined_[rank] = true;
   last_joined_ = rank;
   // Allreduces that waited only for this rank can now run with its identity contribution.
@@ -276,7 +276,7 @@ void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
   // Nothing is missing only once every member has submitted or joined: until the counts can add
   // up to the set's size, skip missing()'s scan of the members, which on every add would make a
   // cycle quadratic in the number of ranks (bench/scale/coordinator_bench).
-  if (static_cast<size_t>(entry.count + joined_total_) < sets_.at(key.first).size()) return;
+  if (static_cast<size_t>(entry.count + joined()) < sets_.at(key.first).size()) return;
   if (!missing(entry).empty()) return;
   entry.ready = true;
   ready_order_.push_back({key});
@@ -324,7 +324,7 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
     Response response = construct(key.second, entry);
     if (response.kind == Response::Kind::kExecute && response.type == OpType::kJoin) {
       std::fill(joined_.begin(), joined_.end(), false);
-      joined_total_ = 0;
+      joined_ranks_.clear();
       last_joined_ = -1;
     }
     change_process_sets(entry, response);

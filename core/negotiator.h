@@ -123,6 +123,8 @@ class Negotiator {
   // Whether a ready slot's response needs the full table: to fail (a removed set, a collective
   // that cannot run while ranks have joined).
   bool needs_table(const Hits& hits) const;
+  // Whether joined ranks stood in for some member that did not hit it.
+  bool stood_in(const Hits& hits) const;
   Response construct_cached(const Hits& hits) const;
   // Forgets idle slots once there are many more than the cache holds.
   void prune_hits();
@@ -159,7 +161,8 @@ class Negotiator {
   int next_set_id_ = 1;
   std::vector<bool> shut_down_;
   std::vector<bool> joined_;
-  int joined_total_ = 0;  // how many of joined_ are true
+  std::vector<int> joined_ranks_;  // the ranks for which joined_ is true
+  int joined() const { return static_cast<int>(joined_ranks_.size()); }
   int last_joined_ = -1;
 };
 

@@ -108,11 +108,13 @@ bool Negotiator::open(Hits& hits) {
 
 void Negotiator::mark_if_ready(Hits& hits) {
   if (hits.ready) return;
-  int stand_ins = hits.key.first == 0 ? joined_total_ : 0;
+  // Joined ranks stand in for the world's collectives, but not twice: one may have hit the name
+  // before it joined.
+  int stand_ins = 0;
+  if (hits.key.first == 0) {
+    for (int rank : joined_ranks_) stand_ins += has(hits, rank) ? 0 : 1;
+  }
   if (static_cast<size_t>(bits_.count(hits.slot) + stand_ins) < hits.members->size()) return;
-  // A rank that hit the name and then joined counts twice: look when any rank has joined.
-  auto submitted = [&](int rank) { return has(hits, rank); };
-  if (stand_ins > 0 && !missing_from(hits.key.first, hits.request.type, submitted).empty()) return;
   hits.ready = true;
   ready_order_.push_back({hits.key, static_cast<int>(hits.slot)});
 }
@@ -156,7 +158,11 @@ bool Negotiator::needs_table(const Hits& hits) const {
   const Request& d = hits.request;
   if (removed_.contains(d.process_set)) return true;
   bool host_allreduce = d.type == OpType::kAllreduce && d.device == kCpuDevice;
-  return d.process_set == 0 && joined_total_ > 0 && !host_allreduce;
+  return stood_in(hits) && !host_allreduce;  // cannot_run() says why
+}
+
+bool Negotiator::stood_in(const Hits& hits) const {
+  return static_cast<size_t>(bits_.count(hits.slot)) < hits.members->size();
 }
 
 Response Negotiator::construct_cached(const Hits& hits) const {
@@ -170,7 +176,7 @@ Response Negotiator::construct_cached(const Hits& hits) const {
     response.reduce_op = d.reduce_op;
   }
   // A joined rank reduces a scratch buffer of its own: everyone rebinds with it.
-  response.rebind = d.buffer_changed || (d.process_set == 0 && joined_total_ > 0);
+  response.rebind = d.buffer_changed || stood_in(hits);
   response.cache_ids = {cache_->put(d)};
   return response;
 }
