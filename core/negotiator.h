@@ -151,9 +151,8 @@ class Negotiator {
   std::vector<uint8_t> fast_;      // per slot: pending in the world set, where runs take no detour
   std::unordered_map<uint32_t, size_t> slot_of_;  // id -> its slot in hits_
   std::map<Key, size_t> pending_hits_;            // the pending slots, by name
-  size_t next_slot_ = 0;
-  bool runs_counted_ = false;  // hit_run() counted hits that mark_ready_hits() has not looked at //
-                               // the slot the next hit most likely names (ids come in runs)
+  size_t next_slot_ = 0;       // the slot the next hit most likely names (ids come in runs)
+  bool runs_counted_ = false;  // hit_run() counted hits that mark_ready_hits() has not looked at
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::set<int> removed_;                 // ids of removed process sets, for precise errors

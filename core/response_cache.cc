@@ -157,7 +157,8 @@ void CacheView::resolve(Response& response) {
     uint32_t wire = response.cache_ids[i];
     uint32_t id = cache_id(wire);
     std::string& name = response.names[i];
-    size_t parts = response.parts.empty() ? 1 : static_cast<size_t>(response.parts.at(i));
+    // Parts that do not match the names are the executor's to refuse (executor_allreduce.cc).
+    size_t parts = i < response.parts.size() ? static_cast<size_t>(response.parts[i]) : 1;
     if (id != 0 && introduces(wire)) {
       auto sent = in_full_.find(name);
       Known known{name, std::nullopt, {}};
