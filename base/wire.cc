@@ -23,6 +23,14 @@ void Writer::u32s(const std::vector<uint32_t>& values) {
   numbers(values);
 }
 
+void Writer::varint(uint64_t v) {
+  uint8_t out[10];
+  size_t n = 0;
+  for (; v >= 0x80; v >>= 7) out[n++] = static_cast<uint8_t>(v | 0x80);
+  out[n++] = static_cast<uint8_t>(v);
+  put(out, n);
+}
+
 std::span<const std::byte> Reader::raw(uint64_t n) {
   if (n > remaining()) {
     throw MalformedBytes("truncated: needed " + std::to_string(n) + " more bytes at offset " +
@@ -93,6 +101,22 @@ std::vector<int64_t> Reader::i64s() {
 
 std::vector<uint32_t> Reader::u32s() {
   return numbers<uint32_t>();
+}
+
+uint64_t Reader::varint() {
+  uint64_t value = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    uint8_t byte = u8();
+    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return value;
+  }
+  throw MalformedBytes("a varint at offset " + std::to_string(pos_) + " runs past 10 bytes");
+}
+
+uint64_t Reader::varcount(const char* what) {
+  uint64_t count = varint();
+  checked_length(count, 1, what, "items");
+  return count;
 }
 
 void Reader::expect_done() const {

@@ -41,6 +41,8 @@ class Writer {
   void raw(std::span<const std::byte> bytes) { put(bytes.data(), bytes.size()); }
   void i64s(const std::vector<int64_t>& values);
   void u32s(const std::vector<uint32_t>& values);
+  // An unsigned LEB128 number: 7 bits a byte, low bits first (1 byte below 128).
+  void varint(uint64_t v);
 
   const std::vector<std::byte>& bytes() const { return bytes_; }
   std::vector<std::byte>& bytes() { return bytes_; }
@@ -71,6 +73,10 @@ class Reader {
   std::string str();
   std::vector<int64_t> i64s();
   std::vector<uint32_t> u32s();
+  uint64_t varint();
+  // A varint count of items that each take at least one more byte: throws unless that many
+  // bytes remain, so that a hostile count allocates nothing.
+  uint64_t varcount(const char* what);
   // The next `n` bytes, in place.
   std::span<const std::byte> raw(uint64_t n);
 

@@ -68,7 +68,7 @@ struct Config {
   // many bytes and reduced together; 0 turns fusion off.
   size_t fusion_threshold = size_t{128} << 20;
   // COHORT_CACHE_CAPACITY: how many negotiated tensors the response cache remembers, so that
-  // later submissions of the same name and parameters travel as a 4-byte id; 0 turns it off.
+  // later submissions of the same name and parameters travel as an id; 0 turns it off.
   size_t cache_capacity = 1024;
   // COHORT_CYCLE_TIME (milliseconds): how long the background thread lets submissions accumulate
   // before it sends them for negotiation, so that a burst is negotiated and fused as one. It

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "cohort/errors.h"
 
 namespace cohort {
 
@@ -15,7 +16,14 @@ Coordination::Coordination(const Config& config, int size, Timeline& timeline)
 
 std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> messages,
                                                 std::vector<Request> fresh, bool shutdown) {
-  for (auto& request : fresh) negotiate(0, std::move(request));
+  for (auto& request : fresh) {
+    // Rank 0's own submissions count as hits where its cache has them, as the others' do.
+    if (auto hit = cache_.hit(request)) {
+      count_hit(0, *hit);
+    } else {
+      negotiate(0, std::move(request));
+    }
+  }
   if (shutdown && !shutdown_announced_) {
     negotiator_.mark_shut_down(0);
     shutdown_announced_ = true;
@@ -28,9 +36,18 @@ std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> mess
 }
 
 void Coordination::receive(const ControlMessage& message) {
-  RequestList list = decode_request_list(message.payload);
+  RequestList list;
+  try {
+    list = decode_request_list(message.payload);
+  } catch (const InternalError& e) {
+    throw InternalError("rank " + std::to_string(message.peer) + " sent a " + e.what());
+  }
   cache_.acknowledge(message.peer, list.applied);
-  for (uint32_t hit : list.hits) negotiate(message.peer, cache_.request_for(hit));
+  if (timeline_.enabled()) {
+    for (uint32_t hit : list.hits) count_hit(message.peer, hit);
+  } else {
+    count_runs(message.peer, list.hits);
+  }
   for (auto& request : list.requests) negotiate(message.peer, std::move(request));
   if (list.shutdown) negotiator_.mark_shut_down(message.peer);
 }
@@ -41,6 +58,23 @@ void Coordination::negotiate(int rank, Request request) {
   int submitted = negotiator_.add(rank, std::move(request));
   if (submitted == 1) timeline_.negotiation_started(name, op);
   timeline_.rank_ready(name, rank);
+}
+
+void Coordination::count_hit(int rank, uint32_t hit) {
+  int submitted = negotiator_.hit(rank, hit);
+  if (!timeline_.enabled()) return;
+  const Request& cached = *cache_.find(ResponseCache::hit_id(hit));
+  if (submitted == 1) timeline_.negotiation_started(cached.name, to_string(cached.type));
+  timeline_.rank_ready(cached.name, rank);
+}
+
+void Coordination::count_runs(int rank, const std::vector<uint32_t>& hits) {
+  for (size_t i = 0; i < hits.size();) {
+    size_t n = 1;  // hits on consecutive ids with the same buffer bit differ by 2
+    while (i + n < hits.size() && hits[i + n] == hits[i] + 2 * n) ++n;
+    negotiator_.hit_run(rank, hits[i], n);
+    i += n;
+  }
 }
 
 ResponseList Coordination::decide() {

@@ -37,6 +37,10 @@ class Coordination {
   // Takes one worker's RequestList.
   void receive(const ControlMessage& message);
   void negotiate(int rank, Request request);
+  // A cache hit (RequestList::hits), counted without a Request (Negotiator::hit).
+  void count_hit(int rank, uint32_t hit);
+  // The same for a rank's hits without the timeline, runs of consecutive ids at a time.
+  void count_runs(int rank, const std::vector<uint32_t>& hits);
   // The next ResponseList: what is ready, and what the stall inspector gave up on.
   ResponseList decide();
   void inspect_stalls(std::vector<Response>& responses);

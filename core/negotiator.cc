@@ -182,18 +182,23 @@ std::optional<std::string> find_mismatch(const std::string& name,
 }
 
 Negotiator::Negotiator(int size, ResponseCache* cache)
-    : size_(size), cache_(cache), shut_down_(size, false), joined_(size, false) {
+    : size_(size), cache_(cache), bits_(size), shut_down_(size, false), joined_(size, false) {
   std::vector<int> everyone(size);
   std::iota(everyone.begin(), everyone.end(), 0);
   sets_[0] = std::move(everyone);
 }
 
 int Negotiator::add(int rank, Request request) {
+  if (!pending_hits_.empty()) {
+    // Its name was counted by id so far: from now on it is compared request by request.
+    auto slot = pending_hits_.find(Key{request.process_set, request.name});
+    if (slot != pending_hits_.end()) to_table(hits_[slot->second]);
+  }
   if (auto error = reject(rank, request)) {
     // Every rank that submitted the name gets the error, so nothing of it may stay behind.
     Key key{request.process_set, request.name};
     table_.erase(key);
-    std::erase(ready_order_, key);
+    std::erase_if(ready_order_, [&](const Ready& r) { return r.key == key; });
     rejected_.push_back(std::move(*error));
     return 0;
   }
@@ -217,11 +222,12 @@ int Negotiator::add(int rank, Request request) {
 }
 
 void Negotiator::record_join(int rank) {
-  if (!joined_[rank]) ++joined_total_;
+  if (!joined_[rank]) joined_ranks_.push_back(rank);
   joined_[rank] = true;
   last_joined_ = rank;
   // Allreduces that waited only for this rank can now run with its identity contribution.
   for (auto& [key, entry] : table_) mark_if_ready(key, entry);
+  for (auto& [key, slot] : pending_hits_) mark_if_ready(hits_[slot]);
 }
 
 const std::vector<int>& Negotiator::members(const Entry& entry) const {
@@ -248,12 +254,21 @@ std::vector<int64_t> Negotiator::not_submitted(const Entry& entry) const {
 }
 
 std::vector<int> Negotiator::missing(const Entry& entry) const {
+  const Request& d = description(entry);
+  return missing_from(d.process_set, d.type,
+                      [&](int rank) { return entry.by_rank[rank].has_value(); });
+}
+
+std::vector<int> Negotiator::missing_from(int32_t set, OpType type,
+                                          const std::function<bool(int)>& submitted) const {
   // Joined ranks stand in for every collective of the whole world except join itself, which
   // they do submit; collectives other than allreduce then fail (cannot_run).
-  bool joined_count =
-      description(entry).process_set == 0 && description(entry).type != OpType::kJoin;
-  return members_where(
-      entry, [&](int rank) { return !entry.by_rank[rank] && !(joined_count && joined_[rank]); });
+  bool joined_count = set == 0 && type != OpType::kJoin;
+  std::vector<int> out;
+  for (int rank : sets_.at(set)) {
+    if (!submitted(rank) && !(joined_count && joined_[rank])) out.push_back(rank);
+  }
+  return out;
 }
 
 void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
@@ -261,10 +276,10 @@ void Negotiator::mark_if_ready(const Key& key, Entry& entry) {
   // Nothing is missing only once every member has submitted or joined: until the counts can add
   // up to the set's size, skip missing()'s scan of the members, which on every add would make a
   // cycle quadratic in the number of ranks (bench/scale/coordinator_bench).
-  if (static_cast<size_t>(entry.count + joined_total_) < sets_.at(key.first).size()) return;
+  if (static_cast<size_t>(entry.count + joined()) < sets_.at(key.first).size()) return;
   if (!missing(entry).empty()) return;
   entry.ready = true;
-  ready_order_.push_back(key);
+  ready_order_.push_back({key});
 }
 
 std::string Negotiator::describe(const Key& key) {
@@ -291,13 +306,25 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 }
 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
+  mark_ready_hits();
   std::vector<ReadyResponse> ready;
-  for (const auto& key : ready_order_) {
+  std::vector<size_t> closed;
+  for (const auto& item : ready_order_) {
+    if (item.slot != kNoSlot) {
+      Hits& hits = hits_[static_cast<size_t>(item.slot)];
+      if (!needs_table(hits)) {
+        ready.push_back({construct_cached(hits), hits.request});
+        closed.push_back(hits.slot);
+        continue;
+      }
+      to_table(hits);
+    }
+    const Key& key = item.key;
     Entry& entry = table_.at(key);
     Response response = construct(key.second, entry);
     if (response.kind == Response::Kind::kExecute && response.type == OpType::kJoin) {
       std::fill(joined_.begin(), joined_.end(), false);
-      joined_total_ = 0;
+      joined_ranks_.clear();
       last_joined_ = -1;
     }
     change_process_sets(entry, response);
@@ -311,12 +338,18 @@ std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
     table_.erase(key);
   }
   ready_order_.clear();
+  close(closed);
   std::vector<Response> responses = std::exchange(rejected_, {});
   for (auto& r : fuse_responses(std::move(ready), fusion_threshold)) {
     responses.push_back(std::move(r));
   }
   fail_removed_sets(responses);
+  prune_hits();
   // Names that some rank can no longer submit would wait forever: fail them now.
+  if (std::none_of(shut_down_.begin(), shut_down_.end(), [](bool b) { return b; })) {
+    return responses;
+  }
+  to_table_where([](const Hits&) { return true; });
   for (auto it = table_.begin(); it != table_.end();) {
     if (auto reason = orphaned_by_shutdown(it->second)) {
       Response error{.kind = Response::Kind::kPeerLeft,
@@ -340,6 +373,15 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
     if (now - entry.first_seen < after) continue;
     ++stalled;
     for (int rank : missing(entry)) missing_names[rank].push_back(key);
+  }
+  for (const auto& [key, slot] : pending_hits_) {
+    const Hits& hits = hits_[slot];
+    if (hits.ready || now - hits.first_seen < after) continue;
+    ++stalled;
+    auto submitted = [&](int rank) { return has(hits, rank); };
+    for (int rank : missing_from(key.first, hits.request.type, submitted)) {
+      missing_names[rank].push_back(key);
+    }
   }
   if (stalled == 0) return "";
   std::ostringstream out;
@@ -368,6 +410,7 @@ std::string Negotiator::missing_ranks(const Entry& entry) const {
 std::vector<Response> Negotiator::expire_stalled(Clock::time_point now, Clock::duration after) {
   std::vector<Response> responses;
   auto seconds = std::chrono::duration<double>(after).count();
+  to_table_where([&](const Hits& h) { return !h.ready && now - h.first_seen >= after; });
   for (auto it = table_.begin(); it != table_.end();) {
     if (it->second.ready || now - it->second.first_seen < after) {
       ++it;

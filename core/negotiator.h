@@ -10,9 +10,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/hit_bits.h"
 #include "core/request.h"
 #include "core/response_cache.h"
 
@@ -25,6 +27,16 @@ class Negotiator {
 
   // Records that `rank` submitted `request`; returns how many ranks have now submitted its name.
   int add(int rank, Request request);
+  // Records that `rank` submitted the request cached under `hit` (an encoded hit, as
+  // RequestList::hits holds it): counted against the id, a bit per rank, with no Request built
+  // (core/negotiator_hits.cc); what needs the full table (another rank described the name in
+  // full, a set being removed, a stall, a shutdown) moves the id's submissions there. Needs a
+  // cache. Returns how many ranks have now submitted its name.
+  int hit(int rank, uint32_t hit);
+  // The same for `n` hits on consecutive ids from `first`, all with first's buffer bit, as
+  // RequestList::hits holds a model's tensors: a few word operations where their slots are
+  // consecutive too.
+  void hit_run(int rank, uint32_t first, size_t n);
   // Records that `rank` will submit nothing more.
   void mark_shut_down(int rank);
   bool all_shut_down() const;
@@ -40,7 +52,7 @@ class Negotiator {
   // Removes them from the table.
   std::vector<Response> take_ready(size_t fusion_threshold = 0);
 
-  size_t pending() const { return table_.size(); }
+  size_t pending() const { return table_.size() + pending_hits_.size(); }
 
   using Clock = std::chrono::steady_clock;
   // The stall inspector's report: for each rank, the names (at most a few) that other ranks
@@ -59,6 +71,23 @@ class Negotiator {
   static constexpr size_t kNamesPerRank = 5;
   // Names are unique per process set: ranks outside a set may use its names in other sets.
   using Key = std::pair<int32_t, std::string>;
+  // A cached id's submissions since it last ran (which ranks, how many: bits_, at the same
+  // slot). A slot stays with its id across cycles, so that the steady state allocates nothing.
+  struct Hits {
+    size_t slot = 0;
+    Key key;
+    Request request;  // as cached; buffer_changed: some rank's buffer changed
+    Clock::time_point first_seen;
+    const std::vector<int>* members = nullptr;  // the set's, while pending
+    bool pending = false;                       // in pending_hits_
+    bool ready = false;                         // in ready_order_
+  };
+  static constexpr int kNoSlot = -1;
+  // A name ready to run: in table_, or in the hits_ slot.
+  struct Ready {
+    Key key;
+    int slot = kNoSlot;
+  };
   static std::string describe(const Key& key);
 
   const std::vector<int>& members(const Entry& entry) const;
@@ -66,12 +95,39 @@ class Negotiator {
   std::vector<int> members_where(const Entry& entry, const std::function<bool(int)>& keep) const;
   // The ranks of the entry's set that have neither submitted it nor joined.
   std::vector<int> missing(const Entry& entry) const;
+  // The one rule behind both: the members of `set` for which submitted(rank) is false, less the
+  // joined ranks, which stand in for every collective of the world but join.
+  std::vector<int> missing_from(int32_t set, OpType type,
+                                const std::function<bool(int)>& submitted) const;
   // The members that have not submitted the entry (joined ranks included), for
   // Response::not_submitted.
   std::vector<int64_t> not_submitted(const Entry& entry) const;
   std::string missing_ranks(const Entry& entry) const;
   const Request& description(const Entry& entry) const;
   void mark_if_ready(const Key& key, Entry& entry);
+  void mark_if_ready(Hits& hits);
+  // Marks the slots that hit_run() completed (it leaves them to this, once a cycle).
+  void mark_ready_hits();
+  // The slot of an encoded hit's id, made from the cached request on its first hit.
+  Hits& hits_for(uint32_t hit);
+  // Starts counting `hits` for this cycle; false if its name must go the full way.
+  bool open(Hits& hits);
+  // Moves the slot's submissions into table_ (as full requests) and frees it.
+  void to_table(Hits& hits);
+  // Moves the pending slots for which move(slot) holds into table_.
+  void to_table_where(const std::function<bool(const Hits&)>& move);
+  // Frees the slots (their bits, in one pass over the ranks).
+  void close(const std::vector<size_t>& slots);
+  bool has(const Hits& hits, int rank) const { return bits_.has(hits.slot, rank); }
+  [[noreturn]] void submitted_twice(int rank, const Hits& hits) const;
+  // Whether a ready slot's response needs the full table: to fail (a removed set, a collective
+  // that cannot run while ranks have joined).
+  bool needs_table(const Hits& hits) const;
+  // Whether joined ranks stood in for some member that did not hit it.
+  bool stood_in(const Hits& hits) const;
+  Response construct_cached(const Hits& hits) const;
+  // Forgets idle slots once there are many more than the cache holds.
+  void prune_hits();
   void record_join(int rank);
   std::optional<Response> reject(int rank, const Request& request) const;
 
@@ -88,7 +144,15 @@ class Negotiator {
   int size_;
   ResponseCache* cache_;
   std::map<Key, Entry> table_;
-  std::vector<Key> ready_order_;
+  std::vector<Ready> ready_order_;
+  std::vector<Hits> hits_;
+  HitBits bits_;
+  std::vector<uint32_t> slot_id_;  // per slot, its id
+  std::vector<uint8_t> fast_;      // per slot: pending in the world set, where runs take no detour
+  std::unordered_map<uint32_t, size_t> slot_of_;  // id -> its slot in hits_
+  std::map<Key, size_t> pending_hits_;            // the pending slots, by name
+  size_t next_slot_ = 0;       // the slot the next hit most likely names (ids come in runs)
+  bool runs_counted_ = false;  // hit_run() counted hits that mark_ready_hits() has not looked at
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::set<int> removed_;                 // ids of removed process sets, for precise errors
@@ -96,7 +160,8 @@ class Negotiator {
   int next_set_id_ = 1;
   std::vector<bool> shut_down_;
   std::vector<bool> joined_;
-  int joined_total_ = 0;  // how many of joined_ are true
+  std::vector<int> joined_ranks_;  // the ranks for which joined_ is true
+  int joined() const { return static_cast<int>(joined_ranks_.size()); }
   int last_joined_ = -1;
 };
 

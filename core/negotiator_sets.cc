@@ -35,6 +35,7 @@ void Negotiator::change_process_sets(const Entry& entry, Response& response) {
 }
 
 void Negotiator::fail_removed_sets(std::vector<Response>& responses) {
+  to_table_where([&](const Hits& h) { return removed_.contains(h.key.first); });
   for (auto it = table_.begin(); it != table_.end();) {
     if (!removed_.contains(it->first.first)) {
       ++it;
@@ -49,7 +50,7 @@ void Negotiator::fail_removed_sets(std::vector<Response>& responses) {
                   missing_ranks(it->second);
     error.not_submitted = not_submitted(it->second);
     responses.push_back(std::move(error));
-    std::erase(ready_order_, it->first);
+    std::erase_if(ready_order_, [&](const Ready& r) { return r.key == it->first; });
     it = table_.erase(it);
   }
   for (int id : std::exchange(just_removed_, {})) sets_.erase(id);

@@ -2,6 +2,7 @@
 
 #include "base/wire.h"
 #include "cohort/errors.h"
+#include "core/cache_wire.h"
 #include "core/response_cache.h"
 
 namespace cohort {
@@ -10,6 +11,30 @@ namespace {
 // What a control message that does not decode is called in errors: corruption of the runtime's
 // own traffic, an InternalError like every failure of the control channel.
 constexpr std::string_view kMalformed = "malformed control message";
+
+// The first byte of every request and response list: the format this build speaks. Builds before
+// format 2 began with the shutdown flag (0 or 1), so they are told apart too; a list in another
+// format is refused, never misread.
+constexpr uint8_t kFormat = 0xC2;
+
+void check_format(wire::Reader& rd) {
+  uint8_t format = rd.u8();
+  if (format != kFormat) {
+    throw wire::MalformedBytes("format " + std::to_string(format) + ", but this build speaks " +
+                               std::to_string(kFormat) + " (a peer from another build of cohort?)");
+  }
+}
+
+// Which of a response's optional fields follow it on the wire.
+enum ResponseField : uint8_t {
+  kRebind = 1,
+  kError = 2,
+  kFirstDims = 4,
+  kCounts = 8,
+  kParts = 16,
+  kBatches = 32,
+  kNotSubmitted = 64,
+};
 
 template <typename Enum>
 Enum checked_enum(uint8_t raw, int count, const char* what) {
@@ -185,92 +210,110 @@ std::string_view to_string(OpType type) {
 
 std::vector<std::byte> encode(const RequestList& list) {
   wire::Writer w;
+  w.u8(kFormat);
   w.u8(list.shutdown ? 1 : 0);
-  w.u64(list.applied);
-  w.u32s(list.hits);
-  w.u32(static_cast<uint32_t>(list.requests.size()));
+  w.varint(list.applied);
+  write_hits(w, list.hits);
+  w.varint(list.requests.size());
   for (const auto& r : list.requests) write_request(w, r);
   return std::move(w.bytes());
 }
 
 RequestList decode_request_list(std::span<const std::byte> bytes) {
   return wire::decode<InternalError>(bytes, kMalformed, [](wire::Reader& rd) {
+    check_format(rd);
     RequestList list;
     list.shutdown = rd.u8() != 0;
-    list.applied = rd.u64();
-    list.hits = rd.u32s();
-    uint32_t n = rd.u32();
-    for (uint32_t i = 0; i < n; ++i) list.requests.push_back(read_request(rd));
+    list.applied = rd.varint();
+    list.hits = read_hits(rd);
+    for (uint64_t n = rd.varcount("a list of requests"); n > 0; --n) {
+      list.requests.push_back(read_request(rd));
+    }
     return list;
   });
 }
 
-std::vector<std::byte> encode(const ResponseList& list) {
-  wire::Writer w;
-  w.u8(list.shutdown ? 1 : 0);
-  w.str(list.abort_reason);
-  w.u32s(list.evicted);
-  w.u32(static_cast<uint32_t>(list.responses.size()));
-  for (const auto& r : list.responses) {
-    w.u8(static_cast<uint8_t>(r.kind));
-    w.u8(static_cast<uint8_t>(r.type));
-    w.u32(static_cast<uint32_t>(r.names.size()));
-    for (size_t i = 0; i < r.names.size(); ++i) {
-      uint32_t id = i < r.cache_ids.size() ? r.cache_ids[i] : 0;
-      w.u32(id);
-      if (name_travels(id)) w.str(r.names[i]);
-    }
-    w.str(r.error);
-    w.i32(r.process_set);
-    w.i32(r.device);
-    w.i64s(r.first_dims);
-    w.u8(static_cast<uint8_t>(r.dtype));
-    w.u8(static_cast<uint8_t>(r.reduce_op));
-    w.i64s(r.counts);
-    w.i64s(r.parts);
-    write_batches(w, r.batches);
-    w.i32(r.last_joined);
-    w.u8(r.rebind ? 1 : 0);
-    w.i64s(r.not_submitted);
-  }
-  return std::move(w.bytes());
+namespace {
+
+uint8_t fields_of(const Response& r) {
+  bool counts = !counts_known(r);  // else the receiver's CacheView rebuilds counts and parts
+  return (r.rebind ? kRebind : 0) | (r.error.empty() ? 0 : kError) |
+         (r.first_dims.empty() ? 0 : kFirstDims) | (counts && !r.counts.empty() ? kCounts : 0) |
+         (counts && !r.parts.empty() ? kParts : 0) | (r.batches.empty() ? 0 : kBatches) |
+         (r.not_submitted.empty() ? 0 : kNotSubmitted);
 }
 
-namespace {
+void write_response(wire::Writer& w, const Response& r) {
+  w.u8(static_cast<uint8_t>(r.kind));
+  w.u8(static_cast<uint8_t>(r.type));
+  write_names(w, r);
+  uint8_t fields = fields_of(r);
+  w.u8(fields);
+  w.i32(r.process_set);
+  w.i32(r.device);
+  w.u8(static_cast<uint8_t>(r.dtype));
+  w.u8(static_cast<uint8_t>(r.reduce_op));
+  w.i32(r.last_joined);
+  if (fields & kError) w.str(r.error);
+  if (fields & kFirstDims) w.i64s(r.first_dims);
+  if (fields & kCounts) w.i64s(r.counts);
+  if (fields & kParts) w.i64s(r.parts);
+  if (fields & kBatches) write_batches(w, r.batches);
+  if (fields & kNotSubmitted) w.i64s(r.not_submitted);
+}
+
 Response read_response(wire::Reader& rd) {
   Response r;
   r.kind = checked_enum<Response::Kind>(rd.u8(), 4, "response kind");
   r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
-  uint32_t names = rd.u32();
-  for (uint32_t j = 0; j < names; ++j) {
-    uint32_t id = rd.u32();
-    r.cache_ids.push_back(id);
-    r.names.push_back(name_travels(id) ? rd.str() : std::string());
-  }
-  r.error = rd.str();
+  read_names(rd, r);
+  uint8_t fields = rd.u8();
   r.process_set = rd.i32();
   r.device = rd.i32();
-  r.first_dims = non_negative(rd.i64s(), "first dimensions");
   r.dtype = checked_enum<DataType>(rd.u8(), kNumDataTypes, "data type");
   r.reduce_op = checked_enum<ReduceOp>(rd.u8(), kNumReduceOps, "reduce op");
-  r.counts = non_negative(rd.i64s(), "element counts");
-  r.parts = non_negative(rd.i64s(), "tensor counts");
-  r.batches = read_batches(rd);
   r.last_joined = rd.i32();
-  r.rebind = rd.u8() != 0;
-  r.not_submitted = non_negative(rd.i64s(), "ranks that did not submit");
+  r.rebind = (fields & kRebind) != 0;
+  if (fields & kError) r.error = rd.str();
+  if (fields & kFirstDims) r.first_dims = non_negative(rd.i64s(), "first dimensions");
+  if (fields & kCounts) r.counts = non_negative(rd.i64s(), "element counts");
+  if (fields & kParts) r.parts = non_negative(rd.i64s(), "tensor counts");
+  if (fields & kBatches) r.batches = read_batches(rd);
+  if (fields & kNotSubmitted) {
+    r.not_submitted = non_negative(rd.i64s(), "ranks that did not submit");
+  }
   return r;
 }
+
 }  // namespace
+
+std::vector<std::byte> encode(const ResponseList& list) {
+  wire::Writer w;
+  w.u8(kFormat);
+  w.u8(list.shutdown ? 1 : 0);
+  w.str(list.abort_reason);
+  w.varint(list.evicted.size());
+  for (uint32_t id : list.evicted) w.varint(id);
+  w.varint(list.responses.size());
+  for (const auto& r : list.responses) write_response(w, r);
+  return std::move(w.bytes());
+}
 
 ResponseList decode_response_list(std::span<const std::byte> bytes) {
   return wire::decode<InternalError>(bytes, kMalformed, [](wire::Reader& rd) {
+    check_format(rd);
     ResponseList list;
     list.shutdown = rd.u8() != 0;
     list.abort_reason = rd.str();
-    list.evicted = rd.u32s();
-    uint32_t n = rd.u32();
-    for (uint32_t i = 0; i < n; ++i) list.responses.push_back(read_response(rd));
+    for (uint64_t n = rd.varcount("a list of evicted ids"); n > 0; --n) {
+      uint64_t id = rd.varint();
+      if (id == 0 || id > UINT32_MAX)
+        throw wire::MalformedBytes("evicted id " + std::to_string(id));
+      list.evicted.push_back(static_cast<uint32_t>(id));
+    }
+    for (uint64_t n = rd.varcount("a list of responses"); n > 0; --n) {
+      list.responses.push_back(read_response(rd));
+    }
     return list;
   });
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "cohort/errors.h"
+#include "core/cache_wire.h"
 
 namespace cohort {
 namespace {
@@ -15,12 +16,6 @@ constexpr uint32_t kLastId = kIntroduced - 1;
 // A worker's hit is the id shifted left, its lowest bit saying whether the buffer changed.
 uint32_t encode_hit(uint32_t id, bool buffer_changed) {
   return (id << 1) | (buffer_changed ? 1 : 0);
-}
-uint32_t hit_id(uint32_t hit) {
-  return hit >> 1;
-}
-bool hit_buffer_changed(uint32_t hit) {
-  return (hit & 1) != 0;
 }
 
 // Stored requests keep buffer_changed false, so the common case compares without a copy.
@@ -91,6 +86,15 @@ const Request* ResponseCache::find(uint32_t id) const {
   return nullptr;
 }
 
+std::optional<uint32_t> ResponseCache::hit(const Request& request) const {
+  if (!cacheable(request)) return std::nullopt;
+  auto it = by_name_.find(request.name);
+  if (it == by_name_.end() || !same_parameters(live_.at(it->second).request, request)) {
+    return std::nullopt;
+  }
+  return encode_hit(it->second, request.buffer_changed);
+}
+
 Request ResponseCache::request_for(uint32_t hit) const {
   const Request* cached = find(hit_id(hit));
   if (!cached) {
@@ -115,6 +119,9 @@ void ResponseCache::acknowledge(int rank, uint64_t applied) {
   applied_.at(static_cast<size_t>(rank)) = applied;
   // Rank 0 itself applies every list as it sends it.
   applied_[0] = sequence_;
+  // Every rank's list would make this quadratic in the ranks: look only when there is something
+  // to forget.
+  if (retired_.empty()) return;
   uint64_t everywhere = *std::min_element(applied_.begin(), applied_.end());
   retired_.erase(retired_.begin(), retired_.upper_bound(everywhere));
 }
@@ -144,27 +151,57 @@ void CacheView::sent_in_full(const Request& request) {
   stored.buffer_changed = false;
 }
 
+void CacheView::resolve(Response& response) {
+  size_t tensor = 0;  // the first of this name's element counts
+  for (size_t i = 0; i < response.cache_ids.size(); ++i) {
+    uint32_t wire = response.cache_ids[i];
+    uint32_t id = cache_id(wire);
+    std::string& name = response.names[i];
+    // Parts that do not match the names are the executor's to refuse (executor_allreduce.cc).
+    size_t parts = i < response.parts.size() ? static_cast<size_t>(response.parts[i]) : 1;
+    if (id != 0 && introduces(wire)) {
+      auto sent = in_full_.find(name);
+      Known known{name, std::nullopt, {}};
+      if (sent != in_full_.end()) known.request = sent->second;
+      if (tensor + parts <= response.counts.size()) {
+        auto first = response.counts.begin() + static_cast<ptrdiff_t>(tensor);
+        known.counts.assign(first, first + static_cast<ptrdiff_t>(parts));
+      }
+      by_id_[id] = std::move(known);
+      id_of_[name] = id;
+    } else if (id != 0) {
+      auto known = by_id_.find(id);
+      if (known == by_id_.end()) {
+        throw InternalError("rank 0 referred to cached tensor id " + std::to_string(id) +
+                            ", which this rank does not know");
+      }
+      name = known->second.name;
+    }
+    tensor += parts;
+  }
+}
+
+void CacheView::fill_counts(Response& response) const {
+  bool several = false;
+  for (uint32_t wire : response.cache_ids) {
+    const auto& counts = by_id_.at(cache_id(wire)).counts;
+    if (counts.empty()) {
+      throw InternalError("rank 0 sent allreduce '" + by_id_.at(cache_id(wire)).name +
+                          "' without its element counts, which this rank never learned");
+    }
+    response.counts.insert(response.counts.end(), counts.begin(), counts.end());
+    several = several || counts.size() != 1;
+  }
+  if (!several) return;
+  for (uint32_t wire : response.cache_ids) {
+    response.parts.push_back(static_cast<int64_t>(by_id_.at(cache_id(wire)).counts.size()));
+  }
+}
+
 void CacheView::apply(ResponseList& list) {
   for (auto& response : list.responses) {
-    for (size_t i = 0; i < response.cache_ids.size(); ++i) {
-      uint32_t wire = response.cache_ids[i];
-      uint32_t id = cache_id(wire);
-      std::string& name = response.names[i];
-      if (id != 0 && introduces(wire)) {
-        auto sent = in_full_.find(name);
-        Known known{name, std::nullopt};
-        if (sent != in_full_.end()) known.request = sent->second;
-        by_id_[id] = std::move(known);
-        id_of_[name] = id;
-      } else if (id != 0) {
-        auto known = by_id_.find(id);
-        if (known == by_id_.end()) {
-          throw InternalError("rank 0 referred to cached tensor id " + std::to_string(id) +
-                              ", which this rank does not know");
-        }
-        name = known->second.name;
-      }
-    }
+    resolve(response);
+    if (response.counts.empty() && counts_known(response)) fill_counts(response);
     for (const auto& name : response.names) in_full_.erase(name);
   }
   // Last: an id may be introduced and evicted by the same list.

@@ -10,10 +10,13 @@
 // sent in full and renegotiated. An evicted id stays known to rank 0 until every rank has applied
 // the response list that evicted it, so an id already on its way is never misread.
 //
-// This file is the protocol's one home: the ids and how they travel (in a Response, with the bit
-// that says whether the name follows; in a RequestList's hits, with the bit that says whether the
-// submission's buffer changed), and both ends of it. The encoders (core/request.cc), the
-// negotiator and the roles only pass the numbers along.
+// This file is the protocol's one home: the ids and what they stand for (in a Response, with the
+// bit that says whether the name follows; in a RequestList's hits, with the bit that says whether
+// the submission's buffer changed), and both ends of it; core/cache_wire.h packs them into runs on
+// the wire, and leaves out an allreduce's element counts where every name is a known id (the
+// receiving CacheView learned them when the id was introduced, joined or not). Rank 0 counts hits
+// against their ids without rebuilding requests (Negotiator::hit); the roles only pass the
+// numbers along.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +44,7 @@ bool name_travels(uint32_t wire);
 class ResponseCache {
  public:
   ResponseCache(size_t capacity, int size);
+  size_t capacity() const { return capacity_; }
 
   // The id under which `request` (as every rank described it) is cached from now on: its current
   // id, or a new one, replacing an entry of the same name with other parameters and evicting the
@@ -49,11 +53,17 @@ class ResponseCache {
   // The request cached under `id`, including evicted ids some rank may not know are gone yet;
   // nullptr if unknown (a broken peer).
   const Request* find(uint32_t id) const;
+  // The live id cached for `request` with the same parameters, as Negotiator::hit takes it (the
+  // id shifted left, the lowest bit whether the buffer changed), if any: rank 0's own hits.
+  std::optional<uint32_t> hit(const Request& request) const;
   // Ids evicted since the last call, to announce in the next response list.
   std::vector<uint32_t> take_evicted();
   // The request a worker's cache hit (RequestList::hits) stands for. Throws InternalError for an
   // id rank 0 does not know (a broken peer).
   Request request_for(uint32_t hit) const;
+  // The id of an encoded hit, and whether that submission's buffer changed.
+  static uint32_t hit_id(uint32_t hit) { return hit >> 1; }
+  static bool hit_buffer_changed(uint32_t hit) { return (hit & 1) != 0; }
   // Rank 0 is about to send response list number `sequence` (counting from 1).
   void sent(uint64_t sequence) { sequence_ = sequence; }
   // Rank 0 is about to send `list`, the next response list: it announces the ids evicted since
@@ -102,7 +112,12 @@ class CacheView {
   struct Known {
     std::string name;
     std::optional<Request> request;  // absent where this rank did not submit it (it had joined)
+    std::vector<int64_t> counts;     // an allreduce's element counts, one per tensor
   };
+  // Learns the ids `response` introduces, and resolves the names of those it knows.
+  void resolve(Response& response);
+  // Rebuilds the element counts (and parts) of an allreduce whose counts did not travel.
+  void fill_counts(Response& response) const;
   std::unordered_map<uint32_t, Known> by_id_;
   std::unordered_map<std::string, uint32_t> id_of_;
   std::unordered_map<std::string, Request> in_full_;

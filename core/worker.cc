@@ -1,5 +1,6 @@
 #include "core/worker.h"
 
+#include <string>
 #include <utility>
 
 #include "cohort/errors.h"
@@ -28,7 +29,12 @@ void Worker::send(std::vector<Request> fresh, bool shutdown) {
 }
 
 bool Worker::apply(const ControlMessage& message) {
-  ResponseList list = decode_response_list(message.payload);
+  ResponseList list;
+  try {
+    list = decode_response_list(message.payload);
+  } catch (const InternalError& e) {
+    throw InternalError("rank 0 sent a " + std::string(e.what()));
+  }
   if (!list.abort_reason.empty()) throw InternalError(list.abort_reason);
   cache_view_.apply(list);
   return executor_.execute(list);

@@ -125,7 +125,9 @@ def page(coord, fanin, rdv, agents, a):
     import datetime
     when = "quick run" if a.quick else datetime.date.today().isoformat()
     parts = [PAGE_HEAD.format(when=when, cores=a.cores, load=a.load)]
-    parts.append(coordinator_section(coord))
+    if a.note:
+        parts.append(a.note + "\n")
+    parts.append(coordinator_section(coord, a.before))
     parts.append(fanin_section(fanin))
     parts.append(rendezvous_section(rdv))
     parts.append(agents_section(agents))
@@ -140,7 +142,25 @@ def slopes(points):
         f", N^{tail[1]:.2f} over the three largest" if tail else "")
 
 
-def coordinator_section(coord):
+def before_after(before, coord):
+    """The cached rows of a previous build's table beside this one's, where both have the size."""
+    now = {(r["scenario"], r["ranks"]): r for r in coord}
+    out = ["", "Before and after the cached fast path (issue 31 part 2), the two builds run one "
+           "after the other on the same machine:", "",
+           "| scenario | ranks | cpu_us_cycle before | after | bytes_cycle before | after |",
+           "|---|---|---|---|---|---|"]
+    for b in before:
+        r = now.get((b["scenario"], b["ranks"]))
+        if not r:
+            continue
+        out.append(f"| {b['scenario']} | {b['ranks']:.0f} | {fmt(b['cpu_us_cycle'])} | "
+                   f"{fmt(r['cpu_us_cycle'])} | "
+                   f"{fmt(b['recv_bytes_cycle'] + b['sent_bytes_cycle'])} | "
+                   f"{fmt(r['recv_bytes_cycle'] + r['sent_bytes_cycle'])} |")
+    return "\n".join(out)
+
+
+def coordinator_section(coord, before=None):
     out = ["""## 1. Rank 0's negotiation (`coordinator_bench`)
 
 `build/bin/coordinator_bench` drives rank 0's real per-cycle code, `Coordination`
@@ -172,16 +192,30 @@ the others go on).
         peers = top["ranks"] - 1
         out.append(f"\nPer peer and cached cycle, rank 0 receives "
                    f"{top['recv_bytes_cycle'] / peers:.0f} bytes and sends "
-                   f"{top['sent_bytes_cycle'] / peers:.0f} (the ids, and each tensor's element "
-                   f"count that a joined rank needs): the bytes are exactly linear in N.")
+                   f"{top['sent_bytes_cycle'] / peers:.0f}, frame headers included (the ids as "
+                   f"runs; element counts travel only with an id's introduction): the bytes are "
+                   f"exactly linear in N.")
+    if before:
+        out.append(before_after(before, coord))
     out.append("""
 Found and fixed on the way: `Negotiator::mark_if_ready` scanned every member on every
 submission to see whether a name was ready, which made a cycle quadratic in N (cached, 1,024
 ranks: 1.88 s a cycle). It now scans only once the submissions and joined ranks can add up to
 the set's size (1,024 ranks: 0.098 s; measured with `coordinator_bench --max-ranks 1024
 --min-seconds 0.05 --scenarios cached` before and after, same machine, same load). What remains
-is linear in N per tensor: every rank's cache hit becomes a full `Request` copy in a per-name
-table of N slots (`Negotiator::Entry::by_rank`), and the response goes to N-1 peers.
+was linear in N per tensor: every rank's cache hit became a full `Request` copy in a per-name
+table of N slots (`Negotiator::Entry::by_rank`).
+
+Part 2, the cached fast path: rank 0 counts a hit against its cache id, a bit per rank in a table
+whose rows are ranks (`core/hit_bits.h`, `core/negotiator_hits.cc`), so one rank's run of hits on
+consecutive ids is a few word operations; once a cycle it marks the ids every member hit, and
+answers each once from the cached request. Whatever needs the requests one by one (a name sent in
+full, a mismatch, a joined rank's or a non-member's hit, a removed set, an expired stall, a
+shutdown) moves that id's bits into the full table and goes the old way. On the wire (format
+0xC2, `core/cache_wire.h`) a rank's hits and rank 0's cached names are runs of consecutive ids,
+and an allreduce of known ids leaves out its element counts, which every rank's view learned with
+the id. What remains per cycle: decoding one small message per rank and its run (about 0.3 µs a
+rank here), and a constant for rank 0's own 200 submissions, fusion and the response.
 """)
     return "\n".join(out)
 
@@ -337,11 +371,15 @@ rank 0 receives N-1 request lists and sends N-1 response lists a cycle.
     out.append("\n### Issue 31's goals\n")
     out.extend(verdicts)
     out.append("""
-Why the star misses them, and what part 2 changes: a cached cycle still costs rank 0 one
-message from and to every rank, each hit turned into a full `Request` in a per-name table of N
-slots, so its CPU and bytes grow with N and cannot reach 200 µs or 64 KiB at 4,096 ranks by
-tuning; Horovod's answer, the cached steady state as one bit-vector allreduce over the data
-plane, or a hierarchy (a leader per host, so rank 0's fan-in is the number of hosts) is needed.
+Why the star still misses them after part 2's cached fast path: a cached cycle costs rank 0 one
+message from and one to every rank. However small the messages (about 12 bytes in and 38 out per
+peer with their frames), bytes per cycle are at least N x (frame + a run of ids), about 200 KB at
+4,096 ranks against 64 KiB; and CPU is at least N x (decoding a message + a run), about 0.3 µs a
+rank here, over 1 ms at 4,096 against 200 µs. Rank 0's CPU now grows linearly. Meeting the goals
+needs a hierarchy: with a leader per host that ANDs its ranks' hits (shared memory) and sends one
+message, rank 0's fan-in is the number of hosts (4,096 ranks on 512 hosts of 8: 512 messages,
+about 25 KB and, at today's per-message cost, about 0.2 ms a cycle), or the cached steady state
+as one bit-vector allreduce over the data plane (Horovod's answer).
 The built-in server met its goal in part 2 (section 3: an event loop instead of a thread per
 connection, and the launcher reading only the check-ins that arrived).
 """)
@@ -356,6 +394,9 @@ def main():
     ap.add_argument("--load", default="?")
     ap.add_argument("--cores", default="?")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--note", default="", help="a paragraph after the page's head")
+    ap.add_argument("--before", type=pathlib.Path,
+                    help="a previous build's coordinator.txt, shown beside this one's")
     a = ap.parse_args()
     coord = table(a.tables / "coordinator.txt",
                   ["scenario", "ranks", "cycles", "cpu_us_cycle", "recv_bytes_cycle",
@@ -366,6 +407,9 @@ def main():
                 ["workers", "procs", "first_ms", "first_cpu_ms", "after_death_ms",
                  "after_cpu_ms"])
     agents = table(a.tables / "agents.txt", ["agents", "first_ms", "from_last_ms"])
+    if a.before:
+        a.before = table(a.before, ["scenario", "ranks", "cycles", "cpu_us_cycle",
+                                    "recv_bytes_cycle", "sent_bytes_cycle"])
     scenarios = list(dict.fromkeys(r["scenario"] for r in coord))
     plot(a.img / "scale-coordinator-cpu.svg", "rank 0 CPU per cycle (coordinator_bench)",
          "CPU µs per cycle",

@@ -161,20 +161,20 @@ TEST_CASE("lengths that fit are read whole, including the largest and empty ones
 }
 
 TEST_CASE("hostile list counts in request and response lists allocate no more than they hold") {
-  RequestList requests;
-  requests.requests.push_back(Request{.name = "t", .shape = {3}});
-  auto bytes = encode(requests);
-  // hits: a count of 2^30 after shutdown (1) and applied (8).
-  auto hostile = bytes;
-  hostile[1 + 8 + 3] = std::byte{0x40};
-  CHECK_THAT(refusal([&] { decode_request_list(hostile); }),
-             Catch::Matchers::Contains("a list of 1073741824 numbers"));
+  // Hit runs: a count of 2^30 after the format, shutdown and applied.
+  wire::Writer hostile;
+  hostile.u8(0xC2);
+  hostile.u8(0);
+  hostile.varint(0);
+  hostile.varint(uint64_t{1} << 30);
+  CHECK_THAT(refusal([&] { decode_request_list(bytes_of(hostile)); }),
+             Catch::Matchers::Contains("a list of hit runs of 1073741824 items"));
 
   ResponseList responses;
   responses.abort_reason = "x";
   auto rbytes = encode(responses);
   auto hostile_reason = rbytes;
-  hostile_reason[1 + 3] = std::byte{0x10};  // the abort reason claims 256 MiB
+  hostile_reason[2 + 3] = std::byte{0x10};  // after format and shutdown: it claims 256 MiB
   CHECK_THAT(refusal([&] { decode_response_list(hostile_reason); }),
              Catch::Matchers::Contains("a string of 268435457 bytes"));
 }

@@ -88,8 +88,8 @@ TEST_CASE("corrupt messages raise instead of reading out of bounds") {
   trailing.push_back(std::byte{0});
   CHECK_THROWS_AS(decode_request_list(trailing), InternalError);
   auto bad_enum = bytes;
-  // The op type after shutdown, applied, no hits, count, name.
-  bad_enum[1 + 8 + 8 + 4 + 8 + 6] = std::byte{200};
+  // The op type after the format, shutdown, applied, no hit runs, count (varints), name.
+  bad_enum[1 + 1 + 1 + 1 + 1 + 8 + 6] = std::byte{200};
   CHECK_THROWS_WITH(decode_request_list(bad_enum), Catch::Matchers::Contains("bad op type"));
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("cached names travel as ids and resolve through the cache view") {
   uint32_t wire = cache.put(a);
   REQUIRE(introduces(wire));
   ResponseList list;
-  list.responses.push_back({.names = {"a"}, .cache_ids = {wire}});
+  list.responses.push_back({.names = {"a"}, .cache_ids = {wire}, .counts = {4}});
   ResponseList back = decode_response_list(encode(list));
   view.apply(back);
   REQUIRE(view.hit(a) == cache_id(wire));
@@ -114,8 +114,10 @@ TEST_CASE("cached names travel as ids and resolve through the cache view") {
   auto bytes = encode(list);
   back = decode_response_list(bytes);
   CHECK(back.responses[0].names[0].empty());
+  CHECK(back.responses[0].counts.empty());  // the view learned them with the id
   view.apply(back);
   CHECK(back.responses[0].names[0] == "a");
+  CHECK(back.responses[0].counts == std::vector<int64_t>{4});
   CHECK(bytes.size() < encode(ResponseList{.responses = {{.names = {"a"}}}}).size() + 1);
 
   // Other parameters under the same name are a miss, and never reuse the old id.

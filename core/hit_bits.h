@@ -1,0 +1,39 @@
+// Rank 0's table of cache hits (core/negotiator_hits.cc): for each slot (a cached id with
+// submissions in flight) a bit per rank and their count. Rows are ranks, so that one rank's run
+// of hits on consecutive slots is a few word operations, and the counts sit side by side.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace cohort {
+
+class HitBits {
+ public:
+  explicit HitBits(int ranks) : ranks_(ranks) {}
+
+  // Makes room for slots [0, slots), keeping every bit.
+  void reserve(size_t slots);
+  size_t slots() const { return counts_.size(); }
+
+  bool has(size_t slot, int rank) const {
+    return (rows_[row(rank) + slot / 64] >> (slot % 64)) & 1;
+  }
+  int count(size_t slot) const { return counts_[slot]; }
+  // Sets `rank`'s bits of slots [first, first + n) and counts them; if any was set already,
+  // sets nothing and returns the first such slot's offset from `first`, else n.
+  size_t set(int rank, size_t first, size_t n);
+  // Clears every rank's bits of `slots`: one pass over the rows.
+  void clear(const std::vector<size_t>& slots);
+
+ private:
+  size_t row(int rank) const { return static_cast<size_t>(rank) * stride_; }
+
+  int ranks_;
+  size_t stride_ = 0;  // words per rank
+  std::vector<uint64_t> rows_;
+  std::vector<int> counts_;
+};
+
+}  // namespace cohort
