@@ -47,9 +47,13 @@ class ControlChannel {
   static ControlChannel alone();
   // Rank 0, step 1: listen on `host` (an ephemeral port). address() is what workers connect to.
   // `label` names the channel in errors ("control", "heartbeat").
+  // Raises the soft RLIMIT_NOFILE to the hard limit when the star's descriptors need it; throws
+  // InvalidArgument naming the limit when even the hard one is too low (nothing is opened then).
   static ControlChannel listen(const std::string& host, int size, std::string token,
                                std::string label = "control");
   std::string address() const;
+  // The job token a worker's hello must carry (rank 0 publishes it beside the address).
+  const std::string& token() const { return token_; }
   // Rank 0, step 2: accept one authenticated connection from every other rank within `timeout`.
   // Connections are served concurrently: each must send a valid hello (its rank and the job
   // token) within kHelloTimeout (or `timeout`, if shorter), or it is dropped with a rate-limited
