@@ -1,6 +1,7 @@
 #include "core/control_channel.h"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "base/cancellation.h"
+#include "base/fd_limit.h"
 #include "base/framed_socket.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -65,17 +67,20 @@ bool same_token(const std::string& a, const std::string& b) {
 ControlChannel ControlChannel::alone() {
   ControlChannel ch;
   ch.size_ = 1;
-  ch.wake_fd_ = make_wake_fd();
+  ch.open_events();
   return ch;
 }
 
 ControlChannel ControlChannel::listen(const std::string& host, int size, std::string token,
                                       std::string label) {
+  // Beside a connection per rank: the listener, the eventfd and the epoll set.
+  reserve_descriptors(static_cast<size_t>(size) + 2, "rank 0's " + label + " connections to " +
+                                                         std::to_string(size - 1) + " ranks");
   ControlChannel ch;
   ch.size_ = size;
   ch.label_ = std::move(label);
   ch.token_ = std::move(token);
-  ch.wake_fd_ = make_wake_fd();
+  ch.open_events();
   int port = 0;
   ch.listener_ = as_internal("cannot listen for " + ch.label_ + " connections", [&] {
     // Room in the queue for strays beside every rank: a full queue would stall ranks' connects.
@@ -213,6 +218,7 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
   }
   net::set_nodelay(h.fd.get());
   peers_[rank].fd = std::move(h.fd);
+  watch(static_cast<size_t>(rank));
   ++connected;
   return true;
 }
@@ -240,7 +246,7 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
   ControlChannel ch;
   ch.size_ = size;
   ch.label_ = std::move(label);
-  ch.wake_fd_ = make_wake_fd();
+  ch.open_events();
   ch.peers_.resize(1);
   ch.peers_[0].rank = 0;
   ch.rank_ = rank;
@@ -262,18 +268,43 @@ ControlChannel ControlChannel::connect(int rank, int size, const std::string& ad
     throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
                         ": " + e.what());
   }
+  ch.watch(0);
   return ch;
 }
 
+void ControlChannel::open_events() {
+  wake_fd_ = make_wake_fd();
+  epoll_ =
+      as_internal("cannot watch " + label_ + " connections", [] { return EpollSet::create(); });
+  as_internal("cannot watch " + label_ + " connections",
+              [&] { epoll_.add(wake_fd_.get(), EPOLLIN | EPOLLET, kWakeTag); });
+}
+
+void ControlChannel::watch(size_t index) {
+  as_internal(
+      "cannot watch the " + label_ + " connection to rank " + std::to_string(peers_[index].rank),
+      [&] {
+        epoll_.add(peers_[index].fd.get(), EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, index);
+      });
+}
+
+void ControlChannel::close_connection(Peer& p) {
+  epoll_.remove(p.fd.get());
+  p.fd.reset();
+}
+
 ControlChannel::Peer& ControlChannel::peer(int rank) {
-  for (auto& p : peers_) {
+  // Rank 0 holds every rank at its index; any other rank holds rank 0 alone.
+  size_t index = rank_ == 0 ? static_cast<size_t>(rank) : 0;
+  if (rank >= 0 && index < peers_.size()) {
+    Peer& p = peers_[index];
     if (p.rank == rank && p.fd.valid()) return p;
   }
   throw_if_broken();
   throw InternalError("no " + label_ + " connection to rank " + std::to_string(rank));
 }
 
-void ControlChannel::send(int rank, std::vector<std::byte> payload) {
+void ControlChannel::send(int rank, std::span<const std::byte> payload) {
   Peer& p = peer(rank);
   net::append_frame(p.out, payload);
   write_some(p);
@@ -283,7 +314,9 @@ void ControlChannel::write_some(Peer& p) {
   if (p.rings) return write_ring(p);
   while (!p.out.empty()) {
     ssize_t n = ::send(p.fd.get(), p.out.data(), p.out.size(), MSG_NOSIGNAL);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n < 0 && errno == EINTR) continue;
+    // Full: the socket's EPOLLOUT edge brings wait() back to write the rest.
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n < 0) {
       throw InternalError(label_ + " connection to rank " + std::to_string(p.rank) +
                           " broke while sending: " + errno_text());
@@ -292,11 +325,12 @@ void ControlChannel::write_some(Peer& p) {
   }
 }
 
-void ControlChannel::read_socket(Peer& p) {
+void ControlChannel::read_socket(Peer& p, bool to_the_end) {
   std::byte buf[64 * 1024];
   for (;;) {
     ssize_t n = ::recv(p.fd.get(), buf, sizeof buf, 0);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) {
       // Deliver what arrived before the close first; the next wait() reports the break. A reset
       // is a close with our data unread, as when a process dies: the same to the reader.
@@ -304,10 +338,14 @@ void ControlChannel::read_socket(Peer& p) {
       p.broken =
           label_ + " connection to rank " + std::to_string(p.rank) +
           (closed ? " was closed by the peer (did it exit or crash?)" : " broke: " + errno_text());
-      p.fd.reset();
+      ++broken_;
+      close_connection(p);
       break;
     }
     if (!p.rings) p.in.insert(p.in.end(), buf, buf + n);
+    // Less than asked for: TCP gave all it had, and bytes that come later raise a new edge. A
+    // close that came with these bytes raised none of its own: it takes the read to the end.
+    if (!to_the_end && static_cast<size_t>(n) < sizeof buf) break;
   }
 }
 
@@ -334,6 +372,7 @@ void ControlChannel::wake() {
 }
 
 void ControlChannel::throw_if_broken() const {
+  if (broken_ == 0) return;
   for (const auto& p : peers_) {
     if (!p.broken.empty()) throw InternalError(p.broken);
   }
@@ -343,49 +382,50 @@ std::vector<ControlMessage> ControlChannel::wait(std::chrono::microseconds timeo
   throw_if_broken();
   if (timeout.count() > 0 && spin_for_rings(std::min(timeout, spin_))) timeout = {};
   if (timeout.count() > 0 && !rings_sleep()) timeout = {};
-  std::vector<pollfd> fds{{wake_fd_.get(), POLLIN, 0}};
-  std::vector<Peer*> polled;
-  for (auto& p : peers_) {
-    if (!p.fd.valid()) continue;
-    bool sending = !p.rings && !p.out.empty();
-    fds.push_back({p.fd.get(), static_cast<short>(POLLIN | (sending ? POLLOUT : 0)), 0});
-    polled.push_back(&p);
-  }
-  // ppoll, not poll: the cycle time's batching windows are shorter than a millisecond.
-  auto us = std::max<int64_t>(timeout.count(), 0);
-  timespec ts{static_cast<time_t>(us / 1'000'000), static_cast<long>(us % 1'000'000) * 1000};
-  int rc = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+  auto events = as_internal(label_ + " sockets", [&] { return epoll_.wait(timeout); });
   rings_awake();
-  if (rc < 0 && errno != EINTR) {
-    throw InternalError("poll on " + label_ + " sockets: " + errno_text());
-  }
-  if (rc > 0 && (fds[0].revents & POLLIN)) clear_wake();
   std::vector<ControlMessage> messages;
-  for (size_t i = 0; i < polled.size(); ++i) {
-    Peer& p = *polled[i];
-    short ev = rc > 0 ? fds[i + 1].revents : 0;
-    if (ev & POLLOUT) write_some(p);
-    if (ev & (POLLIN | POLLHUP | POLLERR)) read_socket(p);
-    if (p.rings) {
-      write_ring(p);
-      read_ring(p);
+  for (const epoll_event& e : events) {
+    if (e.data.u64 == kWakeTag) {
+      clear_wake();
+      continue;
     }
+    Peer& p = peers_[e.data.u64];
+    if (p.fd.valid()) serve(p, e.events, messages);
+  }
+  for (size_t index : ring_peers_) {
+    Peer& p = peers_[index];
+    // A peer whose connection broke in this wait may have left messages in its ring.
+    if (!p.rings || (!p.fd.valid() && p.broken.empty())) continue;
+    write_ring(p);
+    read_ring(p);
     take_messages(p, messages);
   }
   if (messages.empty()) throw_if_broken();
   return messages;
 }
 
+void ControlChannel::serve(Peer& p, uint32_t events, std::vector<ControlMessage>& messages) {
+  if (events & EPOLLOUT) write_some(p);
+  if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+    read_socket(p, (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+  }
+  if (!p.rings) take_messages(p, messages);  // a ring peer's come with the rings', below
+}
+
 void ControlChannel::close_peers() {
   listener_.reset();
-  for (auto& p : peers_) p.fd.reset();
+  for (auto& p : peers_) close_connection(p);
 }
 
 void ControlChannel::drop(int rank) {
-  for (auto& p : peers_) {
-    if (p.rank != rank) continue;
-    p = Peer{};
-  }
+  size_t index = rank_ == 0 ? static_cast<size_t>(rank) : 0;
+  if (rank < 0 || index >= peers_.size() || peers_[index].rank != rank) return;
+  Peer& p = peers_[index];
+  if (!p.broken.empty()) --broken_;
+  close_connection(p);
+  p = Peer{};
+  p.rank = rank;  // known, and not connected
 }
 
 void ControlChannel::flush(milliseconds timeout) {
@@ -402,7 +442,7 @@ void ControlChannel::flush(milliseconds timeout) {
           throw InternalError("timed out sending " + label_ + " messages to rank " +
                               std::to_string(p.rank));
         }
-        if (p.rings) read_socket(p);
+        if (p.rings) read_socket(p, true);
         if (!p.broken.empty()) throw InternalError(p.broken);
       }
     } catch (const InternalError&) {

@@ -2,9 +2,19 @@
 // used for requests and responses (the data itself moves over Gloo or MPI).
 //
 // Why not negotiate over the backend like Horovod: a blocking Open MPI call spins a core, and a
-// Gloo wait cannot be woken by a local submission. Here the background thread sleeps in poll() on
+// Gloo wait cannot be woken by a local submission. Here the background thread sleeps in epoll on
 // its sockets and an eventfd, so an idle runtime costs nothing, a new request is sent the moment
 // it is submitted, and a peer that dies is seen at once as a closed socket.
+//
+// Rank 0 holds a connection per rank, so a wake-up must cost what is ready, not N: every
+// connection is registered once, when it is accepted, in an edge-triggered epoll set (EPOLLIN,
+// EPOLLOUT, EPOLLRDHUP) and never modified. Edge-triggered because a socket's readiness then
+// needs no bookkeeping: a socket that cannot take all of a message raises its EPOLLOUT edge once it
+// has room, with no epoll_ctl to ask for it and none to stop asking. The price is that whoever
+// hears an edge drains it: a read goes on until EAGAIN, a write until the queue is empty or the
+// socket is full. One wait() takes every event that is ready (the buffer has a slot per
+// connection). Peers are indexed by rank, so send() finds its peer in O(1), and a broken
+// connection is counted, so wait() looks for it only when there is one.
 #pragma once
 
 #include <atomic>
@@ -12,9 +22,11 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "base/epoll_set.h"
 #include "base/fd.h"
 #include "base/spin_policy.h"
 #include "core/control_ring.h"
@@ -35,9 +47,13 @@ class ControlChannel {
   static ControlChannel alone();
   // Rank 0, step 1: listen on `host` (an ephemeral port). address() is what workers connect to.
   // `label` names the channel in errors ("control", "heartbeat").
+  // Raises the soft RLIMIT_NOFILE to the hard limit when the star's descriptors need it; throws
+  // InvalidArgument naming the limit when even the hard one is too low (nothing is opened then).
   static ControlChannel listen(const std::string& host, int size, std::string token,
                                std::string label = "control");
   std::string address() const;
+  // The job token a worker's hello must carry (rank 0 publishes it beside the address).
+  const std::string& token() const { return token_; }
   // Rank 0, step 2: accept one authenticated connection from every other rank within `timeout`.
   // Connections are served concurrently: each must send a valid hello (its rank and the job
   // token) within kHelloTimeout (or `timeout`, if shorter), or it is dropped with a rate-limited
@@ -73,8 +89,9 @@ class ControlChannel {
   ~ControlChannel() = default;
 
   // Queues a message for `peer` and writes as much as the socket takes without blocking; the
-  // rest is written by later wait() calls.
-  void send(int peer, std::vector<std::byte> payload);
+  // rest is written by later wait() calls. Allocates nothing once the peer's queue has grown to
+  // the size of its messages.
+  void send(int peer, std::span<const std::byte> payload);
   // Sleeps until messages arrive, wake() is called, or `timeout` passes; returns the messages
   // (possibly none). Throws InternalError when a peer's connection breaks.
   std::vector<ControlMessage> wait(std::chrono::microseconds timeout);
@@ -110,11 +127,21 @@ class ControlChannel {
                     int& connected);
   std::string missing_ranks() const;
 
+  static constexpr uint64_t kWakeTag = ~uint64_t{0};  // the eventfd's tag; a peer's is its index
+  // The eventfd and the epoll set that watches it.
+  void open_events();
+  // Registers peers_[index]'s connection, once it is open.
+  void watch(size_t index);
+  // Closes `p`'s connection (out of the epoll set first).
+  void close_connection(Peer& p);
+  // What an epoll event says about a peer: written, read, and its messages taken.
+  void serve(Peer& p, uint32_t events, std::vector<ControlMessage>& messages);
   Peer& peer(int rank);
   void write_some(Peer& p);
   void write_ring(Peer& p);
-  // What the socket has: a message's bytes, or a ring peer's doorbells (which only wake).
-  void read_socket(Peer& p);
+  // What the socket has: a message's bytes, or a ring peer's doorbells (which only wake). Reads
+  // until EAGAIN `to_the_end`, else until a read comes back short (all an edge asks for).
+  void read_socket(Peer& p, bool to_the_end);
   void read_ring(Peer& p);
   void take_messages(Peer& p, std::vector<ControlMessage>& messages);
   static void ring_doorbell(Peer& p);
@@ -136,9 +163,12 @@ class ControlChannel {
   Fd listener_;
   std::string address_;
   Fd wake_fd_;
+  EpollSet epoll_;  // wake_fd_ and every peer's connection
   // Set by wake() beside the eventfd, for spin_for_rings (shared: the channel moves).
   std::shared_ptr<std::atomic<bool>> woken_ = std::make_shared<std::atomic<bool>>(false);
-  std::vector<Peer> peers_;
+  std::vector<Peer> peers_;         // rank 0: indexed by rank; any other rank: rank 0 alone
+  int broken_ = 0;                  // peers whose connection ended (Peer::broken), not dropped
+  std::vector<size_t> ring_peers_;  // indices in peers_ of the peers with rings
   std::optional<ops::ShmSegment> rings_segment_;
   std::chrono::microseconds spin_{0};
   SpinPolicy spin_policy_;  // used by the thread that waits (the background thread)

@@ -29,12 +29,15 @@ void ControlChannel::use_rings(ops::ShmSegment segment, std::chrono::microsecond
     throw InternalError("the " + label_ + " segment is too small for " + std::to_string(size_) +
                         " ranks");
   }
-  for (auto& p : peers_) {
+  ring_peers_.clear();
+  for (size_t index = 0; index < peers_.size(); ++index) {
+    Peer& p = peers_[index];
     if (p.rank < 0 || p.rank == rank_) continue;
     int worker = rank_ == 0 ? p.rank : rank_;
     ControlRing up(ring_at(segment, worker, true), p.rank);
     ControlRing down(ring_at(segment, worker, false), p.rank);
     p.rings = rank_ == 0 ? Rings{up, down} : Rings{down, up};
+    ring_peers_.push_back(index);
   }
   rings_segment_ = std::move(segment);
   spin_ = spin;
@@ -89,7 +92,8 @@ bool ControlChannel::spin_for_rings(std::chrono::microseconds limit) {
 
 bool ControlChannel::rings_ready() {
   if (woken_->exchange(false, std::memory_order_relaxed)) return true;
-  for (auto& p : peers_) {
+  for (size_t index : ring_peers_) {
+    Peer& p = peers_[index];
     if (!p.rings || !p.fd.valid()) continue;
     if (p.rings->in.readable()) return true;
     if (!p.out.empty() && p.rings->out.writable()) return true;
@@ -99,7 +103,8 @@ bool ControlChannel::rings_ready() {
 
 bool ControlChannel::rings_sleep() {
   bool ready = false;
-  for (auto& p : peers_) {
+  for (size_t index : ring_peers_) {
+    Peer& p = peers_[index];
     if (!p.rings || !p.fd.valid()) continue;
     p.rings->in.reader_sleeps();
     ready = ready || p.rings->in.readable();
@@ -112,7 +117,8 @@ bool ControlChannel::rings_sleep() {
 }
 
 void ControlChannel::rings_awake() {
-  for (auto& p : peers_) {
+  for (size_t index : ring_peers_) {
+    Peer& p = peers_[index];
     if (!p.rings) continue;
     p.rings->in.reader_awake();
     p.rings->out.writer_awake();

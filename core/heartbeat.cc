@@ -26,6 +26,13 @@ std::vector<std::byte> encode(Kind kind, const std::string& reason = {}) {
   return std::move(w.bytes());
 }
 
+std::vector<int> ranks_to_watch(int rank, int size) {
+  if (rank != 0) return {0};
+  std::vector<int> ranks;
+  for (int r = 1; r < size; ++r) ranks.push_back(r);
+  return ranks;
+}
+
 std::string seconds_text(std::chrono::duration<double> d) {
   char text[32];
   std::snprintf(text, sizeof text, d.count() < 1 ? "%.2f" : "%.1f", d.count());
@@ -40,13 +47,9 @@ Heartbeat::Heartbeat(ControlChannel channel, int rank, int size, microseconds ti
       rank_(rank),
       timeout_(timeout),
       interval_(std::max<microseconds>(timeout / 4, microseconds(1))),
-      on_failure_(std::move(on_failure)) {
-  auto now = Clock::now();
-  if (rank == 0) {
-    for (int r = 1; r < size; ++r) watched_.push_back({r, now});
-  } else {
-    watched_.push_back({0, now});
-  }
+      on_failure_(std::move(on_failure)),
+      beat_(encode(Kind::kBeat)),
+      watched_(size, ranks_to_watch(rank, size), Clock::now()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -113,8 +116,9 @@ bool Heartbeat::step() {
     peer_failed(e.what());  // a watched rank's connection closed or broke
     return false;
   }
+  auto now = Clock::now();
   for (const auto& message : messages) {
-    if (!handle(message.peer, message.payload)) return false;
+    if (!handle(message.peer, message.payload, now)) return false;
   }
   {
     MutexLock lock(mutex_);
@@ -144,20 +148,17 @@ bool Heartbeat::step() {
   return true;
 }
 
-bool Heartbeat::handle(int peer, const std::vector<std::byte>& message) {
+bool Heartbeat::handle(int peer, const std::vector<std::byte>& message, Clock::time_point now) {
   wire::Reader r(message);
   auto kind = static_cast<Kind>(r.u8());
-  auto watched = std::find_if(watched_.begin(), watched_.end(),
-                              [&](const Watched& w) { return w.rank == peer; });
-  if (watched == watched_.end()) return true;
+  if (!watched_.watches(peer)) return true;
   switch (kind) {
     case Kind::kBeat:
-      watched->last_heard = Clock::now();
-      watched->heard = true;
+      watched_.heard(peer, now);
       return true;
     case Kind::kGoodbye:
       channel_.drop(peer);
-      watched_.erase(watched);
+      watched_.forget(peer);
       return true;
     case Kind::kFailed:
       peer_failed(r.str());
@@ -181,48 +182,45 @@ void Heartbeat::peer_failed(const std::string& reason) {
 }
 
 void Heartbeat::beat() {
-  auto message = encode(Kind::kBeat);
-  for (const auto& w : watched_) {
+  watched_.for_each([&](int rank) {
     try {
-      channel_.send(w.rank, message);
+      channel_.send(rank, beat_);
     } catch (const InternalError&) {
       // The next wait() reports the broken connection.
     }
-  }
+  });
   next_beat_ = Clock::now() + interval_;
 }
 
 std::optional<std::string> Heartbeat::find_silent() const {
-  auto now = Clock::now();
-  for (const auto& w : watched_) {
-    auto silence = now - w.last_heard;
-    if (silence < timeout_) continue;
-    std::string verdict = "rank " + std::to_string(w.rank) + " has sent no heartbeat for " +
-                          seconds_text(silence) + " s (COHORT_PEER_TIMEOUT_SECONDS)";
-    if (w.heard || w.rank != 0) return verdict + ": it is frozen, overloaded or cut off";
-    // Rank 0 beats only once every rank's heartbeat connection is in: a late rank, not rank 0,
-    // may be the one at fault.
-    return verdict +
-           " since the heartbeat connection opened: it is frozen, overloaded or cut off, or it "
-           "is still waiting for another rank's heartbeat connection (see rank 0's log)";
-  }
-  return std::nullopt;
+  auto w = watched_.oldest();
+  if (!w) return std::nullopt;
+  auto silence = Clock::now() - w->last_heard;
+  if (silence < timeout_) return std::nullopt;
+  std::string verdict = "rank " + std::to_string(w->rank) + " has sent no heartbeat for " +
+                        seconds_text(silence) + " s (COHORT_PEER_TIMEOUT_SECONDS)";
+  if (w->heard || w->rank != 0) return verdict + ": it is frozen, overloaded or cut off";
+  // Rank 0 beats only once every rank's heartbeat connection is in: a late rank, not rank 0,
+  // may be the one at fault.
+  return verdict +
+         " since the heartbeat connection opened: it is frozen, overloaded or cut off, or it "
+         "is still waiting for another rank's heartbeat connection (see rank 0's log)";
 }
 
 microseconds Heartbeat::time_to_next_event() const {
   auto next = next_beat_;
-  for (const auto& w : watched_) next = std::min(next, w.last_heard + timeout_);
+  if (auto w = watched_.oldest()) next = std::min(next, w->last_heard + timeout_);
   auto left = std::chrono::duration_cast<microseconds>(next - Clock::now());
   return std::max(left, microseconds(0));
 }
 
 void Heartbeat::send_to_all(const std::vector<std::byte>& message) {
-  for (const auto& w : watched_) {
+  watched_.for_each([&](int rank) {
     try {
-      channel_.send(w.rank, message);
+      channel_.send(rank, message);
     } catch (const InternalError&) {
     }
-  }
+  });
   try {
     channel_.flush(kNoticeWait);
   } catch (const InternalError&) {

@@ -7,6 +7,11 @@
 // the job: rank 0 tells every rank why, and each rank hands the reason (its verdict) to the
 // runtime, which interrupts its data plane. Heartbeats never go through the data plane, so a
 // collective may legitimately take far longer than the timeout.
+//
+// Rank 0's thread serves N-1 peers, so nothing it does per beat grows with N: the channel wakes it
+// for the sockets that are ready (core/control_channel.h), a beat finds its rank and moves it in
+// the order of silence in O(1), the next deadline is the front of that order (SilenceWatch), and
+// the beats it sends are one encoded message queued to each peer, allocating nothing.
 #pragma once
 
 #include <chrono>
@@ -18,6 +23,7 @@
 
 #include "base/mutex.h"
 #include "core/control_channel.h"
+#include "core/silence_watch.h"
 
 namespace cohort {
 
@@ -43,23 +49,18 @@ class Heartbeat {
   void stop();
 
  private:
-  using Clock = std::chrono::steady_clock;
-  struct Watched {
-    int rank;
-    Clock::time_point last_heard;  // or when watching began
-    bool heard = false;            // a beat has come since the connection opened
-  };
+  using Clock = SilenceWatch::Clock;
 
   void run();
   // One round: waits for messages or the next beat or deadline, then acts on what came.
   // Returns false once the thread is to end.
   bool step();
   // Returns false once the message ended the thread (a failure notice).
-  bool handle(int peer, const std::vector<std::byte>& message);
+  bool handle(int peer, const std::vector<std::byte>& message, Clock::time_point now);
   // A peer's silence, closed connection or failure notice ends the job here.
   void peer_failed(const std::string& reason);
   void beat();
-  // The first watched rank silent for the timeout, described; nullopt if none.
+  // The watched rank silent longest, if silent for the timeout, described; nullopt if none.
   std::optional<std::string> find_silent() const;
   std::chrono::microseconds time_to_next_event() const;
   // Sends `message` to every connected peer, waiting briefly for it to leave; best effort.
@@ -71,8 +72,9 @@ class Heartbeat {
   const std::chrono::microseconds timeout_;
   const std::chrono::microseconds interval_;
   OnFailure on_failure_;
-  std::vector<Watched> watched_;  // heartbeat thread only
-  Clock::time_point next_beat_;   // heartbeat thread only
+  const std::vector<std::byte> beat_;  // the beat message, encoded once
+  SilenceWatch watched_;               // heartbeat thread only
+  Clock::time_point next_beat_;        // heartbeat thread only
 
   Mutex mutex_;
   CondVar verdict_cv_;

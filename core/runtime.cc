@@ -157,6 +157,16 @@ void Runtime::share_control_rings() {
 }
 
 ControlChannel Runtime::connect_star(const std::string& label) {
+  std::optional<ControlChannel> star;
+  if (topology_.size > 1 && topology_.rank == 0 && refusal_.empty()) {
+    try {
+      // Refused (too few file descriptors for the star) before the address is published: the
+      // other ranks hear why instead of waiting for it.
+      star = ControlChannel::listen(config_.hostname, topology_.size, random_token(), label);
+    } catch (const InvalidArgument& e) {
+      refusal_ = e.what();
+    }
+  }
   if (!refusal_.empty()) {
     // Rank 0 cannot start: every rank hears why, rather than that rank 0 closed a connection. The
     // block holds 255 bytes; a longer reason reaches the other ranks cut short.
@@ -168,11 +178,9 @@ ControlChannel Runtime::connect_star(const std::string& label) {
   }
   if (topology_.size == 1) return ControlChannel::alone();
   if (topology_.rank == 0) {
-    std::string token = random_token();
-    auto star = ControlChannel::listen(config_.hostname, topology_.size, token, label);
-    broadcast_string(*backend_, star.address() + " " + token);
-    star.accept_workers(config_.timeout, formation_);
-    return star;
+    broadcast_string(*backend_, star->address() + " " + star->token());
+    star->accept_workers(config_.timeout, formation_);
+    return std::move(*star);
   }
   std::string published = broadcast_string(*backend_, "");
   if (published.starts_with(kRefused)) throw InvalidArgument(published.substr(kRefused.size()));

@@ -3,8 +3,10 @@
 // few forked processes over raw sockets (hello, then frames, as core/control_channel.h's peers
 // speak). Each cycle rank 0 sends every peer a cached ResponseList and waits for every peer's
 // next cached RequestList (200 cache hits each way), as a cached training step does. Measured: the
-// cycle's wall time, rank 0's CPU per cycle (its main thread: the control star), and its
-// heartbeat thread's CPU per second. Run by bench/scale/run.sh; see docs/scaling.md.
+// cycle's wall time, rank 0's CPU per cycle (its main thread: the control star), its heartbeat
+// thread's CPU per second, and the round trip with one peer while the N-2 others are connected
+// and idle (what a wake-up costs beside the sockets that are ready). Run by bench/scale/run.sh;
+// see docs/scaling.md.
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -103,7 +105,11 @@ bool drain(int fd, std::vector<std::byte>* keep) {
   while (open > 0) {
     if (SteadyClock::now() >= next_beat) {
       auto deadline = SteadyClock::now() + interval;
-      for (auto& p : peers) net::write_all(p.heartbeat.get(), view(beat), deadline);
+      try {
+        for (auto& p : peers) net::write_all(p.heartbeat.get(), view(beat), deadline);
+      } catch (const Error&) {
+        // Rank 0's heartbeat ended before its control connections: they say when to stop.
+      }
       next_beat = SteadyClock::now() + interval;
     }
     int n = ::epoll_wait(ep.get(), events.data(), static_cast<int>(events.size()),
@@ -119,8 +125,13 @@ bool drain(int fd, std::vector<std::byte>* keep) {
         --open;
       }
       auto deadline = SteadyClock::now() + std::chrono::seconds(30);
-      for (size_t f = net::take_frames(p.in, 64u << 20).size(); f > 0; --f) {
-        net::write_all(p.control.get(), view(reply), deadline);
+      try {
+        for (size_t f = net::take_frames(p.in, 64u << 20).size(); f > 0; --f) {
+          net::write_all(p.control.get(), view(reply), deadline);
+        }
+      } catch (const Error&) {
+        // Rank 0 closed the connection while the reply left: the bench is over for this peer,
+        // and the next read says so.
       }
     }
   }
@@ -130,6 +141,7 @@ bool drain(int fd, std::vector<std::byte>* keep) {
 struct Result {
   int cycles = 0;
   double wall = 0, cpu = 0, heartbeat_cpu = 0;
+  double one_peer = 0;  // seconds per round trip with one peer, the others idle
 };
 
 std::vector<std::byte> request_list(int tensors) {
@@ -157,6 +169,23 @@ void cycle(ControlChannel& control, int n, const std::vector<std::byte>& respons
     if (SteadyClock::now() > deadline) throw InternalError("fanin_bench: a cycle took over 30 s");
     got += static_cast<int>(control.wait(std::chrono::seconds(1)).size());
   }
+}
+
+// Round trips with rank 1 alone, the N-2 others idle: seconds per round trip.
+double one_peer_round_trips(ControlChannel& control, const std::vector<std::byte>& response,
+                            double min_seconds) {
+  double start = wall_seconds();
+  int trips = 0;
+  auto deadline = SteadyClock::now() + std::chrono::seconds(30);
+  do {
+    control.send(1, response);
+    for (size_t got = 0; got == 0;) {
+      if (SteadyClock::now() > deadline) throw InternalError("fanin_bench: a round trip hung");
+      got = control.wait(std::chrono::seconds(1)).size();
+    }
+    ++trips;
+  } while (wall_seconds() - start < min_seconds || trips < 20);
+  return (wall_seconds() - start) / trips;
 }
 
 Result run(const Options& o, int n) {
@@ -194,6 +223,7 @@ Result run(const Options& o, int n) {
     // The process's CPU less the main thread's: the heartbeat thread (both clocks tick in
     // scheduler ticks, so a tiny figure can come out slightly negative: reported as 0).
     r.heartbeat_cpu = cpu_seconds(true) - all - r.cpu;
+    r.one_peer = one_peer_round_trips(control, response, o.min_seconds / 4);
     beats.stop();
   }
   control = ControlChannel();  // closed: the children end
@@ -206,14 +236,14 @@ void report(const Options& o) {
       "# fanin: rank 0's control and heartbeat stars over loopback, %d tensors cached, "
       "peer timeout %d ms\n",
       o.tensors, o.peer_timeout_ms);
-  std::printf("%6s %6s %6s %14s %14s %16s\n", "ranks", "procs", "cycles", "latency_us",
-              "cpu_us_cycle", "hb_cpu_us_per_s");
+  std::printf("%6s %6s %6s %14s %14s %16s %14s\n", "ranks", "procs", "cycles", "latency_us",
+              "cpu_us_cycle", "hb_cpu_us_per_s", "one_peer_us");
   std::vector<double> x, latency, cpu;
   for (int n : o.ranks) {
     Result r = run(o, n);
-    std::printf("%6d %6d %6d %14.1f %14.1f %16.1f\n", n, std::min(o.procs, n - 1), r.cycles,
+    std::printf("%6d %6d %6d %14.1f %14.1f %16.1f %14.1f\n", n, std::min(o.procs, n - 1), r.cycles,
                 r.wall / r.cycles * 1e6, r.cpu / r.cycles * 1e6,
-                std::max(0.0, r.heartbeat_cpu) / r.wall * 1e6);
+                std::max(0.0, r.heartbeat_cpu) / r.wall * 1e6, r.one_peer * 1e6);
     std::fflush(stdout);
     x.push_back(n), latency.push_back(r.wall / r.cycles), cpu.push_back(r.cpu / r.cycles);
   }

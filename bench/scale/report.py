@@ -220,6 +220,40 @@ rank here), and a constant for rank 0's own 200 submissions, fusion and the resp
     return "\n".join(out)
 
 
+# Issue 31 part 2's change, measured once before and after: not regenerated.
+FANIN_BEFORE = """
+Before and after issue 31 part 2, measured in one run (2026-11-27, 2 cores shared with other
+work, load average 9.65 15.62 15.68 before, 11.50 15.42 15.61 after): the table above is after;
+below, the same bench (with its `one_peer_us` column) built on the code before, where each
+`wait()` built and polled a pollfd array over all N sockets, `send()` looked its peer up by a
+linear search, and the heartbeat thread scanned every watched rank per beat and per wake-up.
+`fanin_bench --ranks 16 64 256 1024 2048 4096 --min-seconds 2`, the old build first:
+
+| ranks | procs | cycles | latency_us | cpu_us_cycle | hb_cpu_us_per_s | one_peer_us |
+|---|---|---|---|---|---|---|
+| 16 | 4 | 9520 | 210.2 | 50 | 194.6 | 9.7 |
+| 64 | 4 | 1928 | 1037.6 | 228.6 | 880.6 | 324.5 |
+| 256 | 4 | 509 | 3941.1 | 1271.8 | 3117 | 24.8 |
+| 1024 | 4 | 91 | 22250.3 | 7662.1 | 21084.4 | 126.5 |
+| 2048 | 4 | 28 | 73215.2 | 18962 | 44066.1 | 1241.1 |
+| 4096 | 4 | 13 | 164792 | 42749.8 | 90402.4 | 5273.1 |
+
+Growth before: latency ~ N^1.24 over N >= 64, N^1.44 over the three largest; CPU ~ N^1.27 over N >= 64, N^1.24 over the three largest; heartbeat CPU ~ N^1.15 over N >= 64, N^1.05 over the three largest; one peer's round trip ~ N^0.77 over N >= 64, N^2.69 over the three largest.
+
+What changed: one peer's round trip with the others idle, 1,241 µs at 2,048 ranks and 5,273 µs at
+4,096 before, is 8 to 16 µs after: flat, as a wake-up no longer visits every socket (at 64 and
+256 ranks both builds measured a few hundred µs: the simulated peer's own wake-up on a loaded
+machine). The heartbeat thread's CPU fell by a fifth to a half from 1,024 ranks on (21 to 17 ms a
+second at 1,024, 44 to 30 at 2,048, 90 to 49 at 4,096). Rank 0's CPU per cached cycle fell less
+(7.7 to 6.0 ms at 1,024, 43 to 35 ms at 4,096): in a busy cycle most sockets are ready at each
+wake-up, so polling them all cost little beside the send and the read every rank needs. That
+remainder still grows as N^1.2-1.3 here, in both builds (the kernel's work per socket as
+thousands of them leave the caches, on a loaded machine); the star cannot go below a send and a
+read per rank and cycle. Latency on this loaded machine moves with the load more than with the
+code.
+"""
+
+
 def fanin_section(fanin):
     out = ["""## 2. Fan-in over loopback (`fanin_bench`)
 
@@ -229,21 +263,30 @@ over raw sockets (hello, then frames). A cycle: rank 0 sends every peer a cached
 (200 ids), and waits for every peer's next cached `RequestList` (200 hits), as a cached step
 does; no negotiation (section 1 has it). Measured: the cycle's wall time, rank 0's main-thread
 CPU per cycle, and the heartbeat thread's CPU per second (the process's CPU minus the main
-thread's; beats every quarter of the peer timeout). The peers share the machine's cores with
+thread's; beats every quarter of the peer timeout), and `one_peer_us`: a round trip through
+rank 0's control channel with one peer while the N-2 others are connected and idle, which stays
+flat when a wake-up costs only the ready sockets. The peers share the machine's cores with
 rank 0, so latency is an upper bound.
 
 ![fan-in](img/scale-fanin.svg)
 """]
     out.append(md_table(fanin, ["ranks", "procs", "cycles", "latency_us", "cpu_us_cycle",
-                                "hb_cpu_us_per_s"]))
+                                "hb_cpu_us_per_s", "one_peer_us"]))
     out.append(f"\nGrowth: latency ~ {slopes([(r['ranks'], r['latency_us']) for r in fanin])}; "
                f"CPU ~ {slopes([(r['ranks'], r['cpu_us_cycle']) for r in fanin])}; "
-               f"heartbeat CPU ~ {slopes([(r['ranks'], r['hb_cpu_us_per_s']) for r in fanin])}.")
+               f"heartbeat CPU ~ {slopes([(r['ranks'], r['hb_cpu_us_per_s']) for r in fanin])}; "
+               f"one peer's round trip ~ {slopes([(r['ranks'], r['one_peer_us']) for r in fanin])}.")
     out.append("""
-Each `ControlChannel::wait()` polls all N sockets, and in a cycle the N-1 requests arrive over
-many wake-ups, so the cost of a cycle grows faster than N; the heartbeat thread does the same for
-its beats (and looks the beating rank up by a linear search of the watched ranks).
-""")
+Both stars sleep in an edge-triggered epoll set in which each connection was registered once
+(core/control_channel.h): a wake-up costs the sockets that are ready, one `epoll_wait` returns
+all of them, each is read until it has nothing more, and a peer is found by its rank in O(1). The
+heartbeat thread keeps the watched ranks in the order they were last heard from
+(core/silence_watch.h), so a beat and the check for silence cost O(1), and sends one encoded beat
+to every rank without allocating. What is left is a send and a read per rank and cycle (6 to
+8 µs of rank 0's CPU per rank here), and a beat each way per rank and period. Rank 0's two stars hold a descriptor per rank each: it raises its soft
+`RLIMIT_NOFILE` to the hard limit when they need it, and refuses the job naming the limit when
+even that is too low.
+""" + FANIN_BEFORE)
     return "\n".join(out)
 
 
@@ -402,7 +445,8 @@ def main():
                   ["scenario", "ranks", "cycles", "cpu_us_cycle", "recv_bytes_cycle",
                    "sent_bytes_cycle"])
     fanin = table(a.tables / "fanin.txt",
-                  ["ranks", "procs", "cycles", "latency_us", "cpu_us_cycle", "hb_cpu_us_per_s"])
+                  ["ranks", "procs", "cycles", "latency_us", "cpu_us_cycle", "hb_cpu_us_per_s",
+                   "one_peer_us"])
     rdv = table(a.tables / "rendezvous.txt",
                 ["workers", "procs", "first_ms", "first_cpu_ms", "after_death_ms",
                  "after_cpu_ms"])
@@ -422,7 +466,9 @@ def main():
     plot(a.img / "scale-fanin.svg", "control star over loopback (fanin_bench)", "µs",
          {"cycle latency": [(r["ranks"], r["latency_us"]) for r in fanin],
           "rank 0 CPU per cycle": [(r["ranks"], r["cpu_us_cycle"]) for r in fanin],
-          "heartbeat CPU per second": [(r["ranks"], r["hb_cpu_us_per_s"]) for r in fanin]})
+          "heartbeat CPU per second": [(r["ranks"], r["hb_cpu_us_per_s"]) for r in fanin],
+          "round trip with one peer, the others idle": [(r["ranks"], r["one_peer_us"])
+                                                        for r in fanin]})
     plot(a.img / "scale-rendezvous.svg", "elastic round on the built-in server (rendezvous_bench)",
          "ms", {"first round": [(r["workers"], r["first_ms"]) for r in rdv],
                 "after one died": [(r["workers"], r["after_death_ms"]) for r in rdv]})

@@ -36,7 +36,7 @@ if ((quick)); then
 else
   out=$build/scale
   coordinator=()
-  fanin=(--ranks 16 64 256 1024 2048 --min-seconds 2)
+  fanin=(--ranks 16 64 256 1024 2048 4096 --min-seconds 2)
   rendezvous=(--workers 16 64 256 512 1024 2048 4096 --timeout-s 20)
   agents=(16 32 64 128 256)
   doc=$source_dir/docs/scaling.md
