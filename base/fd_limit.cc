@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -29,6 +30,16 @@ size_t open_descriptors() {
   return count > 0 ? count - 1 : 0;  // less the directory's own descriptor
 }
 
+unsigned long raise_soft_descriptor_limit(unsigned long total) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= total) return limit.rlim_cur;
+  rlim_t soft = limit.rlim_max == RLIM_INFINITY ? total : std::min<rlim_t>(total, limit.rlim_max);
+  if (soft <= limit.rlim_cur) return limit.rlim_cur;
+  rlimit raised{soft, limit.rlim_max};
+  return ::setrlimit(RLIMIT_NOFILE, &raised) == 0 ? soft : limit.rlim_cur;
+}
+
 void reserve_descriptors(size_t more, const std::string& what) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
@@ -42,8 +53,7 @@ void reserve_descriptors(size_t more, const std::string& what) {
                           std::to_string(need) + " or in /etc/security/limits.conf)");
   }
   rlim_t soft = limit.rlim_cur;
-  limit.rlim_cur = limit.rlim_max;
-  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+  if (raise_soft_descriptor_limit(limit.rlim_max) != limit.rlim_max) {
     throw InvalidArgument(what + " need " + std::to_string(more) + " file descriptors beside the " +
                           std::to_string(open) + " open, and raising RLIMIT_NOFILE from " +
                           limit_text(soft) + " to " + limit_text(limit.rlim_max) +

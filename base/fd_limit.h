@@ -13,6 +13,12 @@ namespace cohort {
 // needs them, when even the hard limit is too low; the limit is unchanged then.
 void reserve_descriptors(size_t more, const std::string& what);
 
+// Raises the soft RLIMIT_NOFILE towards `total` descriptors, as far as the hard limit allows, and
+// never lowers it. Returns the soft limit now (RLIM_INFINITY when unlimited). The one place that
+// changes the limit: rank 0's stars (reserve_descriptors) and the rendezvous server
+// (rendezvous/server_loop.cc) both come through it. Processes started afterwards inherit it.
+unsigned long raise_soft_descriptor_limit(unsigned long total);
+
 // Descriptors this process has open.
 size_t open_descriptors();
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/fd_limit.h"
 #include "base/framed_socket.h"
 #include "base/log.h"
 
@@ -24,18 +25,12 @@ constexpr int64_t kWake = 1;
 // Lets this process hold a descriptor for each connection the limits admit, as far as the hard
 // limit allows; an accept past it is logged naming RLIMIT_NOFILE (accept_one).
 void raise_descriptor_limit(const RendezvousServerOptions& options) {
-  rlim_t need = static_cast<rlim_t>(options.max_connections) +
-                static_cast<rlim_t>(options.max_unauthenticated) + 256;
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need) return;
-  rlim_t soft = std::min(need, limit.rlim_max);
-  if (soft > limit.rlim_cur) {
-    limit.rlim_cur = soft;
-    ::setrlimit(RLIMIT_NOFILE, &limit);
-  }
-  if (soft < need) {
-    log::debug("rendezvous: RLIMIT_NOFILE's hard limit ", limit.rlim_max, " is below the ", need,
-               " descriptors max_connections and the lobby may need");
+  auto need = static_cast<unsigned long>(options.max_connections) +
+              static_cast<unsigned long>(options.max_unauthenticated) + 256;
+  unsigned long soft = raise_soft_descriptor_limit(need);
+  if (soft != RLIM_INFINITY && soft < need) {
+    log::debug("rendezvous: RLIMIT_NOFILE allows ", soft, " descriptors, below the ", need,
+               " max_connections and the lobby may need");
   }
 }
 
