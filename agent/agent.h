@@ -1,6 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
-// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys) and
+// agent_read.cc (reading the job in etcd).
 // Private to agent/: nothing outside includes it.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "agent/agent_events.h"
 #include "agent/agent_job.h"
+#include "agent/agent_mirror.h"
 #include "agent/agent_planner.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
@@ -66,6 +68,12 @@ class Agent {
   void drain_when_asked(const AgentSnapshot& s);
   void leave_when_drained();
   void tell_workers_to_leave();
+  // agent_read.cc
+  // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
+  void read_all(const std::string& why);
+  // Brings the mirror up to date; false when it cannot be acted on yet (see behind_own_write).
+  bool read_job();
+  bool behind_own_write() const;
   // agent_recover.cc
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
   bool keep_round(AgentSnapshot& s, bool job_keys_lost);
@@ -84,6 +92,10 @@ class Agent {
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
+  JobMirror mirror_;                      // the job's keys in etcd, as read and watched
+  int64_t read_written_ = 0;              // store_.written_revision() at the last full read
+  std::optional<TimePoint> catch_up_by_;  // when a write not yet watched is read for in full
+  TimePoint last_heard_;                  // the last time etcd answered a read or the watch spoke
   WorkerGroup workers_;
   AgentEvents events_{options_};
   LocalLauncher launcher_{"", /*die_with_parent=*/true};

@@ -73,9 +73,9 @@ int Agent::run() {
   claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  auto listing = store_.list("");
-  slot_spawns_ = first_spawns(listing.values, options_.node);
-  auto first = parse_agent_snapshot(listing.values);
+  read_all("");
+  slot_spawns_ = first_spawns(mirror_.values(), options_.node);
+  auto first = parse_agent_snapshot(mirror_.values());
   if (first.view.last_round && (first.view.last_round->stop || job_finished(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
                 std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
@@ -184,18 +184,17 @@ void Agent::refresh() {
   try {
     watch_->throw_if_failed();
     flush_exits();
-    auto listing = store_.list("");
+    if (!read_job()) return;
     if (outage_.answered()) {
       announce("etcd answers again");
       events_.etcd_recovered();
     }
     last_answer_ = steady_now();
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
-    auto snapshot = parse_agent_snapshot(listing.values);
-    if (!keep_round(snapshot, !listing.values.contains("job"))) return;
+    auto snapshot = parse_agent_snapshot(mirror_.values());
+    if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
-    watch_->watch_after(listing.revision);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
     // etcd answered: no outage, but the lease this agent wrote under is gone. Read again at once.
     log::info("agent: etcd no longer knows this agent's lease: ", e.what());
