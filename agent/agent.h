@@ -71,8 +71,10 @@ class Agent {
   // agent_read.cc
   // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
   void read_all(const std::string& why);
-  // Brings the mirror up to date; false when it cannot be acted on yet (see behind_own_write).
-  bool read_job();
+  // Brings the mirror up to date: whether it can be acted on yet (see behind_own_write), and
+  // whether what the agent acts on may have changed (in_agent_snapshot).
+  enum class Read { kBehind, kUnchanged, kChanged };
+  Read read_job();
   bool behind_own_write() const;
   // agent_recover.cc
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
@@ -95,7 +97,10 @@ class Agent {
   JobMirror mirror_;                      // the job's keys in etcd, as read and watched
   int64_t read_written_ = 0;              // store_.written_revision() at the last full read
   std::optional<TimePoint> catch_up_by_;  // when a write not yet watched is read for in full
-  TimePoint last_heard_;                  // the last time etcd answered a read or the watch spoke
+  // The last full read (or try): the whole job is read at least once a lease TTL, which is how
+  // an outage is noticed.
+  TimePoint last_full_read_;
+  std::optional<std::string> reread_;  // why the next read reads the whole job
   WorkerGroup workers_;
   AgentEvents events_{options_};
   LocalLauncher launcher_{"", /*die_with_parent=*/true};
@@ -119,14 +124,14 @@ class Agent {
   LastCall last_call_{options_.last_call, options_.max_nodes};
   elastic_policy::NodeCooldown cooldown_{options_.cooldown};  // after this node's failures
   const TimePoint started_ = steady_now();
-  bool dirty_ = true;
+  bool dirty_ = true;        // something besides etcd's keys changed: act on the next read
+  bool watch_woke_ = false;  // the watch delivered: read, and act if the snapshot's keys changed
   std::optional<TimePoint> retry_read_at_;
   elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
   int republished_round_ = -1;  // the last round this agent republished (keep_round)
   // After this agent registered again with a new lease: until then, nodes without a record may
   // be doing the same, and do not count as gone.
   std::optional<TimePoint> rejoin_grace_until_;
-  TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;
   bool formed_ = false;               // a round has been published

@@ -91,13 +91,14 @@ int Agent::run() {
       if (fds[0].revents & POLLIN) on_signals();
       if (fds[1].revents & POLLIN) {
         wake_.drain();
-        dirty_ = true;
+        watch_woke_ = true;
       }
       workers_.forward_ready(fds);
     }
     for (const auto& exit : workers_.reap()) on_exit(exit);
     workers_.on_time();
-    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
+    bool retry = retry_read_at_ && steady_now() >= *retry_read_at_;
+    if (!stopping_ && (dirty_ || watch_woke_ || retry)) refresh();
   }
   events_.job_end(exit_code_);
   return exit_code_;
@@ -178,19 +179,23 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
 }
 
 void Agent::refresh() {
+  // Acts on what it reads unless only the watch woke it, with changes no agent acts on.
+  bool act_anyway = dirty_ || lease_lost_ || retry_read_at_;
   dirty_ = false;
+  watch_woke_ = false;
   retry_read_at_.reset();
-  last_read_ = steady_now();
   try {
     watch_->throw_if_failed();
     flush_exits();
-    if (!read_job()) return;
+    Read read = read_job();
+    if (read == Read::kBehind) return;
     if (outage_.answered()) {
       announce("etcd answers again");
       events_.etcd_recovered();
     }
     last_answer_ = steady_now();
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
+    if (read == Read::kUnchanged && !act_anyway) return;
     auto snapshot = parse_agent_snapshot(mirror_.values());
     if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
@@ -212,6 +217,7 @@ void Agent::refresh() {
 // the agent waits for etcd is the policy's rule (elastic_policy/store_outage.h).
 void Agent::on_etcd_unreachable(const std::string& why) {
   TimePoint now = steady_now();
+  reread_ = "etcd could not be reached";
   auto verdict = outage_.unreachable(last_answer_, workers_running(), now);
   if (verdict.began) {
     announce(
@@ -447,7 +453,7 @@ int Agent::poll_timeout() const {
   };
   if (!stopping_) {
     consider(retry_read_at_);
-    consider(last_read_ + options_.lease_ttl);
+    consider(last_full_read_ + options_.lease_ttl);
     consider(cooldown_.until());
     consider(rejoin_grace_until_);
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));

@@ -1,8 +1,11 @@
 // How an agent reads its job in etcd (docs/agents.md, "How an agent reads etcd"): one range read
 // into its mirror (agent_mirror.h) at the start, then the changes its watch delivers, all that
-// arrived applied at once before it acts; a full read again only when the watch lost changes
-// (history compacted, etcd restarted or away), when etcd's revision went back, or when this
-// agent's own write has not come back through the watch in time.
+// arrived applied at once before it acts; a full read again when the watch lost changes (history
+// compacted, etcd restarted or away), after an outage or the loss of its lease, when this agent's
+// own write has not come back through the watch in time, and once per lease TTL. Changes to keys
+// that no agent acts on (in_agent_snapshot) are applied, and wake the agent to do nothing more.
+#include <algorithm>
+
 #include "agent/agent.h"
 #include "base/log.h"
 #include "launcher/seconds_text.h"
@@ -19,46 +22,49 @@ constexpr std::chrono::milliseconds kCatchUp{2000};
 void Agent::read_all(const std::string& why) {
   if (!why.empty()) log::info("agent: reading the whole job again: ", why);
   int64_t written = store_.written_revision();
+  last_full_read_ = steady_now();  // tried: retried after an outage at the outage's pace
   auto listing = store_.list("");
   int64_t revision = listing.revision;
   mirror_.replace(std::move(listing));
   read_written_ = written;
+  reread_.reset();
   catch_up_by_.reset();
-  last_heard_ = steady_now();
   watch_->watch_after(revision);
 }
 
-bool Agent::read_job() {
+Agent::Read Agent::read_job() {
   auto taken = watch_->take();
+  // After an outage, or with its lease gone, the agent decides on a full read: a watch that went
+  // quiet through a cut-off link may still be waiting on a connection that carries nothing.
+  if (!taken.lost && reread_) taken.lost = reread_;
+  if (!taken.lost && lease_lost_) taken.lost = "this agent's etcd lease is gone";
   if (!mirror_.loaded() || taken.lost) {
     read_all(taken.lost.value_or(""));
-    return true;
+    return Read::kChanged;
   }
   TimePoint now = steady_now();
   mirror_.apply(taken.changes);
-  if (!taken.changes.empty()) last_heard_ = now;
   if (behind_own_write()) {
     if (!catch_up_by_) catch_up_by_ = now + kCatchUp;
     if (now < *catch_up_by_) {
       retry_read_at_ = *catch_up_by_;  // or sooner, when the watch delivers it
-      return false;
+      return Read::kBehind;
     }
     read_all("this agent's write at revision " + std::to_string(store_.written_revision()) +
              " did not come back through the watch within " + seconds_text(kCatchUp));
-    return true;
+    return Read::kChanged;
   }
   catch_up_by_.reset();
-  // Nothing heard for a while: etcd is asked for its revision, so that an outage is noticed (the
-  // request fails) and so is an etcd that lost its data (its revision went back).
-  if (now - last_heard_ >= options_.lease_ttl / 2) {
-    int64_t revision = store_.revision();
-    last_heard_ = now;
-    if (revision < mirror_.revision()) {
-      read_all("etcd's revision " + std::to_string(revision) + " is below the " +
-               std::to_string(mirror_.revision()) + " read before: etcd lost its data");
-    }
+  // Once per lease TTL in full, whatever the watch delivered: an outage is noticed (the read
+  // fails), an etcd that lost its data is read as it is now, and a watch that went quiet on a
+  // connection that carries nothing keeps this agent behind for a lease TTL at most.
+  if (now - last_full_read_ >= options_.lease_ttl) {
+    read_all("");
+    return Read::kChanged;
   }
-  return true;
+  bool changed = std::any_of(taken.changes.begin(), taken.changes.end(),
+                             [](const auto& change) { return in_agent_snapshot(change.key); });
+  return changed ? Read::kChanged : Read::kUnchanged;
 }
 
 // Whether this agent wrote something since its last full read that the mirror does not hold yet.

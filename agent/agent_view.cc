@@ -2,6 +2,8 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "cohort/errors.h"
@@ -58,35 +60,79 @@ void add_round(AgentSnapshot& s, const std::string& key, std::string_view number
   }
 }
 
+// The kinds of key a snapshot reads, and where each is told apart from the others: one place for
+// parse_agent_snapshot and in_agent_snapshot.
+enum class Kind {
+  kNone,
+  kJob,
+  kNode,
+  kPlanner,
+  kRound,
+  kExit,
+  kKill,
+  kCheckin,
+  kReset,
+  kProgress,
+  kNotice
+};
+
+// The kind of `key`, and in `rest` what follows the kind's prefix.
+Kind classify(std::string_view key, std::string_view& rest) {
+  static const std::vector<std::pair<std::string, Kind>> kPrefixes = {
+      {"agents/", Kind::kNode},
+      {"planners/", Kind::kPlanner},
+      {"rounds/", Kind::kRound},
+      {"exits/", Kind::kExit},
+      {"kills/", Kind::kKill},
+      {job_elastic_key("checkin/"), Kind::kCheckin},
+      {job_elastic_key("reset/"), Kind::kReset},
+      {job_elastic_key("notice/"), Kind::kNotice}};
+  static const std::string kProgress = job_elastic_key(rendezvous::progress_key());
+  if (key == "job") return Kind::kJob;
+  if (key == kProgress) return Kind::kProgress;
+  for (const auto& [prefix, kind] : kPrefixes) {
+    if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
+    rest = key.substr(prefix.size());
+    return kind;
+  }
+  return Kind::kNone;
+}
+
 void add_record(AgentSnapshot& s, const std::string& key, const std::string& value) {
-  std::string_view k = key;
-  auto after = [&](std::string_view prefix) -> std::optional<std::string_view> {
-    if (!k.starts_with(prefix) || k.size() == prefix.size()) return std::nullopt;
-    return k.substr(prefix.size());
-  };
-  if (auto node = after("agents/")) {
-    try {
-      s.view.nodes[std::string(*node)] = parse_agent_node(value);
-    } catch (const InvalidArgument& e) {
-      refuse(key, e.what());
-    }
-  } else if (auto round = after("planners/")) {
-    if (auto r = whole_number(*round)) s.planners[*r] = value;
-  } else if (auto number = after("rounds/")) {
-    add_round(s, key, *number, value);
-  } else if (auto worker = after("exits/")) {
-    s.exits[std::string(*worker)] = value;
-    if (value == "0") s.view.finished.insert(std::string(*worker));
-  } else if (auto killed = after("kills/")) {
-    s.kills[std::string(*killed)] = value;
-  } else if (auto rest = after(job_elastic_key("checkin/"))) {
-    add_checkin(s, key, *rest, value);
-  } else if (auto report = after(job_elastic_key("reset/"))) {
-    add_reset(s, key, *report, value);
-  } else if (key == job_elastic_key(rendezvous::progress_key())) {
-    s.progress = value;
-  } else if (auto g = after(job_elastic_key("notice/"))) {
-    if (auto generation = whole_number(*g)) s.generation = std::max(s.generation, *generation);
+  std::string_view rest;
+  switch (classify(key, rest)) {
+    case Kind::kNode:
+      try {
+        s.view.nodes[std::string(rest)] = parse_agent_node(value);
+      } catch (const InvalidArgument& e) {
+        refuse(key, e.what());
+      }
+      return;
+    case Kind::kPlanner:
+      if (auto r = whole_number(rest)) s.planners[*r] = value;
+      return;
+    case Kind::kRound:
+      return add_round(s, key, rest, value);
+    case Kind::kExit:
+      s.exits[std::string(rest)] = value;
+      if (value == "0") s.view.finished.insert(std::string(rest));
+      return;
+    case Kind::kKill:
+      s.kills[std::string(rest)] = value;
+      return;
+    case Kind::kCheckin:
+      return add_checkin(s, key, rest, value);
+    case Kind::kReset:
+      return add_reset(s, key, rest, value);
+    case Kind::kProgress:
+      s.progress = value;
+      return;
+    case Kind::kNotice:
+      if (auto generation = whole_number(rest)) s.generation = std::max(s.generation, *generation);
+      return;
+    case Kind::kJob:  // read by the agent itself (agent_job_id.h, Agent::keep_round)
+    case Kind::kNone:
+      return;
   }
 }
 
@@ -94,6 +140,11 @@ void add_record(AgentSnapshot& s, const std::string& key, const std::string& val
 
 std::string job_elastic_key(const std::string& elastic_key) {
   return std::string(rendezvous::kElasticScope) + "/" + elastic_key;
+}
+
+bool in_agent_snapshot(std::string_view key) {
+  std::string_view rest;
+  return classify(key, rest) != Kind::kNone;
 }
 
 AgentSnapshot parse_agent_snapshot(const std::map<std::string, std::string>& values) {

@@ -245,14 +245,6 @@ bool EtcdStore::watch_changes(const std::string& key_prefix, int64_t revision,
   });
 }
 
-int64_t EtcdStore::revision(const Cancellation* cancel) {
-  std::string from = prefix_;
-  return revision_of(client_.call(
-      "/v3/kv/range",
-      {{"key", base64(from)}, {"range_end", base64(range_end(from))}, {"count_only", true}},
-      cancel));
-}
-
 // A stream's error: etcd's member going away or overloaded (etcd_outage) is an outage; anything
 // else etcd says is a refusal.
 void EtcdStore::throw_watch_error(const nlohmann::json& error) const {

@@ -98,9 +98,6 @@ class EtcdStore final : public Store {
   bool watch_changes(const std::string& key_prefix, int64_t revision,
                      EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
                      const std::function<bool(const WatchBatch&)>& on_batch);
-  // etcd's revision now, in one small request (no values): lower than a revision read before, it
-  // says that etcd lost its data.
-  int64_t revision(const Cancellation* cancel = nullptr);
   // The revision of this object's last write that changed a key (a put, a transaction that put, a
   // removal that removed); 0 before any. A watch of the prefix reports that change at it (lower
   // than one before: etcd lost its data in between).
