@@ -72,7 +72,7 @@ class Agent {
   // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
   void read_all(const std::string& why);
   // Brings the mirror up to date: whether it can be acted on yet (see behind_own_write), and
-  // whether what the agent acts on may have changed (in_agent_snapshot).
+  // whether what the agent acts on may have changed since it last acted (in_agent_snapshot).
   enum class Read { kBehind, kUnchanged, kChanged };
   Read read_job();
   bool behind_own_write() const;
@@ -94,13 +94,13 @@ class Agent {
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
-  JobMirror mirror_;                      // the job's keys in etcd, as read and watched
-  int64_t read_written_ = 0;              // store_.written_revision() at the last full read
-  std::optional<TimePoint> catch_up_by_;  // when a write not yet watched is read for in full
+  JobMirror mirror_;          // the job's keys in etcd, as read and watched
+  int64_t read_written_ = 0;  // store_.written_revision() at the last full read
   // The last full read (or try): the whole job is read at least once a lease TTL, which is how
   // an outage is noticed.
   TimePoint last_full_read_;
   std::optional<std::string> reread_;  // why the next read reads the whole job
+  bool unacted_ = false;  // the mirror took changes that the agent has not acted on yet
   WorkerGroup workers_;
   AgentEvents events_{options_};
   LocalLauncher launcher_{"", /*die_with_parent=*/true};

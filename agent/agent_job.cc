@@ -196,6 +196,7 @@ void Agent::refresh() {
     last_answer_ = steady_now();
     if (rejoin_grace_until_ && last_answer_ >= *rejoin_grace_until_) rejoin_grace_until_.reset();
     if (read == Read::kUnchanged && !act_anyway) return;
+    unacted_ = false;
     auto snapshot = parse_agent_snapshot(mirror_.values());
     if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;

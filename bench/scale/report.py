@@ -260,11 +260,16 @@ clients (leases, watches) on its cores; the round after an agent dies is not mea
     ok = [(r["agents"], r["first_ms"]) for r in agents if r["first_ms"]]
     out.append(f"\nGrowth: {slopes(ok)}.")
     out.append("""
-Every agent watches the job's prefix and, whenever anything in it changes, re-reads the whole
-prefix (`store_.list("")` in discovery/agent_job.cc: one range request of O(N) keys). Each of the
-N registrations and N check-ins wakes all N agents, so a round costs etcd up to N^2 such reads
-(watch events that arrive together coalesce some): batched, incremental reads of the round's
-keys are part 2's fix.
+Each agent reads the job's prefix once into a mirror and then applies the changes of one long
+watch from that read's revision (agent/agent_mirror.h, agent/agent_read.cc): no range read per
+change any more, a full read only when the watch lost changes, after an outage or a lost lease,
+and once per lease TTL. At 256 agents this halves etcd's range requests (about 1,700 to about 900
+a round), but not the round: every agent still receives every change of the round (N names, N
+records, N check-ins, N assignments: about 4N events to each of N watchers, some 200,000
+deliveries at 256, which etcd's JSON gateway encodes one watcher at a time), so etcd's CPU (12 to
+17 s a round at 256) and its fan-out, not the agents' reads, bound the round, and on a loaded
+2-core machine leases start to expire. What would meet the goal: narrower watches, so that only
+the planner follows every check-in and the other agents the round's record and their own keys.
 """)
     return "\n".join(out)
 
