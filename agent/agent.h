@@ -1,6 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
-// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys).
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys) and
+// agent_read.cc (reading the job in etcd).
 // Private to agent/: nothing outside includes it.
 #pragma once
 
@@ -13,6 +14,7 @@
 
 #include "agent/agent_events.h"
 #include "agent/agent_job.h"
+#include "agent/agent_mirror.h"
 #include "agent/agent_planner.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
@@ -68,6 +70,14 @@ class Agent {
   void drain_when_asked(const AgentSnapshot& s);
   void leave_when_drained();
   void tell_workers_to_leave();
+  // agent_read.cc
+  // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
+  void read_all(const std::string& why);
+  // Brings the mirror up to date: whether it can be acted on yet (see behind_own_write), and
+  // whether what the agent acts on may have changed since it last acted (in_agent_snapshot).
+  enum class Read { kBehind, kUnchanged, kChanged };
+  Read read_job();
+  bool behind_own_write() const;
   // agent_recover.cc
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
   bool keep_round(AgentSnapshot& s, bool job_keys_lost);
@@ -88,6 +98,13 @@ class Agent {
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
+  JobMirror mirror_;          // the job's keys in etcd, as read and watched
+  int64_t read_written_ = 0;  // store_.written_revision() at the last full read
+  // The last full read (or try): the whole job is read at least once a lease TTL, which is how
+  // an outage is noticed.
+  TimePoint last_full_read_;
+  std::optional<std::string> reread_;  // why the next read reads the whole job
+  bool unacted_ = false;  // the mirror took changes that the agent has not acted on yet
   WorkerGroup workers_;
   AgentEvents events_{options_};
   LocalLauncher launcher_{"", /*die_with_parent=*/true};
@@ -111,13 +128,13 @@ class Agent {
   LastCall last_call_{options_.last_call, options_.max_nodes};
   elastic_policy::NodeCooldown cooldown_{options_.cooldown};  // after this node's failures
   const TimePoint started_ = steady_now();
-  bool dirty_ = true;
+  bool dirty_ = true;        // something besides etcd's keys changed: act on the next read
+  bool watch_woke_ = false;  // the watch delivered: read, and act if the snapshot's keys changed
   std::optional<TimePoint> retry_read_at_;
   elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
   int republished_round_ = -1;  // the last round this agent republished (keep_round)
   // When nodes without a record count as gone (the policy's rule; recover_lease starts its grace).
   elastic_policy::AbsentNodes absent_;
-  TimePoint last_read_;  // etcd is read at least once a lease TTL, to notice an outage
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered
   bool waiting_logged_ = false;
   bool formed_ = false;               // a round has been published

@@ -73,9 +73,9 @@ int Agent::run() {
   claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  auto listing = store_.list("");
-  slot_spawns_ = first_spawns(listing.values, options_.node);
-  auto first = parse_agent_snapshot(listing.values);
+  read_all("");
+  slot_spawns_ = first_spawns(mirror_.values(), options_.node);
+  auto first = parse_agent_snapshot(mirror_.values());
   if (first.view.last_round &&
       (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
@@ -92,13 +92,14 @@ int Agent::run() {
       if (fds[0].revents & POLLIN) on_signals();
       if (fds[1].revents & POLLIN) {
         wake_.drain();
-        dirty_ = true;
+        watch_woke_ = true;
       }
       workers_.forward_ready(fds);
     }
     for (const auto& exit : workers_.reap()) on_exit(exit);
     workers_.on_time();
-    if (!stopping_ && (dirty_ || (retry_read_at_ && steady_now() >= *retry_read_at_))) refresh();
+    bool retry = retry_read_at_ && steady_now() >= *retry_read_at_;
+    if (!stopping_ && (dirty_ || watch_woke_ || retry)) refresh();
   }
   events_.job_end(exit_code_);
   return exit_code_;
@@ -179,24 +180,28 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
 }
 
 void Agent::refresh() {
+  // Acts on what it reads unless only the watch woke it, with changes no agent acts on.
+  bool act_anyway = dirty_ || lease_lost_ || retry_read_at_;
   dirty_ = false;
+  watch_woke_ = false;
   retry_read_at_.reset();
-  last_read_ = steady_now();
   try {
     watch_->throw_if_failed();
     flush_exits();
-    auto listing = store_.list("");
+    Read read = read_job();
+    if (read == Read::kBehind) return;
     if (outage_.answered()) {
       announce("etcd answers again");
       events_.etcd_recovered();
     }
     last_answer_ = steady_now();
     absent_.answered(last_answer_);
-    auto snapshot = parse_agent_snapshot(listing.values);
-    if (!keep_round(snapshot, !listing.values.contains("job"))) return;
+    if (read == Read::kUnchanged && !act_anyway) return;
+    unacted_ = false;
+    auto snapshot = parse_agent_snapshot(mirror_.values());
+    if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
-    watch_->watch_after(listing.revision);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
     // etcd answered: no outage, but the lease this agent wrote under is gone. Read again at once.
     log::info("agent: etcd no longer knows this agent's lease: ", e.what());
@@ -214,6 +219,7 @@ void Agent::refresh() {
 // the agent waits for etcd is the policy's rule (elastic_policy/store_outage.h).
 void Agent::on_etcd_unreachable(const std::string& why) {
   TimePoint now = steady_now();
+  reread_ = "etcd could not be reached";
   auto verdict = outage_.unreachable(last_answer_, workers_running(), now);
   if (verdict.began) {
     announce(
@@ -447,7 +453,7 @@ int Agent::poll_timeout() const {
   };
   if (!stopping_) {
     consider(retry_read_at_);
-    consider(last_read_ + options_.lease_ttl);
+    consider(last_full_read_ + options_.lease_ttl);
     consider(cooldown_.until());
     consider(absent_.grace_until());
     if (planning_) consider(planning_->next_deadline(limits_, steady_now()));

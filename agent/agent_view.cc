@@ -2,6 +2,8 @@
 
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/log.h"
 #include "cohort/errors.h"
@@ -72,33 +74,70 @@ void add_round(AgentSnapshot& s, const std::string& key, std::string_view number
   }
 }
 
+// The kinds of key a snapshot reads, and where each is told apart from the others: one place for
+// parse_agent_snapshot and in_agent_snapshot. The elastic protocol's keys are named further by the
+// launcher's side of the protocol (RoundBoard::parse_key).
+enum class Kind { kNone, kJob, kNode, kPlanner, kRound, kExit, kKill, kElastic };
+
+// The kind of `key`, and in `rest` what follows the kind's prefix.
+Kind classify(std::string_view key, std::string_view& rest) {
+  static const std::vector<std::pair<std::string, Kind>> kPrefixes = {
+      {"agents/", Kind::kNode},  {"planners/", Kind::kPlanner},
+      {"rounds/", Kind::kRound}, {"exits/", Kind::kExit},
+      {"kills/", Kind::kKill},   {std::string(rendezvous::kElasticScope) + "/", Kind::kElastic}};
+  if (key == "job") return Kind::kJob;
+  for (const auto& [prefix, kind] : kPrefixes) {
+    if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
+    rest = key.substr(prefix.size());
+    return kind;
+  }
+  return Kind::kNone;
+}
+
 void add_record(AgentSnapshot& s, const std::string& key, const std::string& value) {
-  std::string_view k = key;
-  auto after = [&](std::string_view prefix) -> std::optional<std::string_view> {
-    if (!k.starts_with(prefix) || k.size() == prefix.size()) return std::nullopt;
-    return k.substr(prefix.size());
-  };
-  if (auto node = after("agents/")) {
-    try {
-      s.view.nodes[std::string(*node)] = parse_agent_node(value);
-    } catch (const InvalidArgument& e) {
-      refuse(key, e.what());
-    }
-  } else if (auto round = after("planners/")) {
-    if (auto r = whole_number(*round)) s.planners[*r] = value;
-  } else if (auto number = after("rounds/")) {
-    add_round(s, key, *number, value);
-  } else if (auto worker = after("exits/")) {
-    s.exits[std::string(*worker)] = value;
-    if (value == "0") s.view.finished.insert(std::string(*worker));
-  } else if (auto killed = after("kills/")) {
-    s.kills[std::string(*killed)] = value;
-  } else if (auto elastic_key = after(std::string(rendezvous::kElasticScope) + "/")) {
-    add_elastic(s, key, *elastic_key, value);
+  std::string_view rest;
+  switch (classify(key, rest)) {
+    case Kind::kNode:
+      try {
+        s.view.nodes[std::string(rest)] = parse_agent_node(value);
+      } catch (const InvalidArgument& e) {
+        refuse(key, e.what());
+      }
+      return;
+    case Kind::kPlanner:
+      if (auto r = whole_number(rest)) s.planners[*r] = value;
+      return;
+    case Kind::kRound:
+      return add_round(s, key, rest, value);
+    case Kind::kExit:
+      s.exits[std::string(rest)] = value;
+      if (value == "0") s.view.finished.insert(std::string(rest));
+      return;
+    case Kind::kKill:
+      s.kills[std::string(rest)] = value;
+      return;
+    case Kind::kElastic:
+      return add_elastic(s, key, rest, value);
+    case Kind::kJob:  // read by the agent itself (agent_job_id.h, Agent::keep_round)
+    case Kind::kNone:
+      return;
   }
 }
 
 }  // namespace
+
+bool in_agent_snapshot(std::string_view key) {
+  std::string_view rest;
+  Kind kind = classify(key, rest);
+  if (kind != Kind::kElastic) return kind != Kind::kNone;
+  try {
+    auto k = RoundBoard::parse_key(rest);
+    // The agents write the assignments and abandons, and read them from the rounds.
+    return k && k->kind != BoardKey::Kind::kAssignment && k->kind != BoardKey::Kind::kAbandon;
+  } catch (const InvalidArgument&) {
+    return true;  // a malformed protocol key: the snapshot refuses it, with its warning
+  }
+}
 
 AgentSnapshot parse_agent_snapshot(const std::map<std::string, std::string>& values) {
   AgentSnapshot s;

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/agent_plan.h"
 
@@ -29,5 +30,10 @@ struct AgentSnapshot {
 // A record that does not parse is logged once and left out, as if it were not there: a value
 // that passed the job's seal but not its shape is a bug to report, not a reason to stop.
 AgentSnapshot parse_agent_snapshot(const std::map<std::string, std::string>& values);
+
+// Whether a change of `key` (relative to the job's prefix) can change what an agent acts on: a key
+// the snapshot reads, or the job's marker. The others (names/, the workers' assignments, their
+// data plane's keys) leave every snapshot as it was, and wake no agent (Agent::refresh).
+bool in_agent_snapshot(std::string_view key);
 
 }  // namespace cohort::discovery

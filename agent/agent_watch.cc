@@ -6,9 +6,8 @@
 namespace cohort::discovery {
 namespace {
 
-// How long one watch request lasts before it is made again; how long after a failed one.
+// How long one watch request lasts before it is made again (from the last change it delivered).
 constexpr std::chrono::seconds kWatchSpan{30};
-constexpr std::chrono::milliseconds kRetryAfter{500};
 
 }  // namespace
 
@@ -19,21 +18,29 @@ AgentWatch::~AgentWatch() {
   {
     MutexLock lock(mutex_);
     stopping_ = true;
+    if (request_) request_->cancel("the agent is stopping");
   }
   cv_.notify_all();
-  stop_.cancel("the agent is stopping");
   thread_.join();
 }
 
 void AgentWatch::watch_after(int64_t revision) {
   {
     MutexLock lock(mutex_);
-    if (revision == wanted_) return;
-    // Lower than before: etcd lost its data and counts anew (the watch in flight died with it).
-    if (revision < wanted_) woken_ = -1;
-    wanted_ = revision;
+    ++epoch_;
+    next_ = revision;
+    queued_.clear();
+    lost_.reset();
+    if (request_) request_->cancel("the agent read the job again");
   }
   cv_.notify_all();
+}
+
+AgentWatch::Taken AgentWatch::take() {
+  MutexLock lock(mutex_);
+  Taken taken{.lost = lost_};
+  taken.changes.swap(queued_);
+  return taken;
 }
 
 void AgentWatch::throw_if_failed() {
@@ -44,35 +51,60 @@ void AgentWatch::throw_if_failed() {
 void AgentWatch::loop() {
   MutexLock lock(mutex_);
   while (true) {
-    cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || wanted_ > woken_; });
-    if (stopping_) return;
-    int64_t revision = wanted_;
+    cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || (next_ >= 0 && !lost_); });
+    if (stopping_ || failure_) return;
+    int64_t from = next_;
+    uint64_t epoch = epoch_;
+    auto request = std::make_shared<Cancellation>();
+    request_ = request;
     lock.unlock();
-    bool changed = false;
-    try {
-      changed = store_.wait_for_change("", revision, kWatchSpan, &stop_);
-    } catch (const rendezvous::StoreUnreachable& e) {
-      if (stop_.cancelled()) return;
-      // etcd unreachable: the agent's loop reads again (and reports) when woken, then asks again.
-      log::limited(log::Level::kWarning, "agent-watch",
-                   "agent: watching the job failed: ", e.what());
-      changed = true;
-      lock.lock();
-      if (cv_.wait_for(mutex_, kRetryAfter, [&]() REQUIRES(mutex_) { return stopping_; })) return;
-      lock.unlock();
-    } catch (const Error& e) {
-      if (stop_.cancelled()) return;
-      lock.lock();
-      failure_ = std::string("watching the job in etcd failed: ") + e.what();
-      wake_.signal();  // the agent reads, and throw_if_failed() tells it
-      return;
-    }
+    follow(from, epoch, *request);
     lock.lock();
-    if (changed) {
-      woken_ = revision;
-      wake_.signal();
-    }
+    request_.reset();
   }
+}
+
+void AgentWatch::follow(int64_t from, uint64_t epoch, const Cancellation& cancel) {
+  try {
+    store_.watch_changes("", from, rendezvous::EtcdClient::Clock::now() + kWatchSpan, &cancel,
+                         [&](const auto& batch) { return deliver(batch, from, epoch); });
+  } catch (const rendezvous::StoreUnreachable& e) {
+    MutexLock lock(mutex_);
+    // Changes made while it was away may be lost with it (etcd restarted without its data): the
+    // agent reads everything again, and reports the outage if that read fails too.
+    if (!cancel.cancelled() && epoch == epoch_) lose(std::string("the watch broke: ") + e.what());
+  } catch (const Error& e) {
+    MutexLock lock(mutex_);
+    if (cancel.cancelled()) return;  // ended on purpose
+    failure_ = std::string("watching the job in etcd failed: ") + e.what();
+    wake_.signal();  // the agent reads, and throw_if_failed() tells it
+  }
+}
+
+bool AgentWatch::deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t from,
+                         uint64_t epoch) {
+  MutexLock lock(mutex_);
+  if (stopping_ || epoch != epoch_) return true;
+  if (batch.compacted != 0) {
+    lose("etcd compacted the job's history up to revision " + std::to_string(batch.compacted));
+    return true;
+  }
+  if (batch.created && batch.revision < from) {
+    lose("etcd's revision " + std::to_string(batch.revision) + " is below the " +
+         std::to_string(from) + " this agent read: etcd lost its data");
+    return true;
+  }
+  if (batch.changes.empty()) return false;
+  queued_.insert(queued_.end(), batch.changes.begin(), batch.changes.end());
+  next_ = batch.changes.back().revision;
+  wake_.signal();
+  return false;
+}
+
+void AgentWatch::lose(const std::string& why) {
+  lost_ = why;
+  queued_.clear();
+  wake_.signal();
 }
 
 }  // namespace cohort::discovery

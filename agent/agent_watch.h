@@ -1,11 +1,17 @@
-// The thread that turns etcd's watch on a job's prefix into a readable eventfd, so that an agent's
-// loop sleeps in one poll() on its workers' pipes, its signals and etcd together.
+// The thread that follows etcd's watch on a job's prefix for an agent: one long watch request
+// from the revision of the agent's last full read, whose changes (values checked as a read checks
+// them) it queues for the agent's mirror (agent_mirror.h) and announces on an eventfd, so that an
+// agent's loop sleeps in one poll() on its workers' pipes, its signals and etcd together. When the
+// watch cannot deliver every change in order (etcd compacted the history, restarted without its
+// data, or could not be reached), it says why and stops until the agent has read everything again.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/cancellation.h"
 #include "base/mutex.h"
@@ -17,35 +23,53 @@ namespace cohort::discovery {
 class AgentWatch {
  public:
   // Watches everything under `options.prefix` through a connection of its own; writes to
-  // `wake` when something changed. Nothing is watched before watch_after(). `wake` must outlive
-  // the watch.
+  // `wake` when it has something to take(). Nothing is watched before watch_after(). `wake` must
+  // outlive the watch.
   AgentWatch(rendezvous::EtcdStoreOptions options, const Wakeup& wake);
   ~AgentWatch();
   AgentWatch(const AgentWatch&) = delete;
   AgentWatch& operator=(const AgentWatch&) = delete;
 
-  // Wake at the first change after `revision` (that of the caller's last read; lower than the
-  // last one asked for when etcd restarted without its data).
+  // Delivers every change after `revision`, that of the caller's full read, from now on: what
+  // was queued or lost before is forgotten, and a watch in flight is ended.
   void watch_after(int64_t revision);
 
+  struct Taken {
+    std::vector<rendezvous::EtcdStore::Change> changes;  // in revision order
+    // Set: the changes stopped here, and the caller must read everything again (and then call
+    // watch_after) because of this.
+    std::optional<std::string> lost;
+  };
+  // What the watch delivered since the last take(), all of it at once.
+  Taken take();
+
   // Throws Error naming what failed once watching failed for another reason than an etcd that
-  // cannot be reached (which it waits out); the watch has stopped then.
+  // cannot be reached or a history that is gone; the watch has stopped then.
   void throw_if_failed();
 
  private:
   void loop();
+  // Follows one watch request from `revision` (for watch_after's `epoch`) until it ends.
+  void follow(int64_t revision, uint64_t epoch, const Cancellation& cancel);
+  // Queues `batch` of the watch for `epoch`; true when the watch must end.
+  bool deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t from, uint64_t epoch);
+  // Stops delivering until the next watch_after, for `why`.
+  void lose(const std::string& why) REQUIRES(mutex_);
 
   rendezvous::EtcdStore store_;
   const Wakeup& wake_;
   Mutex mutex_;
   CondVar cv_;
-  // The revision to watch after; -1: none asked for yet.
-  int64_t wanted_ GUARDED_BY(mutex_) = -1;
-  // The last revision after which a change was reported.
-  int64_t woken_ GUARDED_BY(mutex_) = -1;
+  uint64_t epoch_ GUARDED_BY(mutex_) = 0;  // watch_after calls so far
+  // The revision of the last change delivered for this epoch (at first: watch_after's); -1: none.
+  int64_t next_ GUARDED_BY(mutex_) = -1;
+  std::vector<rendezvous::EtcdStore::Change> queued_ GUARDED_BY(mutex_);
+  std::optional<std::string> lost_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Why watching stopped, other than an outage.
   std::optional<std::string> failure_ GUARDED_BY(mutex_);
+  // Ends the watch request in flight (watch_after, the destructor).
+  std::shared_ptr<Cancellation> request_ GUARDED_BY(mutex_);
   Cancellation stop_;
   std::thread thread_;
 };

@@ -109,12 +109,18 @@ bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std:
 
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/deleterange", {{"key", base64(prefix_ + key)}}, cancel);
-  return json_integer(answer, "deleted") > 0;
+  if (json_integer(answer, "deleted") == 0) return false;
+  wrote(answer);
+  return true;
 }
 
 void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
                            const Cancellation* cancel) {
-  client_.call("/v3/kv/put", put_request(key, value, lease), cancel);
+  wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel));
+}
+
+void EtcdStore::wrote(const nlohmann::json& answer) {
+  written_.store(revision_of(answer), std::memory_order_relaxed);
 }
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
@@ -173,7 +179,10 @@ EtcdStore::PutResult EtcdStore::put_if(const std::string& key, const nlohmann::j
                         {"success", {{{"request_put", put}}}},
                         {"failure", {{{"request_range", {{"key", put["key"]}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
-  if (answer.value("succeeded", false)) return {.holds = true};
+  if (answer.value("succeeded", false)) {
+    wrote(answer);
+    return {.holds = true};
+  }
   PutResult result;
   for (const auto& response : answer.value("responses", nlohmann::json::array())) {
     for (const auto& kv : response.value("response_range", nlohmann::json::object())
@@ -202,14 +211,37 @@ EtcdStore::Listing EtcdStore::list(const std::string& key_prefix, const Cancella
 
 bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
                                 std::chrono::milliseconds wait, const Cancellation* cancel) {
+  return watch_changes(key_prefix, revision, EtcdClient::Clock::now() + wait, cancel,
+                       [](const WatchBatch& batch) {
+                         // History gone: look again.
+                         return batch.compacted != 0 || !batch.changes.empty();
+                       });
+}
+
+bool EtcdStore::watch_changes(const std::string& key_prefix, int64_t revision,
+                              EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
+                              const std::function<bool(const WatchBatch&)>& on_batch) {
   std::string from = prefix_ + key_prefix;
   nlohmann::json request = {{"create_request",
                              {{"key", base64(from)},
                               {"range_end", base64(range_end(from))},
                               {"start_revision", std::to_string(revision + 1)}}}};
-  return watch(request, EtcdClient::Clock::now() + wait, cancel, [](const nlohmann::json& result) {
-    if (result.value("compact_revision", "0") != "0") return true;  // history gone: look again
-    return !result.value("events", nlohmann::json::array()).empty();
+  return watch(request, deadline, cancel, [&](const nlohmann::json& result) {
+    WatchBatch batch{.created = result.value("created", false),
+                     .revision = revision_of(result),
+                     .compacted = json_integer(result, "compact_revision")};
+    if (result.value("canceled", false) && batch.compacted == 0) {
+      throw Error(describe() + ": etcd cancelled the watch: " +
+                  result.value("cancel_reason", std::string("no reason given")));
+    }
+    for (const auto& event : result.value("events", nlohmann::json::array())) {
+      const auto& kv = event.value("kv", nlohmann::json::object());
+      Change change{.key = unbase64(kv.value("key", "")).substr(prefix_.size()),
+                    .revision = json_integer(kv, "mod_revision")};
+      if (event.value("type", "PUT") == "PUT") change.value = open(kv, change.key);
+      batch.changes.push_back(std::move(change));
+    }
+    return on_batch(batch);
   });
 }
 

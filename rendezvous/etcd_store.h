@@ -5,11 +5,13 @@
 // A get that must wait watches the key (no polling); compare-and-set is one etcd transaction.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rendezvous/etcd_client.h"
 #include "rendezvous/store.h"
@@ -76,6 +78,31 @@ class EtcdStore final : public Store {
   bool wait_for_change(const std::string& key_prefix, int64_t revision,
                        std::chrono::milliseconds wait, const Cancellation* cancel = nullptr);
 
+  // A change under the store's prefix, as etcd's watch reports it.
+  struct Change {
+    std::string key;                   // relative to the store's prefix
+    std::optional<std::string> value;  // nothing: removed, or bytes this job did not seal (refused
+                                       // and logged exactly as list() refuses them)
+    int64_t revision = 0;              // the revision that made the change
+  };
+  // One message of a watch.
+  struct WatchBatch {
+    std::vector<Change> changes;  // in revision order
+    bool created = false;         // the watch's first message
+    int64_t revision = 0;         // etcd's revision when it sent the message
+    int64_t compacted = 0;        // not 0: the history asked for is gone; the watch has ended
+  };
+  // Watches everything under `key_prefix` after `revision`, handing each message to `on_batch`
+  // until it returns true (then true) or until `deadline` (then false). A watch etcd cancels for
+  // another reason than compaction throws Error naming the reason; other errors as list().
+  bool watch_changes(const std::string& key_prefix, int64_t revision,
+                     EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
+                     const std::function<bool(const WatchBatch&)>& on_batch);
+  // The revision of this object's last write that changed a key (a put, a transaction that put, a
+  // removal that removed); 0 before any. A watch of the prefix reports that change at it (lower
+  // than one before: etcd lost its data in between).
+  int64_t written_revision() const { return written_.load(std::memory_order_relaxed); }
+
  private:
   // A key's value now (nullopt: unset, or not sealed by this job), and the revision of the store
   // it was read at.
@@ -108,9 +135,13 @@ class EtcdStore final : public Store {
   PutResult put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
                    int64_t lease, const Cancellation* cancel);
 
+  // Notes the revision of a write that changed a key (written_revision).
+  void wrote(const nlohmann::json& answer);
+
   EtcdClient client_;
   const std::string prefix_;
   const std::string secret_;
+  std::atomic<int64_t> written_{0};
 };
 
 }  // namespace cohort::rendezvous

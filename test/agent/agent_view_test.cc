@@ -81,3 +81,22 @@ TEST_CASE("agent view: a record that does not parse is logged and left out") {
   CHECK(text.find("rounds/1") != std::string::npos);
   CHECK(text.find("checkin/a.0.0/x") != std::string::npos);
 }
+
+TEST_CASE("agent view: the keys a snapshot reads are those whose changes wake an agent") {
+  for (const char* key : {"job", "agents/a", "planners/1", "rounds/1", "exits/a.0.0", "kills/a.0.0",
+                          "elastic/checkin/a.0.0/0", "elastic/reset/a.0.0/1", "elastic/progress",
+                          "elastic/notice/2"}) {
+    CAPTURE(key);
+    CHECK(in_agent_snapshot(key));
+  }
+  // Left out of every snapshot: their changes are applied to the mirror and acted on by nobody.
+  for (const char* key : {"names/a", "elastic/assign/a.0.0/0", "round/1/rank_0", "agents/",
+                          "agentsx", "elastic/abandon/1"}) {
+    CAPTURE(key);
+    CHECK_FALSE(in_agent_snapshot(key));
+    auto s = parse_agent_snapshot({{key, "slots=1 workers="}});
+    CHECK(s.view.nodes.empty());
+    CHECK(s.planners.empty());
+    CHECK(s.view.checkins.empty());
+  }
+}

@@ -1,0 +1,59 @@
+// How an agent reads its job in etcd (docs/agents.md, "How an agent reads etcd"): one range read
+// into its mirror (agent_mirror.h) at the start, then the changes its watch delivers, all that
+// arrived applied at once before it acts; a full read again when the watch lost changes (history
+// compacted, etcd restarted or away), after an outage or the loss of its lease, and once per lease
+// TTL. It acts only on a mirror that holds its own writes. Changes to keys
+// that no agent acts on (in_agent_snapshot) are applied, and wake the agent to do nothing more.
+#include <algorithm>
+
+#include "agent/agent.h"
+#include "base/log.h"
+
+namespace cohort::discovery {
+
+void Agent::read_all(const std::string& why) {
+  if (!why.empty()) log::info("agent: reading the whole job again: ", why);
+  int64_t written = store_.written_revision();
+  last_full_read_ = steady_now();  // tried: retried after an outage at the outage's pace
+  auto listing = store_.list("");
+  int64_t revision = listing.revision;
+  mirror_.replace(std::move(listing));
+  read_written_ = written;
+  reread_.reset();
+  watch_->watch_after(revision);
+}
+
+Agent::Read Agent::read_job() {
+  auto taken = watch_->take();
+  // After an outage, or with its lease gone, the agent decides on a full read: a watch that went
+  // quiet through a cut-off link may still be waiting on a connection that carries nothing.
+  if (!taken.lost && reread_) taken.lost = reread_;
+  if (!taken.lost && lease_lost_) taken.lost = "this agent's etcd lease is gone";
+  if (!mirror_.loaded() || taken.lost) {
+    read_all(taken.lost.value_or(""));
+    return Read::kChanged;
+  }
+  TimePoint now = steady_now();
+  mirror_.apply(taken.changes);
+  unacted_ = unacted_ || std::any_of(taken.changes.begin(), taken.changes.end(),
+                                     [](const auto& c) { return in_agent_snapshot(c.key); });
+  // Not before its own writes are back: the watch is behind (a busy etcd), and catches up; a watch
+  // that stalled for good is replaced by the full read once per lease TTL.
+  if (behind_own_write() && now - last_full_read_ < options_.lease_ttl) return Read::kBehind;
+  // Once per lease TTL in full, whatever the watch delivered: an outage is noticed (the read
+  // fails), an etcd that lost its data is read as it is now, and a watch that went quiet on a
+  // connection that carries nothing keeps this agent behind for a lease TTL at most.
+  if (now - last_full_read_ >= options_.lease_ttl) {
+    read_all("");
+    return Read::kChanged;
+  }
+  return unacted_ ? Read::kChanged : Read::kUnchanged;
+}
+
+// Whether this agent wrote something since its last full read that the mirror does not hold yet.
+bool Agent::behind_own_write() const {
+  int64_t written = store_.written_revision();
+  return written != read_written_ && written > mirror_.revision();
+}
+
+}  // namespace cohort::discovery

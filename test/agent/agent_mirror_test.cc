@@ -1,0 +1,163 @@
+// An agent's mirror of its job in etcd (agent/agent_mirror.h), fed by its watch
+// (agent/agent_watch.h) against a real etcd (test/rendezvous/etcd_server.h): after one full read,
+// the watch's changes keep it equal to what a full read would give, deletes and refused values
+// included, and the watch says so when it cannot (history compacted, etcd's revision gone back).
+#include <poll.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "agent/agent_mirror.h"
+#include "agent/agent_watch.h"
+#include "launcher/wakeup.h"
+#include "rendezvous/etcd_store.h"
+#include "rendezvous/signed_value.h"
+#include "test/rendezvous/etcd_server.h"
+
+using namespace cohort;
+using namespace cohort::discovery;
+using namespace cohort::rendezvous;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using Values = std::map<std::string, std::string>;
+
+namespace {
+
+const std::string kSecret(32, 'm');
+
+std::string prefix_for(const std::string& test) {
+  return "/cohort-test/" + std::to_string(::getpid()) + "/mirror-" + test + "/";
+}
+
+EtcdStoreOptions options_for(const std::string& prefix) {
+  return {.etcd = {.endpoints = {testing::etcd_server().endpoint()}, .timeout = 5s},
+          .prefix = prefix,
+          .secret = kSecret};
+}
+
+// What a client of etcd without the job secret can do: put any bytes under any key.
+void put_raw(const std::string& key, const std::string& value) {
+  EtcdClient raw({.endpoints = {testing::etcd_server().endpoint()}});
+  raw.call("/v3/kv/put", {{"key", base64(key)}, {"value", base64(value)}});
+}
+
+// An agent's reading of etcd in small: a full read into the mirror, then the watch.
+struct Reader {
+  explicit Reader(const std::string& prefix)
+      : store(options_for(prefix)), watch(options_for(prefix), wake) {
+    auto listing = store.list("");
+    int64_t revision = listing.revision;
+    mirror.replace(std::move(listing));
+    watch.watch_after(revision);
+  }
+  // Applies what the watch delivers until the mirror holds `store`'s last write (at most 10 s).
+  AgentWatch::Taken catch_up() {
+    AgentWatch::Taken all;
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (mirror.revision() < store.written_revision() && !all.lost &&
+           std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{wake.fd(), POLLIN, 0};
+      ::poll(&fd, 1, 100);
+      wake.drain();
+      auto taken = watch.take();
+      mirror.apply(taken.changes);
+      all.changes.insert(all.changes.end(), taken.changes.begin(), taken.changes.end());
+      all.lost = taken.lost;
+    }
+    return all;
+  }
+  // Waits until the watch reports a loss (at most 10 s).
+  std::string lost() {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{wake.fd(), POLLIN, 0};
+      ::poll(&fd, 1, 100);
+      wake.drain();
+      if (auto taken = watch.take(); taken.lost) return *taken.lost;
+    }
+    return "";
+  }
+  EtcdStore store;
+  Wakeup wake;
+  AgentWatch watch;
+  JobMirror mirror;
+};
+
+}  // namespace
+
+TEST_CASE("agent mirror: the watch's changes applied in revision order equal a full read") {
+  std::string prefix = prefix_for("order");
+  EtcdStore writer(options_for(prefix));
+  writer.set("agents/a", "slots=1 workers=");
+  writer.set("agents/b", "slots=1 workers=");
+  Reader reader(prefix);
+  CHECK(reader.mirror.values() == reader.store.list("").values);
+  reader.store.set("agents/a", "slots=1 workers=a.0.0");
+  reader.store.set("agents/a", "slots=2 workers=a.0.0");  // the later value wins
+  reader.store.remove("agents/b");                        // a delete
+  reader.store.set("agents/c", "slots=1 workers=");
+  auto taken = reader.catch_up();
+  CHECK_FALSE(taken.lost);
+  REQUIRE(taken.changes.size() == 4);
+  for (size_t i = 1; i < taken.changes.size(); ++i) {
+    CHECK(taken.changes[i - 1].revision < taken.changes[i].revision);
+  }
+  CHECK(reader.mirror.values() ==
+        Values{{"agents/a", "slots=2 workers=a.0.0"}, {"agents/c", "slots=1 workers="}});
+  CHECK(reader.mirror.values() == reader.store.list("").values);
+  CHECK(reader.mirror.revision() == reader.store.written_revision());
+
+  // The same changes again (a watch asked again from before them) change nothing.
+  reader.mirror.apply(taken.changes);
+  CHECK(reader.mirror.values() == reader.store.list("").values);
+}
+
+TEST_CASE("agent mirror: a forged value in an event is refused as a full read refuses it") {
+  std::string prefix = prefix_for("forged");
+  EtcdStore writer(options_for(prefix));
+  writer.set("agents/a", "slots=1 workers=");
+  Reader reader(prefix);
+  put_raw(prefix + "agents/a", "slots=9 workers=");  // over a sealed value: as if deleted
+  put_raw(prefix + "agents/x", "slots=9 workers=");  // a new key: as if not there
+  // Sealed with another secret, and sealed for another key.
+  put_raw(prefix + "agents/y", seal_value(std::string(32, 'x'), prefix + "agents/y", "slots=1"));
+  put_raw(prefix + "agents/z", seal_value(kSecret, prefix + "agents/b", "slots=1 workers="));
+  reader.store.set("agents/b", "slots=1 workers=");  // after them all
+  auto taken = reader.catch_up();
+  CHECK_FALSE(taken.lost);
+  CHECK(taken.changes.size() == 5);
+  CHECK(reader.mirror.values() == Values{{"agents/b", "slots=1 workers="}});
+  CHECK(reader.mirror.values() == reader.store.list("").values);
+}
+
+TEST_CASE("agent mirror: a compacted history makes the watch ask for a full read") {
+  std::string prefix = prefix_for("compacted");
+  Reader reader(prefix);
+  int64_t old = reader.mirror.revision();
+  reader.store.set("agents/a", "slots=1 workers=");
+  reader.store.set("agents/a", "slots=2 workers=");
+  EtcdClient raw({.endpoints = {testing::etcd_server().endpoint()}});
+  raw.call("/v3/kv/compaction", {{"revision", std::to_string(reader.store.written_revision())}});
+  reader.watch.watch_after(old);  // as after a restart of the watch from the old revision
+  CHECK_THAT(reader.lost(), Contains("compacted"));
+  // A full read, and the watch from its revision, bring the mirror back.
+  auto listing = reader.store.list("");
+  int64_t revision = listing.revision;
+  reader.mirror.replace(std::move(listing));
+  reader.watch.watch_after(revision);
+  reader.store.set("agents/b", "slots=1 workers=");
+  CHECK_FALSE(reader.catch_up().lost);
+  CHECK(reader.mirror.values() == reader.store.list("").values);
+  CHECK(reader.mirror.values().size() == 2);
+}
+
+TEST_CASE("agent mirror: etcd's revision below the one read makes the watch ask for a full read") {
+  // What an etcd restarted without its data shows: it counts revisions anew.
+  std::string prefix = prefix_for("restarted");
+  Reader reader(prefix);
+  reader.watch.watch_after(reader.mirror.revision() + 1'000'000);
+  CHECK_THAT(reader.lost(), Contains("etcd lost its data"));
+}
