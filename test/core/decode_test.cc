@@ -11,18 +11,11 @@
 #include <limits>
 #include <new>
 
+#include "allocation_hook.h"
 #include "base/wire.h"
 #include "cohort/errors.h"
 #include "cohort/types.h"
 #include "core/request.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COHORT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define COHORT_SANITIZED 1
-#endif
-#endif
 
 namespace {
 std::atomic<bool> tracking{false};
@@ -49,34 +42,11 @@ const bool hooked = [] {
   return true;
 }();
 }  // namespace
-#else
-namespace {
-void* allocate(size_t n) {
-  record(n);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-}  // namespace
-
-void* operator new(size_t n) {
-  return allocate(n);
-}
-void* operator new[](size_t n) {
-  return allocate(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t) noexcept {
-  std::free(p);
-}
 #endif
+
+void on_allocation(size_t bytes) {
+  record(bytes);
+}
 
 using namespace cohort;
 

@@ -8,49 +8,17 @@
 #include <new>
 #include <thread>
 
+#include "allocation_hook.h"
 #include "core/control_channel.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define COHORT_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define COHORT_SANITIZED 1
-#endif
-#endif
 
 namespace {
 thread_local bool counting = false;
 thread_local size_t allocations = 0;
 }  // namespace
 
-#ifndef COHORT_SANITIZED
-namespace {
-void* allocate(size_t n) {
+void on_allocation(size_t) {
   if (counting) ++allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
 }
-}  // namespace
-
-void* operator new(size_t n) {
-  return allocate(n);
-}
-void* operator new[](size_t n) {
-  return allocate(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, size_t) noexcept {
-  std::free(p);
-}
-#endif
 
 using namespace cohort;
 using namespace std::chrono_literals;
