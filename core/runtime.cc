@@ -79,6 +79,8 @@ Runtime::Runtime(const Config& config, Formation formation)
   connect_control_channel();
   fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
+  // Rank 0's verdict on a dead leader, the one every rank hears, names the ranks behind it.
+  for (const auto& [rank, name] : leader_names_) beats.name_peer(rank, name);
   executor_.emplace(
       std::move(backend_), queue_, timeline_, config_.timeout, config_.device_options(),
       [this](const std::string& local) { return diagnose(local); },
@@ -250,10 +252,11 @@ void Runtime::connect_control_leaders() {
     if (leader_of_[p] != p) continue;
     int last = p;
     while (last + 1 < topology_.size && leader_of_[last + 1] == p) ++last;
-    hub->name_peer(p, "rank " + std::to_string(p) + ", the leader of host " +
-                          address(p).substr(0, address(p).rfind(':')) + " (ranks " +
-                          std::to_string(p) + " to " + std::to_string(last) + ")");
+    leader_names_.emplace_back(p, "rank " + std::to_string(p) + ", the leader of host " +
+                                      address(p).substr(0, address(p).rfind(':')) + " (ranks " +
+                                      std::to_string(p) + " to " + std::to_string(last) + ")");
   }
+  for (const auto& [p, name] : leader_names_) hub->name_peer(p, name);
   log::debug("control: leading ", peers.size(), " rank(s) connected here");
   control_ = std::move(*hub);
 }

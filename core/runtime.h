@@ -140,6 +140,9 @@ class Runtime {
   std::string backend_name_;
   Placement topology_;
   std::vector<int> leader_of_;  // COHORT_CONTROL_LEADERS=1: each rank's host leader; else empty
+  // Rank 0 with leaders: how its control and heartbeat connections name the other leaders ("rank
+  // 8, the leader of host H (ranks 8 to 15)").
+  std::vector<std::pair<int, std::string>> leader_names_;
   DefaultNames default_names_;
   ControlChannel control_;
   TensorQueue queue_;
