@@ -72,10 +72,12 @@ ControlChannel ControlChannel::alone() {
 }
 
 ControlChannel ControlChannel::listen(const std::string& host, int size, std::string token,
-                                      std::string label) {
+                                      std::string label, int connections) {
+  std::string who = connections < 0 ? "rank 0's " : "a host leader's ";
+  if (connections < 0) connections = size - 1;
   // Beside a connection per rank: the listener, the eventfd and the epoll set.
-  reserve_descriptors(static_cast<size_t>(size) + 2, "rank 0's " + label + " connections to " +
-                                                         std::to_string(size - 1) + " ranks");
+  reserve_descriptors(static_cast<size_t>(connections) + 3,
+                      who + label + " connections to " + std::to_string(connections) + " ranks");
   ControlChannel ch;
   ch.size_ = size;
   ch.label_ = std::move(label);

@@ -49,8 +49,9 @@ class ControlChannel {
   // `label` names the channel in errors ("control", "heartbeat").
   // Raises the soft RLIMIT_NOFILE to the hard limit when the star's descriptors need it; throws
   // InvalidArgument naming the limit when even the hard one is too low (nothing is opened then).
+  // `connections`: how many ranks will connect, where not every other rank (a host leader's).
   static ControlChannel listen(const std::string& host, int size, std::string token,
-                               std::string label = "control");
+                               std::string label = "control", int connections = -1);
   std::string address() const;
   // The job token a worker's hello must carry (rank 0 publishes it beside the address).
   const std::string& token() const { return token_; }

@@ -223,7 +223,8 @@ void Runtime::connect_control_leaders() {
   std::optional<ControlChannel> hub;
   if (leader == rank && refusal_.empty()) {
     try {
-      hub = ControlChannel::listen(config_.hostname, topology_.size, random_token(), "control");
+      hub = ControlChannel::listen(config_.hostname, topology_.size, random_token(), "control",
+                                   static_cast<int>(control_peers(rank, leader_of_).size()));
     } catch (const InvalidArgument& e) {
       refusal_ = e.what();
     }
