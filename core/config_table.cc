@@ -114,6 +114,8 @@ constexpr Setting kSettings[] = {
     {"COHORT_CONTROL_SPIN_MICROSECONDS",
      Duration<microseconds>{&Config::control_spin, env::kMicrosecondsOrZero},
      "Ranks on one host: how long the background thread spins for a message before sleeping."},
+    {"COHORT_CONTROL_LEADERS", Enable{&Config::control_leaders},
+     "1: each host's ranks reach rank 0 through their host's leader (its local rank 0)."},
     {"COHORT_HIERARCHICAL",
      Parsed<Config::Hierarchy>{&Config::hierarchical, hierarchy_named, hierarchy_text},
      "auto, 1 or 0: collectives within hosts through shared memory, then across hosts."},
@@ -155,6 +157,10 @@ void read(const char* name, const std::string& value, const Disable& f, Config& 
   c.*f.enabled = env::parse_integer(name, value, 0, 1) == 0;
 }
 
+void read(const char* name, const std::string& value, const Enable& f, Config& c) {
+  c.*f.enabled = env::parse_integer(name, value, 0, 1) == 1;
+}
+
 void read(const char*, const std::string& value, const Text& f, Config& c) {
   c.*f.member = value;
 }
@@ -179,6 +185,10 @@ std::string write(const Count& f, const Config& c) {
 
 std::string write(const Disable& f, const Config& c) {
   return c.*f.enabled ? "0" : "1";
+}
+
+std::string write(const Enable& f, const Config& c) {
+  return c.*f.enabled ? "1" : "0";
 }
 
 std::string write(const Text& f, const Config& c) {

@@ -38,6 +38,11 @@ struct Disable {
   bool Config::*enabled;
 };
 
+// 0 or 1; 1 sets the member to true (a feature that is off unless enabled).
+struct Enable {
+  bool Config::*enabled;
+};
+
 // Any text; unset leaves the member empty.
 struct Text {
   std::string Config::*member;
@@ -54,7 +59,7 @@ struct Parsed {
 
 using Field =
     std::variant<Duration<std::chrono::milliseconds>, Duration<std::chrono::microseconds>, Count,
-                 Disable, Text, Parsed<Config::CpuOperations>, Parsed<Config::Hierarchy>,
+                 Disable, Enable, Text, Parsed<Config::CpuOperations>, Parsed<Config::Hierarchy>,
                  Parsed<ops::DeviceOperations>, Parsed<log::Level>,
                  Parsed<std::optional<FaultPoint>>, Parsed<std::chrono::seconds>>;
 

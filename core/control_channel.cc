@@ -72,10 +72,12 @@ ControlChannel ControlChannel::alone() {
 }
 
 ControlChannel ControlChannel::listen(const std::string& host, int size, std::string token,
-                                      std::string label) {
+                                      std::string label, int connections) {
+  std::string who = connections < 0 ? "rank 0's " : "a host leader's ";
+  if (connections < 0) connections = size - 1;
   // Beside a connection per rank: the listener, the eventfd and the epoll set.
-  reserve_descriptors(static_cast<size_t>(size) + 2, "rank 0's " + label + " connections to " +
-                                                         std::to_string(size - 1) + " ranks");
+  reserve_descriptors(static_cast<size_t>(connections) + 3,
+                      who + label + " connections to " + std::to_string(connections) + " ranks");
   ControlChannel ch;
   ch.size_ = size;
   ch.label_ = std::move(label);
@@ -113,10 +115,10 @@ void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* ca
   std::vector<Hello> pending;
   auto paused_until = SteadyClock::time_point::min();  // accepting, unless out of descriptors
   int connected = 0;
-  while (connected < size_ - 1) {
+  while (connected < expected_count()) {
     auto now = SteadyClock::now();
     if (now >= deadline) {
-      throw InternalError("timed out waiting for " + std::to_string(size_ - 1 - connected) +
+      throw InternalError("timed out waiting for " + std::to_string(expected_count() - connected) +
                           " rank(s) to open their " + label_ + " connection (" + missing_ranks() +
                           ")");
     }
@@ -150,7 +152,7 @@ void ControlChannel::accept_workers(milliseconds timeout, const Cancellation* ca
 
 bool ControlChannel::accept_batch(std::vector<Hello>& pending, milliseconds hello_timeout,
                                   int& connected) {
-  for (int i = 0; i < 64 && connected < size_ - 1; ++i) {
+  for (int i = 0; i < 64 && connected < expected_count(); ++i) {
     sockaddr_in addr{};
     socklen_t len = sizeof addr;
     Fd fd(::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len,
@@ -213,7 +215,7 @@ bool ControlChannel::read_hello(Hello& h, int& connected) {
   }
   if (!same_token(hello.token, token_)) return drop("wrong job token");
   int rank = hello.rank;
-  if (rank <= 0 || rank >= size_ || peers_[rank].fd.valid()) {
+  if (rank <= 0 || rank >= size_ || !expected(rank) || peers_[rank].fd.valid()) {
     return drop("unexpected rank " + std::to_string(rank));
   }
   net::set_nodelay(h.fd.get());
@@ -227,49 +229,11 @@ std::string ControlChannel::missing_ranks() const {
   std::string out;
   int shown = 0;
   for (int r = 1; r < size_; ++r) {
-    if (peers_[r].fd.valid()) continue;
+    if (!expected(r) || peers_[r].fd.valid()) continue;
     if (shown++ == 8) return out + ", ...";
     out += (out.empty() ? "rank " : ", ") + std::to_string(r);
   }
   return out;
-}
-
-ControlChannel ControlChannel::connect(int rank, int size, const std::string& address,
-                                       const std::string& token, milliseconds timeout,
-                                       std::string label, const Cancellation* cancel) {
-  auto colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    throw InternalError("bad " + label + " address '" + address + "'");
-  }
-  std::string host = address.substr(0, colon);
-  int port = std::stoi(address.substr(colon + 1));
-  ControlChannel ch;
-  ch.size_ = size;
-  ch.label_ = std::move(label);
-  ch.open_events();
-  ch.peers_.resize(1);
-  ch.peers_[0].rank = 0;
-  ch.rank_ = rank;
-  auto deadline = SteadyClock::now() + timeout;
-  auto hello = encode_control_hello({rank, token});
-  try {
-    // Retried while refused: rank 0 publishes its address only after it listens, a race.
-    Fd fd = net::connect_tcp(host, port, deadline, cancel);
-    net::write_frame(fd.get(), {reinterpret_cast<const char*>(hello.data()), hello.size()},
-                     deadline, cancel);
-    ch.peers_[0].fd = std::move(fd);
-  } catch (const InternalError&) {
-    throw;  // cancelled
-  } catch (const Error& e) {
-    if (SteadyClock::now() >= deadline) {
-      throw InternalError("timed out opening the " + ch.label_ + " connection to rank 0 at " +
-                          address + " (within " + std::to_string(timeout.count()) + " ms)");
-    }
-    throw InternalError("cannot open the " + ch.label_ + " connection to rank 0 at " + address +
-                        ": " + e.what());
-  }
-  ch.watch(0);
-  return ch;
 }
 
 void ControlChannel::open_events() {
@@ -293,9 +257,13 @@ void ControlChannel::close_connection(Peer& p) {
   p.fd.reset();
 }
 
+size_t ControlChannel::index_of(int rank) const {
+  // A channel that listened holds every rank at its index; one that connected, its peer alone.
+  return peers_.size() == 1 ? 0 : static_cast<size_t>(rank);
+}
+
 ControlChannel::Peer& ControlChannel::peer(int rank) {
-  // Rank 0 holds every rank at its index; any other rank holds rank 0 alone.
-  size_t index = rank_ == 0 ? static_cast<size_t>(rank) : 0;
+  size_t index = index_of(rank);
   if (rank >= 0 && index < peers_.size()) {
     Peer& p = peers_[index];
     if (p.rank == rank && p.fd.valid()) return p;
@@ -318,7 +286,7 @@ void ControlChannel::write_some(Peer& p) {
     // Full: the socket's EPOLLOUT edge brings wait() back to write the rest.
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     if (n < 0) {
-      throw InternalError(label_ + " connection to rank " + std::to_string(p.rank) +
+      throw InternalError(label_ + " connection to " + who(p) +
                           " broke while sending: " + errno_text());
     }
     p.out.erase(p.out.begin(), p.out.begin() + n);
@@ -336,7 +304,7 @@ void ControlChannel::read_socket(Peer& p, bool to_the_end) {
       // is a close with our data unread, as when a process dies: the same to the reader.
       bool closed = n == 0 || errno == ECONNRESET;
       p.broken =
-          label_ + " connection to rank " + std::to_string(p.rank) +
+          label_ + " connection to " + who(p) +
           (closed ? " was closed by the peer (did it exit or crash?)" : " broke: " + errno_text());
       ++broken_;
       close_connection(p);
@@ -413,13 +381,40 @@ void ControlChannel::serve(Peer& p, uint32_t events, std::vector<ControlMessage>
   if (!p.rings) take_messages(p, messages);  // a ring peer's come with the rings', below
 }
 
+std::string ControlChannel::who(const Peer& p) {
+  return p.name.empty() ? "rank " + std::to_string(p.rank) : p.name;
+}
+
+void ControlChannel::expect(const std::vector<int>& ranks) {
+  expected_.assign(static_cast<size_t>(size_), false);
+  for (int r : ranks) {
+    if (r > 0 && r < size_) expected_[static_cast<size_t>(r)] = true;
+  }
+}
+
+int ControlChannel::expected_count() const {
+  if (expected_.empty()) return size_ - 1;
+  return static_cast<int>(std::count(expected_.begin(), expected_.end(), true));
+}
+
+bool ControlChannel::expected(int rank) const {
+  return expected_.empty() || expected_[static_cast<size_t>(rank)];
+}
+
+void ControlChannel::name_peer(int rank, std::string name) {
+  size_t index = index_of(rank);
+  if (rank >= 0 && index < peers_.size() && peers_[index].rank == rank) {
+    peers_[index].name = std::move(name);
+  }
+}
+
 void ControlChannel::close_peers() {
   listener_.reset();
   for (auto& p : peers_) close_connection(p);
 }
 
 void ControlChannel::drop(int rank) {
-  size_t index = rank_ == 0 ? static_cast<size_t>(rank) : 0;
+  size_t index = index_of(rank);
   if (rank < 0 || index >= peers_.size() || peers_[index].rank != rank) return;
   Peer& p = peers_[index];
   if (!p.broken.empty()) --broken_;
@@ -439,8 +434,7 @@ void ControlChannel::flush(milliseconds timeout) {
         // A ring peer's doorbell says its ring has room again; a socket's POLLOUT, that it has.
         std::vector<pollfd> fds{{p.fd.get(), static_cast<short>(p.rings ? POLLIN : POLLOUT), 0}};
         if (!poll_until(fds, deadline)) {
-          throw InternalError("timed out sending " + label_ + " messages to rank " +
-                              std::to_string(p.rank));
+          throw InternalError("timed out sending " + label_ + " messages to " + who(p));
         }
         if (p.rings) read_socket(p, true);
         if (!p.broken.empty()) throw InternalError(p.broken);

@@ -49,8 +49,9 @@ class ControlChannel {
   // `label` names the channel in errors ("control", "heartbeat").
   // Raises the soft RLIMIT_NOFILE to the hard limit when the star's descriptors need it; throws
   // InvalidArgument naming the limit when even the hard one is too low (nothing is opened then).
+  // `connections`: how many ranks will connect, where not every other rank (a host leader's).
   static ControlChannel listen(const std::string& host, int size, std::string token,
-                               std::string label = "control");
+                               std::string label = "control", int connections = -1);
   std::string address() const;
   // The job token a worker's hello must carry (rank 0 publishes it beside the address).
   const std::string& token() const { return token_; }
@@ -66,10 +67,21 @@ class ControlChannel {
   // Any other rank: connect to rank 0 at `address` and introduce ourselves. Connecting (retried
   // while refused: rank 0 may not listen yet) and sending the hello end within `timeout`, or at
   // once with `cancel`'s reason once it fires; both as InternalError.
+  // With COHORT_CONTROL_LEADERS=1 a rank connects to its host's leader instead: `to` names it.
   static ControlChannel connect(int rank, int size, const std::string& address,
                                 const std::string& token, std::chrono::milliseconds timeout,
-                                std::string label = "control",
-                                const Cancellation* cancel = nullptr);
+                                std::string label = "control", const Cancellation* cancel = nullptr,
+                                int to = 0);
+
+  // Host leaders (COHORT_CONTROL_LEADERS=1, core/leader.h). A leader listens like rank 0, then,
+  // before accept_workers, expects only its host's ranks, and opens its own connection to rank 0
+  // at `address` (the same bounds and errors as connect()); rank 0 expects the other leaders and
+  // its own host's ranks. Messages from rank 0 then arrive as peer 0 beside the host's ranks'.
+  void expect(const std::vector<int>& ranks);
+  void connect_up(int rank, const std::string& address, const std::string& token,
+                  std::chrono::milliseconds timeout, const Cancellation* cancel = nullptr);
+  // How errors name the connection to `rank` ("rank 3" unless named, e.g. as a host's leader).
+  void name_peer(int rank, std::string name);
 
   // Ranks on one host, once connected: every message travels through a pair of rings per peer in
   // `segment` (rings_bytes(size) bytes, the same segment on every rank), and the connections only
@@ -117,6 +129,7 @@ class ControlChannel {
     std::vector<std::byte> in;   // bytes received, not yet a whole frame
     std::vector<std::byte> out;  // bytes queued, not yet written
     std::string broken;          // why the connection ended, once it has
+    std::string name;            // name_peer(): how errors name it, if not "rank N"
   };
 
   struct Hello;  // a connection accepted, its hello not read yet
@@ -126,6 +139,13 @@ class ControlChannel {
   bool accept_batch(std::vector<Hello>& pending, std::chrono::milliseconds hello_timeout,
                     int& connected);
   std::string missing_ranks() const;
+  static Fd open_connection(int rank, int to, const std::string& address, const std::string& token,
+                            std::chrono::milliseconds timeout, const std::string& label,
+                            const Cancellation* cancel);
+  int expected_count() const;
+  bool expected(int rank) const;
+  size_t index_of(int rank) const;
+  static std::string who(const Peer& p);
 
   static constexpr uint64_t kWakeTag = ~uint64_t{0};  // the eventfd's tag; a peer's is its index
   // The eventfd and the epoll set that watches it.
@@ -166,8 +186,9 @@ class ControlChannel {
   EpollSet epoll_;  // wake_fd_ and every peer's connection
   // Set by wake() beside the eventfd, for spin_for_rings (shared: the channel moves).
   std::shared_ptr<std::atomic<bool>> woken_ = std::make_shared<std::atomic<bool>>(false);
-  std::vector<Peer> peers_;         // rank 0: indexed by rank; any other rank: rank 0 alone
-  int broken_ = 0;                  // peers whose connection ended (Peer::broken), not dropped
+  std::vector<Peer> peers_;     // listened (rank 0, a leader): indexed by rank; else its peer alone
+  std::vector<bool> expected_;  // expect(): the ranks accept_workers waits for; empty: all
+  int broken_ = 0;              // peers whose connection ended (Peer::broken), not dropped
   std::vector<size_t> ring_peers_;  // indices in peers_ of the peers with rings
   std::optional<ops::ShmSegment> rings_segment_;
   std::chrono::microseconds spin_{0};

@@ -8,11 +8,17 @@
 
 namespace cohort {
 
-Coordination::Coordination(const Config& config, int size, Timeline& timeline)
+Coordination::Coordination(const Config& config, int size, Timeline& timeline,
+                           std::vector<int> leader_of)
     : config_(config),
+      size_(size),
       timeline_(timeline),
       cache_(config.cache_capacity, size),
-      negotiator_(size, &cache_) {}
+      negotiator_(size, &cache_) {
+  if (leader_of.empty()) return;
+  behind_.resize(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) behind_[static_cast<size_t>(leader_of[r])].push_back(r);
+}
 
 std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> messages,
                                                 std::vector<Request> fresh, bool shutdown) {
@@ -36,20 +42,58 @@ std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> mess
 }
 
 void Coordination::receive(const ControlMessage& message) {
+  if (is_envelope(message.payload)) return receive_envelope(message);
+  receive_list(message.payload, std::span(&message.peer, 1), -1);
+}
+
+void Coordination::receive_envelope(const ControlMessage& message) {
+  int leader = message.peer;
+  std::span<const int> behind;
+  if (static_cast<size_t>(leader) < behind_.size()) behind = behind_[leader];
+  decode_envelope(message.payload, leader, size_, behind, envelope_);
+  for (const auto& entry : envelope_.entries) {
+    receive_list(entry.list, envelope_.ranks_of(entry), leader);
+  }
+}
+
+namespace {
+
+// How errors name the ranks that sent a list: "rank 3", or "ranks 8, 9 (through their leader,
+// rank 8)".
+std::string senders(std::span<const int> ranks, int leader) {
+  std::string who = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) who += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (leader < 0) return who;
+  return who + " (through their leader, rank " + std::to_string(leader) + ")";
+}
+
+}  // namespace
+
+void Coordination::receive_list(std::span<const std::byte> bytes, std::span<const int> ranks,
+                                int leader) {
   RequestList list;
   try {
-    list = decode_request_list(message.payload);
+    list = decode_request_list(bytes);
   } catch (const InternalError& e) {
-    throw InternalError("rank " + std::to_string(message.peer) + " sent a " + e.what());
+    throw InternalError(senders(ranks, leader) + " sent a " + e.what());
   }
-  cache_.acknowledge(message.peer, list.applied);
+  for (int rank : ranks) cache_.acknowledge(rank, list.applied);
   if (timeline_.enabled()) {
-    for (uint32_t hit : list.hits) count_hit(message.peer, hit);
+    for (int rank : ranks) {
+      for (uint32_t hit : list.hits) count_hit(rank, hit);
+    }
   } else {
-    count_runs(message.peer, list.hits);
+    count_runs(ranks, list.hits);
   }
-  for (auto& request : list.requests) negotiate(message.peer, std::move(request));
-  if (list.shutdown) negotiator_.mark_shut_down(message.peer);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    bool last = i + 1 == ranks.size();  // takes the list's own requests; the others, copies
+    for (auto& request : list.requests) {
+      negotiate(ranks[i], last ? std::move(request) : Request(request));
+    }
+  }
+  if (list.shutdown) {
+    for (int rank : ranks) negotiator_.mark_shut_down(rank);
+  }
 }
 
 void Coordination::negotiate(int rank, Request request) {
@@ -68,11 +112,11 @@ void Coordination::count_hit(int rank, uint32_t hit) {
   timeline_.rank_ready(cached.name, rank);
 }
 
-void Coordination::count_runs(int rank, const std::vector<uint32_t>& hits) {
+void Coordination::count_runs(std::span<const int> ranks, const std::vector<uint32_t>& hits) {
   for (size_t i = 0; i < hits.size();) {
     size_t n = 1;  // hits on consecutive ids with the same buffer bit differ by 2
     while (i + n < hits.size() && hits[i + n] == hits[i] + 2 * n) ++n;
-    negotiator_.hit_run(rank, hits[i], n);
+    negotiator_.hit_run(ranks, hits[i], n);
     i += n;
   }
 }

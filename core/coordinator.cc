@@ -11,12 +11,13 @@ namespace cohort {
 using std::chrono::microseconds;
 
 Coordinator::Coordinator(const Config& config, int size, ControlChannel& control,
-                         Executor& executor, Timeline& timeline)
+                         Executor& executor, Timeline& timeline, std::vector<int> downstream,
+                         std::vector<int> leader_of)
     : config_(config),
-      size_(size),
+      downstream_(std::move(downstream)),
       control_(control),
       executor_(executor),
-      coordination_(config, size, timeline) {}
+      coordination_(config, size, timeline, std::move(leader_of)) {}
 
 bool Coordinator::step(std::vector<ControlMessage> messages, std::vector<Request> fresh,
                        bool shutdown) {
@@ -29,7 +30,7 @@ bool Coordinator::step(std::vector<ControlMessage> messages, std::vector<Request
 
 void Coordinator::send(const ResponseList& list) {
   auto bytes = encode(list);
-  for (int peer = 1; peer < size_; ++peer) control_.send(peer, bytes);
+  for (int peer : downstream_) control_.send(peer, bytes);
   // Every rank needs the whole list before it can join the collectives in it.
   control_.flush(config_.timeout);
 }
@@ -44,17 +45,20 @@ microseconds Coordinator::wait_timeout(microseconds idle) const {
 }
 
 void Coordinator::on_fail(const std::string& reason) {
-  // Best effort: a peer that is gone or slow learns from the closed connection instead.
-  ResponseList notice{.abort_reason = "rank 0 aborted the job: " + reason};
-  auto bytes = encode(notice);
-  for (int peer = 1; peer < size_; ++peer) {
+  notify(control_, downstream_, "rank 0 aborted the job: " + reason);
+}
+
+void Coordinator::notify(ControlChannel& control, const std::vector<int>& peers,
+                         const std::string& reason) {
+  auto bytes = encode(ResponseList{.abort_reason = reason});
+  for (int peer : peers) {
     try {
-      control_.send(peer, bytes);
+      control.send(peer, bytes);
     } catch (const InternalError&) {
     }
   }
   try {
-    control_.flush(std::chrono::milliseconds(100));
+    control.flush(std::chrono::milliseconds(100));
   } catch (const InternalError&) {
   }
 }

@@ -43,6 +43,23 @@ size_t HitBits::set(int rank, size_t first, size_t n) {
   return n;
 }
 
+bool HitBits::set_all(std::span<const int> ranks, size_t first, size_t n) {
+  size_t end_word = (first + n + 63) / 64;
+  for (int rank : ranks) {
+    const uint64_t* row_words = rows_.data() + row(rank);
+    for (size_t w = first / 64; w < end_word; ++w) {
+      if (row_words[w] & mask(w, first, n)) return false;
+    }
+  }
+  for (int rank : ranks) {
+    uint64_t* row_words = rows_.data() + row(rank);
+    for (size_t w = first / 64; w < end_word; ++w) row_words[w] |= mask(w, first, n);
+  }
+  int k = static_cast<int>(ranks.size());
+  for (size_t s = first; s < first + n; ++s) counts_[s] += k;
+  return true;
+}
+
 void HitBits::clear(const std::vector<size_t>& slots) {
   if (slots.empty()) return;
   std::vector<uint64_t> keep(stride_, ~uint64_t{0});

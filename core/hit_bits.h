@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace cohort {
@@ -24,6 +25,10 @@ class HitBits {
   // Sets `rank`'s bits of slots [first, first + n) and counts them; if any was set already,
   // sets nothing and returns the first such slot's offset from `first`, else n.
   size_t set(int rank, size_t first, size_t n);
+  // The same for several ranks that hit the same slots (a host leader's envelope): each slot is
+  // counted once for all of them. Sets nothing and returns false if any of their bits was set
+  // already (set() rank by rank then says which).
+  bool set_all(std::span<const int> ranks, size_t first, size_t n);
   // Clears every rank's bits of `slots`: one pass over the rows.
   void clear(const std::vector<size_t>& slots);
 

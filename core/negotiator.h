@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -37,6 +38,9 @@ class Negotiator {
   // RequestList::hits holds a model's tensors: a few word operations where their slots are
   // consecutive too.
   void hit_run(int rank, uint32_t first, size_t n);
+  // The same for several ranks that sent the same hits (a host leader's envelope,
+  // core/envelope.h): each slot's count moves once for all of them.
+  void hit_run(std::span<const int> ranks, uint32_t first, size_t n);
   // Records that `rank` will submit nothing more.
   void mark_shut_down(int rank);
   bool all_shut_down() const;
@@ -106,6 +110,8 @@ class Negotiator {
   const Request& description(const Entry& entry) const;
   void mark_if_ready(const Key& key, Entry& entry);
   void mark_if_ready(Hits& hits);
+  // Whether slots [slot, slot + n) hold ids from `id` on, in order, all on the fast path.
+  bool run_is_fast(size_t slot, uint32_t id, size_t n) const;
   // Marks the slots that hit_run() completed (it leaves them to this, once a cycle).
   void mark_ready_hits();
   // The slot of an encoded hit's id, made from the cached request on its first hit.

@@ -24,21 +24,21 @@ int Negotiator::hit(int rank, uint32_t hit) {
   return bits_.count(hits.slot);
 }
 
+bool Negotiator::run_is_fast(size_t slot, uint32_t id, size_t n) const {
+  if (slot + n > hits_.size()) return false;
+  // Without an early exit, so that it vectorizes: this runs for every rank and id.
+  const uint32_t* ids = slot_id_.data() + slot;
+  const uint8_t* fast = fast_.data() + slot;
+  uint32_t differ = 0;
+  uint8_t all_fast = 1;
+  for (size_t k = 0; k < n; ++k) differ |= ids[k] ^ (id + static_cast<uint32_t>(k));
+  for (size_t k = 0; k < n; ++k) all_fast &= fast[k];
+  return differ == 0 && all_fast != 0;
+}
+
 void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
   size_t slot = hits_for(first).slot;
-  uint32_t id = ResponseCache::hit_id(first);
-  bool bulk = !joined_[rank] && slot + n <= hits_.size();
-  if (bulk) {
-    // Without an early exit, so that it vectorizes: this runs for every rank and id.
-    const uint32_t* ids = slot_id_.data() + slot;
-    const uint8_t* fast = fast_.data() + slot;
-    uint32_t differ = 0;
-    uint8_t all_fast = 1;
-    for (size_t k = 0; k < n; ++k) differ |= ids[k] ^ (id + static_cast<uint32_t>(k));
-    for (size_t k = 0; k < n; ++k) all_fast &= fast[k];
-    bulk = differ == 0 && all_fast != 0;
-  }
-  if (!bulk) {
+  if (joined_[rank] || !run_is_fast(slot, ResponseCache::hit_id(first), n)) {
     for (size_t k = 0; k < n; ++k) hit(rank, first + 2 * static_cast<uint32_t>(k));
     return;
   }
@@ -48,6 +48,21 @@ void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
     for (size_t k = 0; k < n; ++k) hits_[slot + k].request.buffer_changed = true;
   }
   // Whether they are ready is looked at once a cycle (take_ready), not once a rank.
+  runs_counted_ = true;
+}
+
+void Negotiator::hit_run(std::span<const int> ranks, uint32_t first, size_t n) {
+  size_t slot = hits_for(first).slot;
+  bool bulk = ranks.size() > 1 && run_is_fast(slot, ResponseCache::hit_id(first), n);
+  for (int rank : ranks) bulk = bulk && !joined_[rank];
+  // Anything else (a joined rank, a hit twice) is the single rank's business, and its errors.
+  if (!bulk || !bits_.set_all(ranks, slot, n)) {
+    for (int rank : ranks) hit_run(rank, first, n);
+    return;
+  }
+  if (ResponseCache::hit_buffer_changed(first)) {
+    for (size_t k = 0; k < n; ++k) hits_[slot + k].request.buffer_changed = true;
+  }
   runs_counted_ = true;
 }
 

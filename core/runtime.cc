@@ -11,6 +11,7 @@
 #include "core/backend_factory.h"
 #include "core/coordinator.h"
 #include "core/handle_state.h"
+#include "core/leader.h"
 #include "core/worker.h"
 #include "ops/shm_segment.h"
 
@@ -78,6 +79,8 @@ Runtime::Runtime(const Config& config, Formation formation)
   connect_control_channel();
   fault_point("heartbeat");
   ControlChannel beats = connect_star("heartbeat");
+  // Rank 0's verdict on a dead leader, the one every rank hears, names the ranks behind it.
+  for (const auto& [rank, name] : leader_names_) beats.name_peer(rank, name);
   executor_.emplace(
       std::move(backend_), queue_, timeline_, config_.timeout, config_.device_options(),
       [this](const std::string& local) { return diagnose(local); },
@@ -115,26 +118,35 @@ void Runtime::compute_topology() {
     topology_.size = size;
     return;
   }
-  std::vector<char> mine(kAddressBlock, '\0');
-  std::string host = net::local_host_name();
-  std::memcpy(mine.data(), host.data(), std::min(host.size(), kAddressBlock - 1));
-  std::vector<char> all(kAddressBlock * size);
-  std::vector<size_t> counts(size, kAddressBlock);
-  backend_->allgatherv(mine.data(), all.data(), counts);
-  std::vector<std::string> hosts;
-  for (int r = 0; r < size; ++r) hosts.emplace_back(all.data() + r * kAddressBlock);
+  auto hosts = allgather_strings(net::local_host_name());
   topology_ = Placement::from_hosts(rank, hosts);
 }
 
 std::unique_ptr<Role> Runtime::make_role() {
-  if (topology_.rank == 0) {
-    return std::make_unique<Coordinator>(config_, topology_.size, control_, *executor_, timeline_);
+  int rank = topology_.rank;
+  if (rank == 0) {
+    std::vector<int> downstream;
+    if (leader_of_.empty()) {
+      for (int r = 1; r < topology_.size; ++r) downstream.push_back(r);
+    } else {
+      downstream = control_peers(0, leader_of_);
+    }
+    return std::make_unique<Coordinator>(config_, topology_.size, control_, *executor_, timeline_,
+                                         std::move(downstream), leader_of_);
   }
-  return std::make_unique<Worker>(control_, *executor_);
+  if (leader_of_.empty()) return std::make_unique<Worker>(control_, *executor_);
+  if (leader_of_[rank] != rank)
+    return std::make_unique<Worker>(control_, *executor_, leader_of_[rank]);
+  return std::make_unique<Leader>(config_, rank, control_peers(rank, leader_of_), control_,
+                                  *executor_);
 }
 
 void Runtime::connect_control_channel() {
-  control_ = connect_star("control");
+  if (config_.control_leaders && topology_.size > 1) {
+    connect_control_leaders();
+  } else {
+    control_ = connect_star("control");
+  }
   bool one_host = topology_.size > 1 && topology_.local_size == topology_.size;
   if (one_host && config_.shared_memory) share_control_rings();
 }
@@ -187,6 +199,67 @@ ControlChannel Runtime::connect_star(const std::string& label) {
   auto space = published.find(' ');
   return ControlChannel::connect(topology_.rank, topology_.size, published.substr(0, space),
                                  published.substr(space + 1), config_.timeout, label, formation_);
+}
+
+std::vector<std::string> Runtime::allgather_strings(const std::string& block) {
+  int size = backend_->size();
+  std::vector<char> mine(kAddressBlock, '\0');
+  std::memcpy(mine.data(), block.data(), std::min(block.size(), kAddressBlock - 1));
+  std::vector<char> all(kAddressBlock * static_cast<size_t>(size));
+  std::vector<size_t> counts(static_cast<size_t>(size), kAddressBlock);
+  backend_->allgatherv(mine.data(), all.data(), counts);
+  std::vector<std::string> out;
+  for (int r = 0; r < size; ++r) out.emplace_back(all.data() + r * kAddressBlock);
+  return out;
+}
+
+void Runtime::connect_control_leaders() {
+  int rank = topology_.rank;
+  auto locals = allgather_strings(std::to_string(topology_.local_rank));
+  std::vector<int> local_ranks;
+  for (const auto& l : locals) local_ranks.push_back(std::stoi(l));
+  leader_of_ = host_leaders(local_ranks);
+  int leader = leader_of_[rank];
+  std::optional<ControlChannel> hub;
+  if (leader == rank && refusal_.empty()) {
+    try {
+      hub = ControlChannel::listen(config_.hostname, topology_.size, random_token(), "control",
+                                   static_cast<int>(control_peers(rank, leader_of_).size()));
+    } catch (const InvalidArgument& e) {
+      refusal_ = e.what();
+    }
+  }
+  std::string mine = hub ? hub->address() + " " + hub->token() : "";
+  if (!refusal_.empty()) mine = (std::string(kRefused) + refusal_).substr(0, kAddressBlock - 1);
+  auto published = allgather_strings(mine);
+  for (const auto& p : published) {
+    if (p.starts_with(kRefused)) throw InvalidArgument(p.substr(kRefused.size()));
+  }
+  auto address = [&](int r) { return published[r].substr(0, published[r].find(' ')); };
+  auto token = [&](int r) { return published[r].substr(published[r].find(' ') + 1); };
+  if (leader != rank) {
+    control_ = ControlChannel::connect(rank, topology_.size, address(leader), token(leader),
+                                       config_.timeout, "control", formation_, leader);
+    control_.name_peer(
+        leader, "rank " + std::to_string(leader) + ", this host's leader at " + address(leader));
+    log::debug("control: through rank ", leader, ", this host's leader");
+    return;
+  }
+  auto peers = control_peers(rank, leader_of_);
+  hub->expect(peers);
+  if (rank != 0) hub->connect_up(rank, address(0), token(0), config_.timeout, formation_);
+  hub->accept_workers(config_.timeout, formation_);
+  for (int p : peers) {
+    if (leader_of_[p] != p) continue;
+    int last = p;
+    while (last + 1 < topology_.size && leader_of_[last + 1] == p) ++last;
+    leader_names_.emplace_back(p, "rank " + std::to_string(p) + ", the leader of host " +
+                                      address(p).substr(0, address(p).rfind(':')) + " (ranks " +
+                                      std::to_string(p) + " to " + std::to_string(last) + ")");
+  }
+  for (const auto& [p, name] : leader_names_) hub->name_peer(p, name);
+  log::debug("control: leading ", peers.size(), " rank(s) connected here");
+  control_ = std::move(*hub);
 }
 
 Handle Runtime::submit(Request request, Tensor input, Tensor output) {

@@ -100,6 +100,11 @@ class Runtime {
   void share_control_rings();
   // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
   ControlChannel connect_star(const std::string& label);
+  // COHORT_CONTROL_LEADERS=1 (core/leader.h): each rank's control connection to its host's
+  // leader, and the leaders' to rank 0; the leaders' addresses published over the backend.
+  void connect_control_leaders();
+  // Publishes this rank's `block` (under kAddressBlock bytes) and returns every rank's.
+  std::vector<std::string> allgather_strings(const std::string& block);
   // COHORT_FAULT_KILL_AT, while this elastic worker joins its round (core/fault_injection.h).
   void fault_point(std::string_view phase) const;
   // The heartbeat thread found the job failed: interrupt the data plane, wake the background
@@ -134,6 +139,10 @@ class Runtime {
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
   Placement topology_;
+  std::vector<int> leader_of_;  // COHORT_CONTROL_LEADERS=1: each rank's host leader; else empty
+  // Rank 0 with leaders: how its control and heartbeat connections name the other leaders ("rank
+  // 8, the leader of host H (ranks 8 to 15)").
+  std::vector<std::pair<int, std::string>> leader_names_;
   DefaultNames default_names_;
   ControlChannel control_;
   TensorQueue queue_;

@@ -8,14 +8,15 @@
 namespace cohort {
 
 bool Worker::step(std::vector<ControlMessage> messages, std::vector<Request> fresh, bool shutdown) {
-  send(std::move(fresh), shutdown);
+  auto list = next_list(std::move(fresh), shutdown);
+  if (!list.empty()) control_.send(upstream_, list);
   for (const auto& message : messages) {
-    if (apply(message)) return true;
+    if (apply(message.payload)) return true;
   }
   return false;
 }
 
-void Worker::send(std::vector<Request> fresh, bool shutdown) {
+std::vector<std::byte> Worker::next_list(std::vector<Request> fresh, bool shutdown) {
   RequestList list;
   list.applied = cache_view_.applied();
   for (auto& request : fresh) cache_view_.add(list, std::move(request));
@@ -23,15 +24,14 @@ void Worker::send(std::vector<Request> fresh, bool shutdown) {
     list.shutdown = true;
     shutdown_announced_ = true;
   }
-  if (!list.requests.empty() || !list.hits.empty() || list.shutdown) {
-    control_.send(0, encode(list));
-  }
+  if (list.requests.empty() && list.hits.empty() && !list.shutdown) return {};
+  return encode(list);
 }
 
-bool Worker::apply(const ControlMessage& message) {
+bool Worker::apply(std::span<const std::byte> payload) {
   ResponseList list;
   try {
-    list = decode_response_list(message.payload);
+    list = decode_response_list(payload);
   } catch (const InternalError& e) {
     throw InternalError("rank 0 sent a " + std::string(e.what()));
   }

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # One rank runs one more step than the other: the stall inspector must name the missing rank and
 # tensor, and the stall shutdown time must turn the hang into an error on every rank.
+#   stall_check.sh COHORTRUN STALL_CHECK [COHORTRUN_ARGS...] (e.g. two hosts, for host leaders)
 set -euo pipefail
 cohortrun=$1 worker=$2
+shift 2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)
 if COHORT_STALL_CHECK_TIME_SECONDS=1 COHORT_STALL_SHUTDOWN_TIME_SECONDS=3 \
-   "$cohortrun" -np 2 "$worker" >"$out" 2>&1; then
+   "$cohortrun" -np 2 "$@" "$worker" >"$out" 2>&1; then
   cat "$out"; echo "FAIL: the job succeeded although rank 0 ran an extra step"; exit 1
 fi
 elapsed=$(( $(date +%s) - start ))

@@ -1,0 +1,69 @@
+#include "core/leader.h"
+
+#include <string>
+#include <utility>
+
+#include "cohort/errors.h"
+#include "core/coordinator.h"
+
+namespace cohort {
+
+std::vector<int> host_leaders(std::span<const int> local_ranks) {
+  std::vector<int> leader_of(local_ranks.size());
+  for (size_t r = 0; r < local_ranks.size(); ++r) {
+    int local = local_ranks[r];
+    bool consecutive = local == 0 || (r > 0 && local == local_ranks[r - 1] + 1);
+    if (!consecutive) {
+      throw InvalidArgument(
+          "COHORT_CONTROL_LEADERS=1 needs the ranks of each host to be consecutive, but rank " +
+          std::to_string(r) + " has local rank " + std::to_string(local));
+    }
+    leader_of[r] = local == 0 ? static_cast<int>(r) : leader_of[r - 1];
+  }
+  return leader_of;
+}
+
+std::vector<int> control_peers(int rank, std::span<const int> leader_of) {
+  std::vector<int> peers;
+  for (int r = 1; r < static_cast<int>(leader_of.size()); ++r) {
+    bool member = r != rank && leader_of[r] == rank;
+    bool other_leader = rank == 0 && leader_of[r] == r;
+    if (member || other_leader) peers.push_back(r);
+  }
+  return peers;
+}
+
+Leader::Leader(const Config& config, int rank, std::vector<int> members, ControlChannel& control,
+               Executor& executor)
+    : config_(config),
+      rank_(rank),
+      members_(std::move(members)),
+      control_(control),
+      self_(control, executor, 0) {}
+
+bool Leader::step(std::vector<ControlMessage> messages, std::vector<Request> fresh, bool shutdown) {
+  auto own = self_.next_list(std::move(fresh), shutdown);
+  if (!own.empty()) up_.add(rank_, own);
+  for (const auto& message : messages) {
+    if (message.peer != 0) up_.add(message.peer, message.payload);
+  }
+  if (!up_.empty()) control_.send(0, up_.take());
+  for (const auto& message : messages) {
+    if (message.peer == 0 && forward_and_run(message.payload)) return true;
+  }
+  return false;
+}
+
+bool Leader::forward_and_run(std::span<const std::byte> payload) {
+  for (int member : members_) control_.send(member, payload);
+  // Every member needs the whole list before it can join the collectives in it.
+  if (!members_.empty()) control_.flush(config_.timeout);
+  return self_.apply(payload);
+}
+
+void Leader::on_fail(const std::string& reason) {
+  Coordinator::notify(control_, members_,
+                      "rank " + std::to_string(rank_) + ", this host's leader, failed: " + reason);
+}
+
+}  // namespace cohort

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Host leaders (COHORT_CONTROL_LEADERS=1): 4 ranks as 2 hosts of 2 run the collectives checks;
+# rank 3 reaches rank 0 through rank 2, its host's leader, and rank 1 directly (rank 0 leads its
+# own host). The runtime's debug lines say which way each rank's control channel went.
+#   leaders.sh COHORTRUN COLLECTIVES_CHECK
+set -euo pipefail
+cohortrun=$1 worker=$2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+COHORT_CONTROL_LEADERS=1 COHORT_LOG_LEVEL=debug \
+  "$cohortrun" -np 4 -H localhost:2,127.0.0.1:2 "$worker" >"$out" 2>&1 ||
+  { cat "$out"; echo "FAIL: the job failed"; exit 1; }
+expect() { grep -qxF -- "$1" "$out" || { cat "$out"; echo "FAIL: missing: $1"; exit 1; }; }
+expect "[0] cohort DEBUG: control: leading 2 rank(s) connected here"
+expect "[1] cohort DEBUG: control: through rank 0, this host's leader"
+expect "[2] cohort DEBUG: control: leading 1 rank(s) connected here"
+expect "[3] cohort DEBUG: control: through rank 2, this host's leader"
+for r in 0 1 2 3; do
+  grep -qx "\[$r\] rank $r: [0-9]* checks passed" "$out" || { cat "$out"; echo "FAIL: rank $r"; exit 1; }
+done
+echo "leaders: 4 ranks on 2 hosts passed the collectives checks through their leaders"
