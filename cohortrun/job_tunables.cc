@@ -124,6 +124,10 @@ const JobTunable kTunables[] = {
      .rule = env::kMicrosecondsOrZero,
      .value = "US",
      .help = "how long the control thread spins before sleeping"},
+    {.flag = "--control-leaders",
+     .variable = "COHORT_CONTROL_LEADERS",
+     .kind = Kind::kSwitch,
+     .help = "each host's ranks reach rank 0 through their host's leader"},
 };
 
 std::vector<std::string> words(const char* text) {

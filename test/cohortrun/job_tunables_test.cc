@@ -71,7 +71,9 @@ TEST_CASE("job tunables: each flag accepts exactly what the workers accept") {
     const config_table::Setting* s = setting_named(t.variable);
     REQUIRE(s != nullptr);
     if (t.kind == JobTunable::Kind::kSwitch) {
-      CHECK(std::holds_alternative<config_table::Disable>(s->field));
+      // A switch sets its variable to 1: a setting that turns something off or on.
+      CHECK((std::holds_alternative<config_table::Disable>(s->field) ||
+             std::holds_alternative<config_table::Enable>(s->field)));
       CHECK(workers_accept(*s, tunable_value(t, "")));
       continue;
     }
