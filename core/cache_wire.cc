@@ -2,28 +2,12 @@
 
 #include <string>
 
+#include "cohort/errors.h"
+
 #include "core/response_cache.h"
 
 namespace cohort {
 namespace {
-
-// More hits than this in one list is corruption: no cache holds that many ids
-// (COHORT_CACHE_CAPACITY is at most 2^24, and a rank has at most one hit in flight per id).
-constexpr uint64_t kMaxHits = uint64_t{1} << 25;
-// A run of ids takes a few bytes for any number of them, so a count cannot be checked against
-// the bytes one for one; claiming more than this many ids per byte left is corruption, and bounds
-// what a corrupt count allocates.
-constexpr uint64_t kIdsPerByte = uint64_t{1} << 14;
-
-// Checks a count of ids that runs will fill against the bytes that remain.
-uint64_t checked_ids(uint64_t count, const wire::Reader& rd, const char* what) {
-  if (count > kMaxHits || count > (rd.remaining() + 1) * kIdsPerByte) {
-    throw wire::MalformedBytes(std::string(what) + " of " + std::to_string(count) +
-                               " ids in a message with " + std::to_string(rd.remaining()) +
-                               " bytes left");
-  }
-  return count;
-}
 
 constexpr uint32_t kHitStep = 2;  // consecutive ids, as encoded hits (id << 1 | changed)
 
@@ -43,6 +27,22 @@ uint32_t wire_id(const Response& r, size_t i) {
 
 }  // namespace
 
+void IdBudget::spend(uint64_t n, const char* what) {
+  if (n > left_) {
+    throw wire::MalformedBytes(std::string(what) + " of " + std::to_string(n) +
+                               " ids makes the message name more than " +
+                               std::to_string(kMaxIdsPerMessage) + " ids");
+  }
+  left_ -= n;
+}
+
+void check_id_count(uint64_t n, const char* what) {
+  if (n <= kMaxIdsPerMessage) return;
+  throw InvalidArgument(std::string(what) + ": " + std::to_string(n) +
+                        " tensors in one control message; at most " +
+                        std::to_string(kMaxIdsPerMessage) + " travel in one cycle");
+}
+
 void write_hits(wire::Writer& w, const std::vector<uint32_t>& hits) {
   std::vector<std::pair<uint32_t, uint32_t>> runs;  // first hit, length
   for (uint32_t hit : hits) {
@@ -59,12 +59,12 @@ void write_hits(wire::Writer& w, const std::vector<uint32_t>& hits) {
   }
 }
 
-std::vector<uint32_t> read_hits(wire::Reader& rd) {
+std::vector<uint32_t> read_hits(wire::Reader& rd, IdBudget& budget) {
   std::vector<uint32_t> hits;
   for (uint64_t runs = rd.varcount("a list of hit runs"); runs > 0; --runs) {
     uint64_t first = rd.varint();
     uint64_t length = rd.varint();
-    checked_ids(hits.size() + length, rd, "a run of cache hits");
+    budget.spend(length, "a run of cache hits");
     if (first >> 1 == 0 || length == 0 || first + kHitStep * (length - 1) > UINT32_MAX) {
       throw wire::MalformedBytes("a run of " + std::to_string(length) + " cache hits from " +
                                  std::to_string(first) + " names no valid ids");
@@ -92,8 +92,9 @@ void write_names(wire::Writer& w, const Response& r) {
   }
 }
 
-void read_names(wire::Reader& rd, Response& r) {
-  uint64_t names = checked_ids(rd.varint(), rd, "a list of names");
+void read_names(wire::Reader& rd, Response& r, IdBudget& budget) {
+  uint64_t names = rd.varint();
+  budget.spend(names, "a list of names");
   r.names.reserve(names);
   r.cache_ids.reserve(names);
   while (r.names.size() < names) {

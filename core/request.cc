@@ -213,6 +213,7 @@ std::vector<std::byte> encode(const RequestList& list) {
   w.u8(kFormat);
   w.u8(list.shutdown ? 1 : 0);
   w.varint(list.applied);
+  check_id_count(list.hits.size(), "a request list's cache hits");
   write_hits(w, list.hits);
   w.varint(list.requests.size());
   for (const auto& r : list.requests) write_request(w, r);
@@ -225,7 +226,8 @@ RequestList decode_request_list(std::span<const std::byte> bytes) {
     RequestList list;
     list.shutdown = rd.u8() != 0;
     list.applied = rd.varint();
-    list.hits = read_hits(rd);
+    IdBudget budget;
+    list.hits = read_hits(rd, budget);
     for (uint64_t n = rd.varcount("a list of requests"); n > 0; --n) {
       list.requests.push_back(read_request(rd));
     }
@@ -262,11 +264,11 @@ void write_response(wire::Writer& w, const Response& r) {
   if (fields & kNotSubmitted) w.i64s(r.not_submitted);
 }
 
-Response read_response(wire::Reader& rd) {
+Response read_response(wire::Reader& rd, IdBudget& budget) {
   Response r;
   r.kind = checked_enum<Response::Kind>(rd.u8(), 4, "response kind");
   r.type = checked_enum<OpType>(rd.u8(), kNumOpTypes, "op type");
-  read_names(rd, r);
+  read_names(rd, r, budget);
   uint8_t fields = rd.u8();
   r.process_set = rd.i32();
   r.device = rd.i32();
@@ -294,6 +296,9 @@ std::vector<std::byte> encode(const ResponseList& list) {
   w.str(list.abort_reason);
   w.varint(list.evicted.size());
   for (uint32_t id : list.evicted) w.varint(id);
+  size_t names = 0;
+  for (const auto& r : list.responses) names += r.names.size();
+  check_id_count(names, "a response list's names");
   w.varint(list.responses.size());
   for (const auto& r : list.responses) write_response(w, r);
   return std::move(w.bytes());
@@ -311,8 +316,9 @@ ResponseList decode_response_list(std::span<const std::byte> bytes) {
         throw wire::MalformedBytes("evicted id " + std::to_string(id));
       list.evicted.push_back(static_cast<uint32_t>(id));
     }
+    IdBudget budget;  // the names of every response together
     for (uint64_t n = rd.varcount("a list of responses"); n > 0; --n) {
-      list.responses.push_back(read_response(rd));
+      list.responses.push_back(read_response(rd, budget));
     }
     return list;
   });

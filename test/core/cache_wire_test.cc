@@ -5,6 +5,7 @@
 
 #include "base/wire.h"
 #include "cohort/errors.h"
+#include "core/cache_wire.h"
 #include "core/coordination.h"
 #include "core/request.h"
 #include "core/response_cache.h"
@@ -84,6 +85,32 @@ TEST_CASE("malformed hits and names are refused with what was wrong") {
   CHECK_THAT(refusal([&] { decode_response_list(bytes_of(past)); }),
              Catch::Matchers::Contains("a run of 3 cached names from id 9 does not fit the "
                                        "response's 2 names"));
+}
+
+TEST_CASE("one message names at most kMaxIdsPerMessage ids, however its runs are split") {
+  const uint64_t half = kMaxIdsPerMessage / 2 + 1;
+  wire::Writer names;  // two responses, each one run of `half` known ids: too many together
+  names.u8(0xC2), names.u8(0), names.u64(0), names.varint(0), names.varint(2);
+  names.u8(0), names.u8(0), names.varint(half), names.varint(1), names.varint(half);
+  names.u8(0), names.i32(0), names.i32(0), names.u8(0), names.u8(0), names.i32(-1);
+  names.u8(0), names.u8(0), names.varint(half), names.varint(1), names.varint(half);
+  CHECK_THAT(refusal([&] { decode_response_list(bytes_of(names)); }),
+             Catch::Matchers::Contains("a list of names of " + std::to_string(half) +
+                                       " ids makes the message name more than 262144 ids"));
+
+  wire::Writer hits;  // a run of every id the budget allows, then one more
+  hits.u8(0xC2), hits.u8(0), hits.varint(0), hits.varint(2);
+  hits.varint(2), hits.varint(kMaxIdsPerMessage), hits.varint(uint64_t{1} << 21), hits.varint(1);
+  hits.varint(0);
+  CHECK_THAT(refusal([&] { decode_request_list(bytes_of(hits)); }),
+             Catch::Matchers::Contains("a run of cache hits of 1 ids makes the message name more "
+                                       "than 262144 ids"));
+
+  RequestList many;  // and an encoder never writes such a list
+  for (uint32_t id = 1; id <= kMaxIdsPerMessage + 1; ++id) many.hits.push_back(id << 1);
+  CHECK_THROWS_WITH(encode(many), Catch::Matchers::Contains("at most 262144 travel in one cycle"));
+  many.hits.pop_back();
+  CHECK(decode_request_list(encode(many)).hits.size() == kMaxIdsPerMessage);
 }
 
 TEST_CASE("a list in another format is refused, never misread, naming the peer") {
