@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "base/wire.h"
+#include "core/envelope.h"
 #include "core/request.h"
 #include "rendezvous/elastic_protocol.h"
 #include "rendezvous/hmac.h"
@@ -56,6 +57,16 @@ void request_lists() {
       Request{.name = "set", .type = OpType::kAddProcessSet, .members = {0, 2, 3}});
   write("request_list", "several", view(encode(list)));
   write("request_list", "empty", view(encode(RequestList{.shutdown = true})));
+
+  // A leader's envelope (core/envelope.h) of its ranks 8 to 15: a cached step's hits from six of
+  // them (one entry), the full list from one, shutdown from another.
+  EnvelopeBuilder envelope;
+  RequestList hits;
+  hits.hits = {2u << 1, 3u << 1, 4u << 1};
+  for (int rank = 8; rank < 14; ++rank) envelope.add(rank, encode(hits));
+  envelope.add(14, encode(list));
+  envelope.add(15, encode(RequestList{.shutdown = true}));
+  write("envelope", "step", view(envelope.take()));
 }
 
 void response_lists() {
