@@ -43,8 +43,8 @@ pid_of_worker() {
   local p
   for p in /proc/[0-9]*; do
     [[ $(readlink "$p/exe" 2>/dev/null) == "$(readlink -f "$trainer")" ]] || continue
-    tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$work/" || continue  # another job's
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "COHORT_WORKER_ID=$1" && { echo "${p#/proc/}"; return; }
+    grep -qF -- "$work/" < <(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue  # another job's
+    grep -qx "COHORT_WORKER_ID=$1" < <(tr '\0' '\n' <"$p/environ" 2>/dev/null) && { echo "${p#/proc/}"; return; }
   done
 }
 ms_until_gone() {  # ms_until_gone PID: SIGTERM it, then the milliseconds until it has exited

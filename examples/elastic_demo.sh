@@ -64,7 +64,7 @@ mark() { seen=$(wc -l <"$work/log"); }  # wait_for looks only at lines after the
 seen=0
 wait_for() {  # wait_for REGEX: a line of the job's output after the mark matches within 60 s
   for _ in $(seq 1200); do
-    tail -n "+$((seen + 1))" "$work/log" | grep -q -- "$1" && return 0
+    grep -q -- "$1" < <(tail -n "+$((seen + 1))" "$work/log") && return 0
     kill -0 "$job" 2>/dev/null || { say "the job ended before: $1"; exit 1; }
     sleep 0.05
   done

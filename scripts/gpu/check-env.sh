@@ -32,8 +32,8 @@ describe_environment() {
     echo "| torch | $("$python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda,
       "available:", torch.cuda.is_available(), "devices:", torch.cuda.device_count(),
       "NCCL", torch.cuda.nccl.version() if torch.cuda.is_available() else "-")' 2>&1 | tail -1) |"
-    echo "| CMake | $(cmake --version | head -1) |"
-    echo "| Compiler | $(c++ --version | head -1); CC=${CC:-unset} CXX=${CXX:-unset} |"
+    echo "| CMake | $(cmake --version | sed -n 1p) |"
+    echo "| Compiler | $(c++ --version | sed -n 1p); CC=${CC:-unset} CXX=${CXX:-unset} |"
     echo "| Host | $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(. /etc/os-release; echo "$PRETTY_NAME") |"
   } >"$md"
   cat "$md"
@@ -70,7 +70,7 @@ configure_arguments() {
     done
   fi
   # CMake 4 refuses dependency configs that ask for policies older than 3.5.
-  [[ $(cmake --version | grep -o '[0-9]*' | head -1) -ge 4 ]] &&
+  [[ $(cmake --version | grep -o '[0-9]*' | sed -n 1p) -ge 4 ]] &&
     cmake_args+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
   [[ -f /usr/include/zlib.h ]] ||
     cmake_args+=(-DCOHORT_BUILD_EXAMPLES=OFF)  # examples/torch needs zlib

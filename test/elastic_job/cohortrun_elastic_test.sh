@@ -73,7 +73,7 @@ assert by("job_end")[0]["exit_code"] == 0
 assert rounds[1]["recovery_seconds"] > 0 and "recovery_seconds" not in rounds[0]
 PY
   promtool check metrics <"$tmp/metrics.prom" || fail "promtool refuses the metrics file"
-  job=$(grep -o '"job":"[^"]*"' "$tmp/events.jsonl" | head -1 | cut -d'"' -f4)
+  job=$(grep -o '"job":"[^"]*"' "$tmp/events.jsonl" | sed -n 1p | cut -d'"' -f4)
   for sample in "cohort_rounds_total 3" 'cohort_resets_total{cause="failure"} 1' \
     'cohort_resets_total{cause="hosts_changed"} 1' "cohort_workers_started_total 4" \
     "cohort_workers_failed_total 1" "cohort_discovery_failures_total 1" \

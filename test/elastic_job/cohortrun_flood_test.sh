@@ -11,7 +11,7 @@ ulimit -n 4096  # this shell holds the flood's descriptors
 set_hosts localhost:2
 start --verbose "${discovery[@]}" --min-np 2 -- --at '1:*' finish
 wait_for "$tmp/err" "$(round 0 'size 2: .*')"
-addr=$(sed -n 's/.*rendezvous server on \(.*\)$/\1/p' "$tmp/err" | head -1)
+addr=$(sed -n 's/.*rendezvous server on \(.*\)$/\1/p' "$tmp/err" | sed -n 1p)
 port=${addr##*:}
 [[ -n $port ]] || fail "no rendezvous port in the launcher's log"
 for _ in $(seq 1100); do

@@ -59,8 +59,11 @@ bad=$(grep '^-- probe: ' "$work/configure.log" | grep -v "=$work/prefix/")
 [[ -z $bad ]] || { echo "$bad"; echo "FAIL: found outside the prefix"; exit 1; }
 cmake --build "$work/probe/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 LD_LIBRARY_PATH="$work/prefix/runtime-lib" "$work/probe/build/probe" || { echo "FAIL: run"; exit 1; }
-ldd "$work/probe/build/probe" | grep -q "$work/prefix/usr/lib/libgloo.so" ||
-  { ldd "$work/probe/build/probe"; echo "FAIL: probe does not load the gathered libgloo"; exit 1; }
+# ldd's whole output first: `ldd | grep -q` under pipefail fails whenever grep, having matched,
+# exits before ldd has written its last line (ldd then dies of SIGPIPE).
+deps=$(ldd "$work/probe/build/probe")
+grep -q "$work/prefix/usr/lib/libgloo.so" <<<"$deps" ||
+  { echo "$deps"; echo "FAIL: probe does not load the gathered libgloo"; exit 1; }
 
 # A bare image (an ldconfig that knows no library): every library Gloo needs that the packages
 # hold must then be loaded from the prefix's runtime-lib (libhiredis.so.0.14 among them).

@@ -102,7 +102,7 @@ no_workers_left() {  # within 10 s, no trainer runs in any namespace
 }
 secret_not_on_command_lines() {  # the job secret, read from a remote worker's environment
   local pid secret
-  pid=$(workers_in 2 | head -n1)
+  pid=$(workers_in 2 | sed -n 1p)
   [[ -n $pid ]] || fail "no worker runs in $(ns 2)"
   secret=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^COHORT_SECRET=//p')
   [[ ${#secret} -eq 64 ]] || fail "worker $pid has no COHORT_SECRET"

@@ -23,7 +23,7 @@ leaders_kill_leader)
   [[ $home == n3 ]] && victim=n4
   # The victim host's worker of local rank 0 leads it: it is rank 2, 4 or 6.
   leader_rank=$(sed -n 's/^\[\([0-9]*\)\] trainer: start worker='"$victim"'\.0\.0 rank=\([0-9]*\) .*/\2/p' \
-    "$tmp/$victim.out" | head -1)
+    "$tmp/$victim.out" | sed -n 1p)
   [[ $leader_rank =~ ^[246]$ ]] || fail "the victim's first worker has rank '$leader_rank'"
   kill -KILL "$(worker_pid $victim.0.0)"
   wait_for "$tmp/$home.out" "$(epoch_at 6 '[0-9]*')"

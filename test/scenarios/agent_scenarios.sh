@@ -42,7 +42,8 @@ kill_agent)  # SIGKILL of one of three agents: its lease expires, the other two 
   touch "$tmp/stop"
   for node in a b c; do [[ $node != "$victim" ]] && expect_exit $node 0; done
   trained_once $home
-  grep -h "round [0-9]* (.*): size 4: " "$tmp"/*.err | grep -qv " on $victim" ||
+  grep -h "round [0-9]* (.*): size 4: " "$tmp"/*.err |
+    awk -v v=" on $victim" 'index($0, v) == 0 { n++ } END { exit !n }' ||
     fail "no round of the four workers left"
   ;;
 kill_planner)  # a worker dies; the agent that claims the next round's planning is SIGKILLed there

@@ -67,7 +67,7 @@ garbage_current_round)  # garbage, truncated, copied, deleted: rounds/0 is repai
   while ((SECONDS - started < 5)); do sleep 0.2; done
   sealed=$(etcd_kv get "$prefix/rounds/0")
   [[ -n $sealed ]] || fail "no rounds/0"
-  truncated=$(printf '%s' "$sealed" | base64 -d | head -c 40 | base64 -w0)
+  truncated=$(head -c 40 < <(printf '%s' "$sealed" | base64 -d) | base64 -w0)
   copied=$(etcd_kv get "$prefix/planners/0")  # sealed by the job, for another key
   for bad in "$(b64 garbage)" "$truncated" "$copied"; do
     etcd_kv put "$prefix/rounds/0" "$bad"
@@ -121,7 +121,7 @@ same_id_other_secret)  # a second job with the id of a running, then an ended, j
   keys="its keys under $prefix/ are sealed with another secret: a second job given the same id, or a re-run with a new secret"
   free="give this job a new --rdzv-id, or free the id once nothing uses it (etcdctl del --prefix $prefix/)"
   expect "$tmp/b.err" "cohortrun: job id 'job-$scenario' is in use with another COHORT_SECRET ($keys); $free"
-  ETCDCTL_API=3 etcdctl --endpoints "$endpoints" get --prefix --keys-only "$prefix/" | grep -qE "/(names|agents)/b$" &&
+  grep -qE "/(names|agents)/b$" <<<"$(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" get --prefix --keys-only "$prefix/")" &&
     fail "the refused agent wrote to the job's keys"
   touch "$tmp/stop"
   expect_exit a 0
