@@ -1,5 +1,6 @@
 #include "core/coordination.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -69,29 +70,44 @@ std::string senders(std::span<const int> ranks, int leader) {
 
 }  // namespace
 
-void Coordination::receive_list(std::span<const std::byte> bytes, std::span<const int> ranks,
-                                int leader) {
-  RequestList list;
+void Coordination::decode(std::span<const std::byte> bytes, std::span<const int> ranks,
+                          int leader) {
+  if (!hits_only_.empty() && std::ranges::equal(bytes, hits_only_)) return;
+  hits_only_.clear();
   try {
-    list = decode_request_list(bytes);
+    list_ = decode_request_list(bytes);
   } catch (const InternalError& e) {
     throw InternalError(senders(ranks, leader) + " sent a " + e.what());
   }
-  for (int rank : ranks) cache_.acknowledge(rank, list.applied);
+  runs_.clear();
+  const auto& hits = list_.hits;
+  for (size_t i = 0; i < hits.size();) {
+    size_t n = 1;  // hits on consecutive ids with the same buffer bit differ by 2
+    while (i + n < hits.size() && hits[i + n] == hits[i] + 2 * n) ++n;
+    runs_.emplace_back(hits[i], n);
+    i += n;
+  }
+  if (list_.requests.empty()) hits_only_.assign(bytes.begin(), bytes.end());
+}
+
+void Coordination::receive_list(std::span<const std::byte> bytes, std::span<const int> ranks,
+                                int leader) {
+  decode(bytes, ranks, leader);
+  for (int rank : ranks) cache_.acknowledge(rank, list_.applied);
   if (timeline_.enabled()) {
     for (int rank : ranks) {
-      for (uint32_t hit : list.hits) count_hit(rank, hit);
+      for (uint32_t hit : list_.hits) count_hit(rank, hit);
     }
   } else {
-    count_runs(ranks, list.hits);
+    count_runs(ranks);
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
     bool last = i + 1 == ranks.size();  // takes the list's own requests; the others, copies
-    for (auto& request : list.requests) {
+    for (auto& request : list_.requests) {
       negotiate(ranks[i], last ? std::move(request) : Request(request));
     }
   }
-  if (list.shutdown) {
+  if (list_.shutdown) {
     for (int rank : ranks) negotiator_.mark_shut_down(rank);
   }
 }
@@ -112,13 +128,8 @@ void Coordination::count_hit(int rank, uint32_t hit) {
   timeline_.rank_ready(cached.name, rank);
 }
 
-void Coordination::count_runs(std::span<const int> ranks, const std::vector<uint32_t>& hits) {
-  for (size_t i = 0; i < hits.size();) {
-    size_t n = 1;  // hits on consecutive ids with the same buffer bit differ by 2
-    while (i + n < hits.size() && hits[i + n] == hits[i] + 2 * n) ++n;
-    negotiator_.hit_run(ranks, hits[i], n);
-    i += n;
-  }
+void Coordination::count_runs(std::span<const int> ranks) {
+  for (const auto& [first, n] : runs_) negotiator_.hit_run(ranks, first, n);
 }
 
 ResponseList Coordination::decide() {

@@ -48,11 +48,13 @@ class Coordination {
   void receive_envelope(const ControlMessage& message);
   // Takes `list` (its bytes) as sent by each of `ranks`, through `leader` (or -1: directly).
   void receive_list(std::span<const std::byte> bytes, std::span<const int> ranks, int leader);
+  // Decodes `bytes` into list_ and runs_, unless they are the last list's that held only hits.
+  void decode(std::span<const std::byte> bytes, std::span<const int> ranks, int leader);
   void negotiate(int rank, Request request);
   // A cache hit (RequestList::hits), counted without a Request (Negotiator::hit).
   void count_hit(int rank, uint32_t hit);
   // The same for ranks' hits without the timeline, runs of consecutive ids at a time.
-  void count_runs(std::span<const int> ranks, const std::vector<uint32_t>& hits);
+  void count_runs(std::span<const int> ranks);
   // The next ResponseList: what is ready, and what the stall inspector gave up on.
   ResponseList decide();
   void inspect_stalls(std::vector<Response>& responses);
@@ -62,6 +64,12 @@ class Coordination {
   Timeline& timeline_;
   std::vector<std::vector<int>> behind_;  // with leaders: each leader's ranks (itself first)
   EnvelopeView envelope_;                 // the one being taken, reused
+  // The list being taken, and its hits as runs of consecutive ids (first hit, length). Where it
+  // held only hits (a cached step: the same bytes from every rank), its bytes stay in
+  // hits_only_, so that the next list with those bytes is neither decoded nor scanned again.
+  RequestList list_;
+  std::vector<std::pair<uint32_t, size_t>> runs_;
+  std::vector<std::byte> hits_only_;
   ResponseCache cache_;
   Negotiator negotiator_;  // refers to cache_
   bool shutdown_announced_ = false;

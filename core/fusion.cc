@@ -9,7 +9,7 @@ bool reduces(const ReadyResponse& r) {
 
 bool fusible(const ReadyResponse& r) {
   // Device tensors are not fused: the fusion buffer is host memory.
-  return reduces(r) && r.description.device == kCpuDevice;
+  return reduces(r) && r.how().device == kCpuDevice;
 }
 
 bool same_kind(const Request& a, const Request& b) {
@@ -29,7 +29,14 @@ size_t bytes_of(const Request& r) {
 // takes (a group's each), and then how they are cut into batches.
 class Packing {
  public:
-  explicit Packing(Response response) : response_(std::move(response)) {}
+  // `names`: how many names it may take at most (room is made for them once).
+  Packing(Response response, size_t names) : response_(std::move(response)) {
+    response_.names.reserve(names);
+    if (!response_.cache_ids.empty()) response_.cache_ids.reserve(names);
+    response_.counts.reserve(names);
+    response_.parts.reserve(names);
+    dtypes_.reserve(names);
+  }
 
   void add(const Request& description) {
     size_t n = num_tensors(description);
@@ -79,6 +86,7 @@ class Packing {
 
 std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t threshold) {
   std::vector<Response> out;
+  out.reserve(ready.size());
   std::vector<bool> taken(ready.size(), false);
   for (size_t i = 0; i < ready.size(); ++i) {
     if (taken[i]) continue;
@@ -87,19 +95,19 @@ std::vector<Response> fuse_responses(std::vector<ReadyResponse> ready, size_t th
       out.push_back(std::move(ready[i].response));
       continue;
     }
-    const Request& first = ready[i].description;
-    Packing packing(std::move(ready[i].response));
+    const Request& first = ready[i].how();
+    Packing packing(std::move(ready[i].response), fusible(ready[i]) ? ready.size() - i : 1);
     packing.add(first);
     size_t bytes = bytes_of(first);
     // Look ahead past responses of another kind or too large for what is left.
     for (size_t j = i + 1; threshold > 0 && fusible(ready[i]) && j < ready.size(); ++j) {
       if (bytes >= threshold) break;
-      if (taken[j] || !fusible(ready[j]) || !same_kind(first, ready[j].description)) continue;
-      size_t more = bytes_of(ready[j].description);
+      if (taken[j] || !fusible(ready[j]) || !same_kind(first, ready[j].how())) continue;
+      size_t more = bytes_of(ready[j].how());
       if (bytes + more > threshold) continue;
       bytes += more;
       taken[j] = true;
-      packing.take(ready[j].response, ready[j].description);
+      packing.take(ready[j].response, ready[j].how());
     }
     out.push_back(packing.finish(threshold, threshold == 0 || !fusible(ready[i])));
   }

@@ -15,6 +15,11 @@ namespace cohort {
 struct ReadyResponse {
   Response response;
   Request description;  // how rank 0 described the tensor (equal on every rank once validated)
+  // Where set, the description instead, kept alive by the caller for the call (rank 0's cached
+  // path, which copies nothing).
+  const Request* described = nullptr;
+
+  const Request& how() const { return described ? *described : description; }
 };
 
 // Returns the responses in execution order: each fused response takes the place of its first

@@ -18,168 +18,7 @@ std::string rank_list(const std::vector<int>& ranks) {
   return "[" + out + "]";
 }
 
-template <typename T>
-std::string to_text(const std::vector<T>& values) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << "]";
-  return out.str();
-}
-
-// Builds "rank 0 [2, 3], rank 1 [2, 4]" for the field that differs among the submitting ranks.
-template <typename Field>
-std::optional<std::string> differing(const std::vector<std::optional<Request>>& by_rank,
-                                     const char* what, Field field) {
-  const Request* first = nullptr;
-  bool same = true;
-  for (const auto& r : by_rank) {
-    if (!r) continue;
-    if (!first) first = &*r;
-    same = same && field(*r) == field(*first);
-  }
-  if (same) return std::nullopt;
-  std::ostringstream out;
-  out << "mismatched " << what << ": ";
-  const char* separator = "";
-  for (size_t rank = 0; rank < by_rank.size(); ++rank) {
-    if (!by_rank[rank]) continue;
-    out << separator << "rank " << rank << " " << field(*by_rank[rank]);
-    separator = ", ";
-  }
-  return out.str();
-}
-
-// Host or device memory is for the ranks to agree on; which CUDA device is each rank's own (one
-// GPU per rank, usually the local rank's).
-std::string_view memory_of(const Request& r) {
-  return r.device == kCpuDevice ? "host" : "CUDA device";
-}
-
-Shape trailing_dims(const Request& r) {
-  return r.shape.empty() ? Shape{} : Shape(r.shape.begin() + 1, r.shape.end());
-}
-
-bool per_rank_first_dim(OpType type) {
-  return type == OpType::kAllgather || type == OpType::kAlltoall;
-}
-
-// Whether two ranks' requests agree in everything the ranks must agree on (for allgather and
-// alltoall the first dimension and the splits are each rank's own).
-bool agree(const Request& a, const Request& b) {
-  bool scalars = a.type == b.type && a.dtype == b.dtype && a.reduce_op == b.reduce_op &&
-                 a.root == b.root && a.prescale == b.prescale && a.postscale == b.postscale &&
-                 a.process_set == b.process_set && memory_of(a) == memory_of(b) &&
-                 a.members == b.members && a.group == b.group;
-  if (!scalars) return false;
-  if (!per_rank_first_dim(a.type)) return a.shape == b.shape && a.splits == b.splits;
-  return a.shape.size() == b.shape.size() &&
-         (a.shape.empty() || std::equal(a.shape.begin() + 1, a.shape.end(), b.shape.begin() + 1));
-}
-
-// True when every submitted request agrees with the first: the common case, checked without
-// building any message.
-bool all_agree(const std::vector<std::optional<Request>>& by_rank) {
-  const Request* first = nullptr;
-  for (const auto& r : by_rank) {
-    if (!r) continue;
-    if (!first) first = &*r;
-    if (!agree(*first, *r)) return false;
-  }
-  return true;
-}
-
-// The first tensor of a grouped allreduce whose type or shape differs among the ranks, by
-// number (the ranks agree on how many tensors the group has).
-std::optional<std::string> differing_member(const std::vector<std::optional<Request>>& by_rank) {
-  using R = const Request&;
-  const Request& first =
-      **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
-  for (size_t i = 0; i < first.group.size(); ++i) {
-    auto message =
-        differing(by_rank, "data types", [i](R r) { return to_string(r.group.dtype(i)); });
-    if (!message) {
-      message = differing(by_rank, "shapes", [i](R r) { return to_string(r.group.shape(i)); });
-    }
-    if (message) return "member " + std::to_string(i) + ": " + *message;
-  }
-  return std::nullopt;
-}
-
-using Check = std::function<std::optional<std::string>()>;
-
-std::vector<Check> checks_for(const Request& first,
-                              const std::vector<std::optional<Request>>& by_rank) {
-  using R = const Request&;
-  OpType type = first.type;
-  std::vector<Check> checks = {
-      [&] { return differing(by_rank, "operations", [](R r) { return to_string(r.type); }); },
-      [&] { return differing(by_rank, "process sets", [](R r) { return r.process_set; }); },
-      [&] { return differing(by_rank, "memory", [](R r) { return memory_of(r); }); },
-      [&] {
-        return differing(by_rank, "group sizes (0: not a group)",
-                         [](R r) { return r.group.size(); });
-      },
-  };
-  if (!first.group.empty()) {
-    checks.push_back([&] { return differing_member(by_rank); });
-  } else {
-    checks.push_back(
-        [&] { return differing(by_rank, "data types", [](R r) { return to_string(r.dtype); }); });
-  }
-  bool same_shape =
-      type == OpType::kAllreduce || type == OpType::kBroadcast || type == OpType::kReducescatter;
-  if (same_shape && first.group.empty()) {
-    checks.push_back(
-        [&] { return differing(by_rank, "shapes", [](R r) { return to_string(r.shape); }); });
-  }
-  if (type == OpType::kAllreduce || type == OpType::kReducescatter) {
-    checks.push_back([&] {
-      return differing(by_rank, "reduce ops", [](R r) { return to_string(r.reduce_op); });
-    });
-    checks.push_back(
-        [&] { return differing(by_rank, "prescale factors", [](R r) { return r.prescale; }); });
-    checks.push_back(
-        [&] { return differing(by_rank, "postscale factors", [](R r) { return r.postscale; }); });
-  }
-  if (type == OpType::kBroadcast) {
-    checks.push_back([&] { return differing(by_rank, "root ranks", [](R r) { return r.root; }); });
-  }
-  if (per_rank_first_dim(type)) {
-    checks.push_back([&] {
-      return differing(by_rank, "ranks (number of dimensions)", [](R r) { return r.shape.size(); });
-    });
-    checks.push_back([&] {
-      return differing(by_rank, "shapes after the first dimension",
-                       [](R r) { return to_string(trailing_dims(r)); });
-    });
-  }
-  if (type == OpType::kAddProcessSet) {
-    checks.push_back(
-        [&] { return differing(by_rank, "member ranks", [](R r) { return to_text(r.members); }); });
-  }
-  if (type == OpType::kRemoveProcessSet) {
-    checks.push_back([&] {
-      return differing(by_rank, "process sets to remove", [](R r) { return to_text(r.members); });
-    });
-  }
-  return checks;
-}
-
 }  // namespace
-
-std::optional<std::string> find_mismatch(const std::string& name,
-                                         const std::vector<std::optional<Request>>& by_rank) {
-  if (all_agree(by_rank)) return std::nullopt;
-  const Request& first =
-      **std::find_if(by_rank.begin(), by_rank.end(), [](const auto& r) { return r.has_value(); });
-  for (const auto& check : checks_for(first, by_rank)) {
-    if (auto message = check()) {
-      return std::string(to_string(first.type)) + " '" + name + "': " + *message;
-    }
-  }
-  return std::nullopt;
-}
 
 Negotiator::Negotiator(int size, ResponseCache* cache)
     : size_(size), cache_(cache), bits_(size), shut_down_(size, false), joined_(size, false) {
@@ -189,11 +28,8 @@ Negotiator::Negotiator(int size, ResponseCache* cache)
 }
 
 int Negotiator::add(int rank, Request request) {
-  if (!pending_hits_.empty()) {
-    // Its name was counted by id so far: from now on it is compared request by request.
-    auto slot = pending_hits_.find(Key{request.process_set, request.name});
-    if (slot != pending_hits_.end()) to_table(hits_[slot->second]);
-  }
+  // Its name was counted by id so far: from now on it is compared request by request.
+  if (pending_slots_ != 0) key_to_table(Key{request.process_set, request.name});
   if (auto error = reject(rank, request)) {
     // Every rank that submitted the name gets the error, so nothing of it may stay behind.
     Key key{request.process_set, request.name};
@@ -227,7 +63,7 @@ void Negotiator::record_join(int rank) {
   last_joined_ = rank;
   // Allreduces that waited only for this rank can now run with its identity contribution.
   for (auto& [key, entry] : table_) mark_if_ready(key, entry);
-  for (auto& [key, slot] : pending_hits_) mark_if_ready(hits_[slot]);
+  for (size_t slot : pending_by_key()) mark_if_ready(hits_[slot]);
 }
 
 const std::vector<int>& Negotiator::members(const Entry& entry) const {
@@ -308,12 +144,14 @@ std::optional<std::string> Negotiator::orphaned_by_shutdown(const Entry& entry) 
 std::vector<Response> Negotiator::take_ready(size_t fusion_threshold) {
   mark_ready_hits();
   std::vector<ReadyResponse> ready;
+  ready.reserve(ready_order_.size());
   std::vector<size_t> closed;
   for (const auto& item : ready_order_) {
     if (item.slot != kNoSlot) {
       Hits& hits = hits_[static_cast<size_t>(item.slot)];
       if (!needs_table(hits)) {
-        ready.push_back({construct_cached(hits), hits.request});
+        // The slot's request stays where it is (nothing below frees slots) and is not copied.
+        ready.push_back({.response = construct_cached(hits), .described = &hits.request});
         closed.push_back(hits.slot);
         continue;
       }
@@ -374,8 +212,9 @@ std::string Negotiator::stall_report(Clock::time_point now, Clock::duration afte
     ++stalled;
     for (int rank : missing(entry)) missing_names[rank].push_back(key);
   }
-  for (const auto& [key, slot] : pending_hits_) {
+  for (size_t slot : pending_by_key()) {
     const Hits& hits = hits_[slot];
+    const Key& key = hits.key;
     if (hits.ready || now - hits.first_seen < after) continue;
     ++stalled;
     auto submitted = [&](int rank) { return has(hits, rank); };

@@ -56,7 +56,7 @@ class Negotiator {
   // Removes them from the table.
   std::vector<Response> take_ready(size_t fusion_threshold = 0);
 
-  size_t pending() const { return table_.size() + pending_hits_.size(); }
+  size_t pending() const { return table_.size() + pending_slots_; }
 
   using Clock = std::chrono::steady_clock;
   // The stall inspector's report: for each rank, the names (at most a few) that other ranks
@@ -76,14 +76,16 @@ class Negotiator {
   // Names are unique per process set: ranks outside a set may use its names in other sets.
   using Key = std::pair<int32_t, std::string>;
   // A cached id's submissions since it last ran (which ranks, how many: bits_, at the same
-  // slot). A slot stays with its id across cycles, so that the steady state allocates nothing.
+  // slot; whether some rank's buffer changed: changed_). A slot stays with its id across cycles,
+  // so that the steady state allocates nothing and looks up no name.
   struct Hits {
     size_t slot = 0;
     Key key;
-    Request request;  // as cached; buffer_changed: some rank's buffer changed
+    Request request;                             // as cached, buffer_changed false
+    const std::vector<size_t>* named = nullptr;  // the slots of its key (named_), itself included
     Clock::time_point first_seen;
     const std::vector<int>* members = nullptr;  // the set's, while pending
-    bool pending = false;                       // in pending_hits_
+    bool pending = false;                       // counting this cycle's hits
     bool ready = false;                         // in ready_order_
   };
   static constexpr int kNoSlot = -1;
@@ -111,7 +113,9 @@ class Negotiator {
   void mark_if_ready(const Key& key, Entry& entry);
   void mark_if_ready(Hits& hits);
   // Whether slots [slot, slot + n) hold ids from `id` on, in order, all on the fast path.
-  bool run_is_fast(size_t slot, uint32_t id, size_t n) const;
+  // Remembers the last run found so (every rank of a cached step sends the same), until a slot
+  // leaves the fast path (close, prune_hits).
+  bool run_is_fast(size_t slot, uint32_t id, size_t n);
   // Marks the slots that hit_run() completed (it leaves them to this, once a cycle).
   void mark_ready_hits();
   // The slot of an encoded hit's id, made from the cached request on its first hit.
@@ -122,6 +126,11 @@ class Negotiator {
   void to_table(Hits& hits);
   // Moves the pending slots for which move(slot) holds into table_.
   void to_table_where(const std::function<bool(const Hits&)>& move);
+  // The pending slots, in the order of their keys (as rules that go through them in turn, and
+  // the stall report, take them).
+  std::vector<size_t> pending_by_key() const;
+  // Moves the pending slot of `key`, if there is one, into table_.
+  void key_to_table(const Key& key);
   // Frees the slots (their bits, in one pass over the ranks).
   void close(const std::vector<size_t>& slots);
   bool has(const Hits& hits, int rank) const { return bits_.has(hits.slot, rank); }
@@ -155,10 +164,19 @@ class Negotiator {
   HitBits bits_;
   std::vector<uint32_t> slot_id_;  // per slot, its id
   std::vector<uint8_t> fast_;      // per slot: pending in the world set, where runs take no detour
+  std::vector<uint8_t> changed_;   // per slot: some rank's hit said its buffer changed
   std::unordered_map<uint32_t, size_t> slot_of_;  // id -> its slot in hits_
-  std::map<Key, size_t> pending_hits_;            // the pending slots, by name
-  size_t next_slot_ = 0;       // the slot the next hit most likely names (ids come in runs)
-  bool runs_counted_ = false;  // hit_run() counted hits that mark_ready_hits() has not looked at
+  // Each key's slots (ids of one name: an evicted one, a live one); at most one is pending.
+  std::map<Key, std::vector<size_t>> named_;
+  size_t pending_slots_ = 0;  // how many slots are pending
+  struct Run {
+    size_t slot = 0;
+    uint32_t id = 0;
+    size_t n = 0;
+  };
+  std::optional<Run> fast_run_;  // run_is_fast()'s last yes
+  size_t next_slot_ = 0;         // the slot the next hit most likely names (ids come in runs)
+  bool runs_counted_ = false;    // hit_run() counted hits that mark_ready_hits() has not looked at
   std::vector<Response> rejected_;
   std::map<int, std::vector<int>> sets_;  // process set id -> member ranks; 0 is everyone
   std::set<int> removed_;                 // ids of removed process sets, for precise errors

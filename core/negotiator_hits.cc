@@ -19,12 +19,13 @@ int Negotiator::hit(int rank, uint32_t hit) {
   // The full way refuses (a joined rank, not a member) or compares (another rank's request).
   if (!fast) return add(rank, cache_->request_for(hit));
   if (bits_.set(rank, hits.slot, 1) == 0) submitted_twice(rank, hits);
-  if (ResponseCache::hit_buffer_changed(hit)) hits.request.buffer_changed = true;
+  if (ResponseCache::hit_buffer_changed(hit)) changed_[hits.slot] = 1;
   mark_if_ready(hits);
   return bits_.count(hits.slot);
 }
 
-bool Negotiator::run_is_fast(size_t slot, uint32_t id, size_t n) const {
+bool Negotiator::run_is_fast(size_t slot, uint32_t id, size_t n) {
+  if (fast_run_ && fast_run_->slot == slot && fast_run_->id == id && fast_run_->n == n) return true;
   if (slot + n > hits_.size()) return false;
   // Without an early exit, so that it vectorizes: this runs for every rank and id.
   const uint32_t* ids = slot_id_.data() + slot;
@@ -33,7 +34,9 @@ bool Negotiator::run_is_fast(size_t slot, uint32_t id, size_t n) const {
   uint8_t all_fast = 1;
   for (size_t k = 0; k < n; ++k) differ |= ids[k] ^ (id + static_cast<uint32_t>(k));
   for (size_t k = 0; k < n; ++k) all_fast &= fast[k];
-  return differ == 0 && all_fast != 0;
+  if (differ != 0 || all_fast == 0) return false;
+  fast_run_ = Run{slot, id, n};
+  return true;
 }
 
 void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
@@ -44,9 +47,7 @@ void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
   }
   size_t set = bits_.set(rank, slot, n);
   if (set != n) submitted_twice(rank, hits_[slot + set]);
-  if (ResponseCache::hit_buffer_changed(first)) {
-    for (size_t k = 0; k < n; ++k) hits_[slot + k].request.buffer_changed = true;
-  }
+  if (ResponseCache::hit_buffer_changed(first)) std::fill_n(changed_.begin() + slot, n, 1);
   // Whether they are ready is looked at once a cycle (take_ready), not once a rank.
   runs_counted_ = true;
 }
@@ -54,15 +55,15 @@ void Negotiator::hit_run(int rank, uint32_t first, size_t n) {
 void Negotiator::hit_run(std::span<const int> ranks, uint32_t first, size_t n) {
   size_t slot = hits_for(first).slot;
   bool bulk = ranks.size() > 1 && run_is_fast(slot, ResponseCache::hit_id(first), n);
-  for (int rank : ranks) bulk = bulk && !joined_[rank];
+  if (!joined_ranks_.empty()) {
+    for (int rank : ranks) bulk = bulk && !joined_[rank];
+  }
   // Anything else (a joined rank, a hit twice) is the single rank's business, and its errors.
   if (!bulk || !bits_.set_all(ranks, slot, n)) {
     for (int rank : ranks) hit_run(rank, first, n);
     return;
   }
-  if (ResponseCache::hit_buffer_changed(first)) {
-    for (size_t k = 0; k < n; ++k) hits_[slot + k].request.buffer_changed = true;
-  }
+  if (ResponseCache::hit_buffer_changed(first)) std::fill_n(changed_.begin() + slot, n, 1);
   runs_counted_ = true;
 }
 
@@ -93,9 +94,13 @@ Negotiator::Hits& Negotiator::hits_for(uint32_t hit) {
       cached.buffer_changed = false;
       slot = hits_.size();
       Key key{cached.process_set, cached.name};
-      hits_.push_back(Hits{.slot = slot, .key = std::move(key), .request = std::move(cached)});
+      std::vector<size_t>& named = named_[key];
+      named.push_back(slot);
+      hits_.push_back(
+          Hits{.slot = slot, .key = std::move(key), .request = std::move(cached), .named = &named});
       slot_id_.push_back(id);
       fast_.push_back(0);
+      changed_.push_back(0);
       bits_.reserve(hits_.size());
       slot_of_[id] = slot;
     }
@@ -108,16 +113,17 @@ bool Negotiator::open(Hits& hits) {
   const Key& key = hits.key;
   auto set = sets_.find(key.first);
   if (set == sets_.end() || removed_.contains(key.first) || table_.contains(key)) return false;
-  if (auto other = pending_hits_.find(key); other != pending_hits_.end()) {
+  for (size_t other : *hits.named) {
+    if (other == hits.slot || !hits_[other].pending) continue;
     // Ranks hit two ids of one name (one evicted, one live): compare them request by request.
-    to_table(hits_[other->second]);
+    to_table(hits_[other]);
     return false;
   }
   hits.pending = true;
+  ++pending_slots_;
   hits.members = &set->second;
   hits.first_seen = Clock::now();
   fast_[hits.slot] = key.first == 0 ? 1 : 0;
-  pending_hits_.emplace(key, hits.slot);
   return true;
 }
 
@@ -137,8 +143,10 @@ void Negotiator::mark_if_ready(Hits& hits) {
 void Negotiator::to_table(Hits& hits) {
   Entry& entry = table_[hits.key];
   entry.by_rank.resize(static_cast<size_t>(size_));
+  Request request = hits.request;
+  request.buffer_changed = changed_[hits.slot] != 0;
   for (int rank = 0; rank < size_; ++rank) {
-    if (has(hits, rank)) entry.by_rank[rank] = hits.request;
+    if (has(hits, rank)) entry.by_rank[rank] = request;
   }
   entry.count = bits_.count(hits.slot);
   entry.first_seen = hits.first_seen;
@@ -151,22 +159,42 @@ void Negotiator::to_table(Hits& hits) {
 
 void Negotiator::to_table_where(const std::function<bool(const Hits&)>& move) {
   std::vector<size_t> slots;
-  for (const auto& [key, slot] : pending_hits_) {
-    if (move(hits_[slot])) slots.push_back(slot);
+  for (const auto& hits : hits_) {
+    if (hits.pending && move(hits)) slots.push_back(hits.slot);
   }
   for (size_t slot : slots) to_table(hits_[slot]);
 }
 
+std::vector<size_t> Negotiator::pending_by_key() const {
+  std::vector<size_t> slots;
+  for (const auto& hits : hits_) {
+    if (hits.pending) slots.push_back(hits.slot);
+  }
+  std::sort(slots.begin(), slots.end(),
+            [&](size_t a, size_t b) { return hits_[a].key < hits_[b].key; });
+  return slots;
+}
+
+void Negotiator::key_to_table(const Key& key) {
+  if (pending_slots_ == 0) return;
+  auto named = named_.find(key);
+  if (named == named_.end()) return;
+  for (size_t slot : named->second) {
+    if (hits_[slot].pending) to_table(hits_[slot]);
+  }
+}
+
 void Negotiator::close(const std::vector<size_t>& slots) {
+  if (slots.empty()) return;
   bits_.clear(slots);
   for (size_t slot : slots) {
     Hits& hits = hits_[slot];
-    if (hits.pending) pending_hits_.erase(hits.key);
+    if (hits.pending) --pending_slots_;
     hits.pending = hits.ready = false;
     hits.members = nullptr;
-    hits.request.buffer_changed = false;
-    fast_[slot] = 0;
+    fast_[slot] = changed_[slot] = 0;
   }
+  fast_run_.reset();
 }
 
 bool Negotiator::needs_table(const Hits& hits) const {
@@ -191,18 +219,21 @@ Response Negotiator::construct_cached(const Hits& hits) const {
     response.reduce_op = d.reduce_op;
   }
   // A joined rank reduces a scratch buffer of its own: everyone rebinds with it.
-  response.rebind = d.buffer_changed || stood_in(hits);
-  response.cache_ids = {cache_->put(d)};
+  response.rebind = changed_[hits.slot] != 0 || stood_in(hits);
+  response.cache_ids = {cache_->put(slot_id_[hits.slot], d)};
   return response;
 }
 
 void Negotiator::prune_hits() {
   // Idle slots are made again from the cache on their next hit; pending ones keep their bits.
-  if (!cache_ || hits_.size() <= 2 * cache_->capacity() + 64 || !pending_hits_.empty()) return;
+  if (!cache_ || hits_.size() <= 2 * cache_->capacity() + 64 || pending_slots_ != 0) return;
   hits_.clear();
   slot_id_.clear();
   fast_.clear();
+  changed_.clear();
   slot_of_.clear();
+  named_.clear();
+  fast_run_.reset();
   bits_ = HitBits(size_);
   next_slot_ = 0;
 }

@@ -35,6 +35,7 @@ void Negotiator::change_process_sets(const Entry& entry, Response& response) {
 }
 
 void Negotiator::fail_removed_sets(std::vector<Response>& responses) {
+  if (removed_.empty()) return;
   to_table_where([&](const Hits& h) { return removed_.contains(h.key.first); });
   for (auto it = table_.begin(); it != table_.end();) {
     if (!removed_.contains(it->first.first)) {

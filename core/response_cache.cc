@@ -18,12 +18,16 @@ uint32_t encode_hit(uint32_t id, bool buffer_changed) {
   return (id << 1) | (buffer_changed ? 1 : 0);
 }
 
-// Stored requests keep buffer_changed false, so the common case compares without a copy.
+// Whether two requests are equal but for buffer_changed (Request's operator== less that field),
+// without copying either. The bindings fail to compile when Request gains a field: add it here.
 bool same_parameters(const Request& a, const Request& b) {
-  if (a.buffer_changed == b.buffer_changed) return a == b;
-  Request flipped = a;
-  flipped.buffer_changed = b.buffer_changed;
-  return flipped == b;
+  const auto& [name, type, dtype, reduce_op, root, prescale, postscale, shape, buffer_changed,
+               process_set, device, group, splits, members] = a;
+  static_cast<void>(buffer_changed);
+  return type == b.type && dtype == b.dtype && reduce_op == b.reduce_op && root == b.root &&
+         prescale == b.prescale && postscale == b.postscale && process_set == b.process_set &&
+         device == b.device && name == b.name && shape == b.shape && group == b.group &&
+         splits == b.splits && members == b.members;
 }
 
 }  // namespace
@@ -64,6 +68,15 @@ uint32_t ResponseCache::put(const Request& request) {
   live_.emplace(id, Slot{std::move(stored), lru_.begin()});
   by_name_[request.name] = id;
   return id | kIntroduced;
+}
+
+uint32_t ResponseCache::put(uint32_t id, const Request& request) {
+  auto it = live_.find(id);
+  // A live id is its name's only one, with the parameters it was given for: put(request) would
+  // find it by name and refresh it.
+  if (it == live_.end()) return put(request);
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return id;
 }
 
 void ResponseCache::evict(uint32_t id) {

@@ -50,6 +50,9 @@ class ResponseCache {
   // id, or a new one, replacing an entry of the same name with other parameters and evicting the
   // least recently used entry when full. 0 when caching is off or the request is not cacheable.
   uint32_t put(const Request& request);
+  // The same for a request known to have been cached under `id` (Negotiator's cached path): no
+  // name is looked up while the id is live.
+  uint32_t put(uint32_t id, const Request& request);
   // The request cached under `id`, including evicted ids some rank may not know are gone yet;
   // nullptr if unknown (a broken peer).
   const Request* find(uint32_t id) const;
