@@ -24,8 +24,11 @@ Coordination::Coordination(const Config& config, int size, Timeline& timeline,
 std::optional<ResponseList> Coordination::cycle(std::vector<ControlMessage> messages,
                                                 std::vector<Request> fresh, bool shutdown) {
   for (auto& request : fresh) {
-    // Rank 0's own submissions count as hits where its cache has them, as the others' do.
-    if (auto hit = cache_.hit(request)) {
+    // Rank 0's own submissions count as hits where its cache has them, as the others' do. They
+    // come in the order of their ids (given in the order of the first step's): the id after the
+    // last one's is the one to try first.
+    if (auto hit = cache_.hit(request, next_own_id_)) {
+      next_own_id_ = ResponseCache::hit_id(*hit) + 1;
       count_hit(0, *hit);
     } else {
       negotiate(0, std::move(request));

@@ -70,6 +70,7 @@ class Coordination {
   RequestList list_;
   std::vector<std::pair<uint32_t, size_t>> runs_;
   std::vector<std::byte> hits_only_;
+  uint32_t next_own_id_ = 0;  // the cache id rank 0's next own submission most likely has
   ResponseCache cache_;
   Negotiator negotiator_;  // refers to cache_
   bool shutdown_announced_ = false;

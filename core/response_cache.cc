@@ -108,6 +108,15 @@ std::optional<uint32_t> ResponseCache::hit(const Request& request) const {
   return encode_hit(it->second, request.buffer_changed);
 }
 
+std::optional<uint32_t> ResponseCache::hit(const Request& request, uint32_t hint) const {
+  // A live id is its name's only one: where the hint's request is this one, hit() finds it.
+  auto it = live_.find(hint);
+  if (it != live_.end() && same_parameters(it->second.request, request)) {
+    return encode_hit(hint, request.buffer_changed);
+  }
+  return hit(request);
+}
+
 Request ResponseCache::request_for(uint32_t hit) const {
   const Request* cached = find(hit_id(hit));
   if (!cached) {

@@ -59,6 +59,9 @@ class ResponseCache {
   // The live id cached for `request` with the same parameters, as Negotiator::hit takes it (the
   // id shifted left, the lowest bit whether the buffer changed), if any: rank 0's own hits.
   std::optional<uint32_t> hit(const Request& request) const;
+  // The same, trying `hint` (an id, as hit_id() gives it) first: no name is hashed where the
+  // request is the hint's, as rank 0's own are cycle after cycle.
+  std::optional<uint32_t> hit(const Request& request, uint32_t hint) const;
   // Ids evicted since the last call, to announce in the next response list.
   std::vector<uint32_t> take_evicted();
   // The request a worker's cache hit (RequestList::hits) stands for. Throws InternalError for an
