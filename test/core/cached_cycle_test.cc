@@ -179,4 +179,8 @@ TEST_CASE("rank 0's own request is a hit only where it equals the cached one") {
   CHECK(answer.responses[0].error.empty());
   CHECK(answer.responses[1].error ==
         "allreduce 'w1': mismatched shapes: rank 0 [3, 2], rank 1 [2, 3], rank 2 [2, 3]");
+  // Bytes other than the last list's are decoded afresh, and refused if they do not decode.
+  std::vector<std::byte> bad{std::byte{0xC2}};
+  CHECK_THROWS_WITH(r.coordination.cycle({{1, bad}}, {}, false),
+                    Catch::Matchers::StartsWith("rank 1 sent a malformed control message"));
 }
