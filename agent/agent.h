@@ -16,6 +16,7 @@
 #include "agent/agent_job.h"
 #include "agent/agent_mirror.h"
 #include "agent/agent_planner.h"
+#include "agent/agent_ranges.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
 #include "elastic_policy/node_rounds.h"
@@ -71,8 +72,12 @@ class Agent {
   void leave_when_drained();
   void tell_workers_to_leave();
   // agent_read.cc
-  // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
-  void read_all(const std::string& why);
+  // Reads the agent's key ranges (wanted_) into the mirror (logging `why` when not empty) and
+  // watches them from there; with `everything`, reads every key of the job, copied there.
+  void read_all(const std::string& why, std::map<std::string, std::string>* everything = nullptr);
+  // Widens the agent's ranges to every key when it comes to plan (a full read first: it acts on
+  // no partial view), and narrows them when it no longer does; true if the mirror changed.
+  bool follow_planning(const AgentSnapshot& s);
   // Brings the mirror up to date: whether it can be acted on yet (see behind_own_write), and
   // whether what the agent acts on may have changed since it last acted (in_agent_snapshot).
   enum class Read { kBehind, kUnchanged, kChanged };
@@ -91,13 +96,17 @@ class Agent {
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
   rendezvous::EtcdStore store_;
-  rendezvous::ScopedStore elastic_store_{store_, rendezvous::kElasticScope};
+  // The workers' elastic protocol, through a store of its own: what the agent writes there
+  // (assignments, notices, abandons) is not read back, so it keeps no agent behind_own_write.
+  rendezvous::EtcdStore board_store_{store_options_};
+  rendezvous::ScopedStore elastic_store_{board_store_, rendezvous::kElasticScope};
   RoundBoard board_{elastic_store_};  // the launcher's side of the workers' elastic protocol
   Fd signals_;
   Wakeup wake_;
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
+  KeyRanges wanted_;          // the keys the agent reads (agent_ranges.h)
   JobMirror mirror_;          // the job's keys in etcd, as read and watched
   int64_t read_written_ = 0;  // store_.written_revision() at the last full read
   // The last full read (or try): the whole job is read at least once a lease TTL, which is how

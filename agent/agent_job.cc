@@ -65,6 +65,7 @@ Agent::Agent(const AgentOptions& options)
                 "' cannot start: " + e.what());
   }
   watch_ = std::make_unique<AgentWatch>(store_options_, wake_);
+  wanted_ = follower_ranges(options_.node);
 }
 
 int Agent::run() {
@@ -73,9 +74,10 @@ int Agent::run() {
   claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  read_all("");
-  slot_spawns_ = first_spawns(mirror_.values(), options_.node);
-  auto first = parse_agent_snapshot(mirror_.values());
+  std::map<std::string, std::string> everything;  // once: what its node's earlier agents left
+  read_all("", &everything);
+  slot_spawns_ = first_spawns(everything, options_.node);
+  auto first = parse_agent_snapshot(everything);
   if (first.view.last_round &&
       (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
@@ -199,7 +201,8 @@ void Agent::refresh() {
     if (read == Read::kUnchanged && !act_anyway) return;
     unacted_ = false;
     auto snapshot = parse_agent_snapshot(mirror_.values());
-    if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
+    if (follow_planning(snapshot)) snapshot = parse_agent_snapshot(mirror_.values());
+    if (!keep_round(snapshot, !mirror_.value("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
@@ -277,7 +280,8 @@ void Agent::act(const AgentSnapshot& s) {
   start_workers(s);
   bool registered = register_node(s);
   raise_notice(s);
-  if (!registered) plan(s);  // a snapshot without this node's record is no base for a plan
+  // A snapshot without this node's record, or without every check-in, is no base for a plan.
+  if (!registered && holds_every_checkin(mirror_.ranges())) plan(s);
 }
 
 void Agent::obey_kills(const AgentSnapshot& s) {
@@ -328,7 +332,9 @@ void Agent::follow_round(const AgentSnapshot& s) {
   if (followed_round_ == s.view.last_round_number) return;
   followed_round_ = s.view.last_round_number;
   log::info("round ", followed_round_, ": ", describe_members(round));
-  events_.round(followed_round_, round);
+  auto cause = s.causes.find(followed_round_);
+  events_.round(followed_round_, round,
+                cause == s.causes.end() ? std::nullopt : std::optional(cause->second));
   events_.observe(s);  // reports the snapshot already holds for the round
 }
 
@@ -424,6 +430,7 @@ void Agent::plan(const AgentSnapshot& s) {
     maybe_die_planning(options_, round);
     planning_.emplace(round, *why, store_, board_, s, steady_now());
   }
+  planning_->name_cause(events_.noted_cause());
   // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
   if (!planning_->step(s, limits_, steady_now())) return;
   if (planning_->published()) round_guard_.published(planning_->round(), *planning_->published());

@@ -9,6 +9,8 @@
 //   rounds/<r>      written once, by r's planner: the members in rank order (AgentRound)
 //   exits/<worker>  a worker's exit status, written by its agent
 //   kills/<worker>  why the planner gave up on a worker; its agent SIGKILLs it
+//   causes/<r>      written once, by r's planner before rounds/<r>: the round's cause, as it
+//                   named it ("<cause> <reason>"), which every agent's round event names
 //
 // Values are sealed with the job secret by the store, like every other value; these functions
 // only give them a shape, and refuse text that does not have it.
@@ -30,6 +32,7 @@ std::string planner_key(int round);
 std::string round_key(int round);
 std::string exit_key(std::string_view worker);
 std::string kill_key(std::string_view worker);
+std::string cause_key(int round);
 
 // The shapes of agents/<node> and rounds/<r>: the elastic policy's, which decides on them.
 using AgentNode = elastic_policy::NodeOffer;

@@ -19,6 +19,7 @@ struct AgentSnapshot {
   std::map<int, std::string> planners;       // round -> the node that claimed its planning
   std::map<std::string, std::string> exits;  // worker -> "0" or how it ended
   std::map<std::string, std::string> kills;  // worker -> why the planner gave up on it
+  std::map<int, std::string> causes;         // round -> its cause, as its planner published it
   int generation = 0;                        // the highest host notice set
   // The workers' reports (rendezvous/worker_reports.h): rank 0's progress, and each worker's
   // reset reports by the entry it reset into.

@@ -6,7 +6,9 @@
 namespace cohort::discovery {
 namespace {
 
-// How long one watch request lasts before it is made again (from the last change it delivered).
+// How long one watch request lasts before it is made again, from the revision watch_after gave:
+// its watches (one per range) each deliver in order, but not in order with one another, so no
+// later revision is known to hold every range's changes; the mirror skips what it holds.
 constexpr std::chrono::seconds kWatchSpan{30};
 
 }  // namespace
@@ -24,11 +26,12 @@ AgentWatch::~AgentWatch() {
   thread_.join();
 }
 
-void AgentWatch::watch_after(int64_t revision) {
+void AgentWatch::watch_after(int64_t revision, KeyRanges ranges) {
   {
     MutexLock lock(mutex_);
     ++epoch_;
-    next_ = revision;
+    from_ = revision;
+    ranges_ = std::move(ranges);
     queued_.clear();
     lost_.reset();
     if (request_) request_->cancel("the agent read the job again");
@@ -51,22 +54,24 @@ void AgentWatch::throw_if_failed() {
 void AgentWatch::loop() {
   MutexLock lock(mutex_);
   while (true) {
-    cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || (next_ >= 0 && !lost_); });
+    cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || (from_ >= 0 && !lost_); });
     if (stopping_ || failure_) return;
-    int64_t from = next_;
+    int64_t from = from_;
     uint64_t epoch = epoch_;
+    KeyRanges ranges = ranges_;
     auto request = std::make_shared<Cancellation>();
     request_ = request;
     lock.unlock();
-    follow(from, epoch, *request);
+    follow(ranges, from, epoch, *request);
     lock.lock();
     request_.reset();
   }
 }
 
-void AgentWatch::follow(int64_t from, uint64_t epoch, const Cancellation& cancel) {
+void AgentWatch::follow(const KeyRanges& ranges, int64_t from, uint64_t epoch,
+                        const Cancellation& cancel) {
   try {
-    store_.watch_changes("", from, rendezvous::EtcdClient::Clock::now() + kWatchSpan, &cancel,
+    store_.watch_changes(ranges, from, rendezvous::EtcdClient::Clock::now() + kWatchSpan, &cancel,
                          [&](const auto& batch) { return deliver(batch, from, epoch); });
   } catch (const rendezvous::StoreUnreachable& e) {
     MutexLock lock(mutex_);
@@ -96,7 +101,6 @@ bool AgentWatch::deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t
   }
   if (batch.changes.empty()) return false;
   queued_.insert(queued_.end(), batch.changes.begin(), batch.changes.end());
-  next_ = batch.changes.back().revision;
   wake_.signal();
   return false;
 }

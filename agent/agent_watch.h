@@ -1,5 +1,6 @@
-// The thread that follows etcd's watch on a job's prefix for an agent: one long watch request
-// from the revision of the agent's last full read, whose changes (values checked as a read checks
+// The thread that follows etcd's watches on a job's keys for an agent: one long watch request
+// (one watch per key range the agent reads, agent_ranges.h, all on one stream) from the revision
+// of the agent's last full read, whose changes (values checked as a read checks
 // them) it queues for the agent's mirror (agent_mirror.h) and announces on an eventfd, so that an
 // agent's loop sleeps in one poll() on its workers' pipes, its signals and etcd together. When the
 // watch cannot deliver every change in order (etcd compacted the history, restarted without its
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/agent_ranges.h"
 #include "base/cancellation.h"
 #include "base/mutex.h"
 #include "launcher/wakeup.h"
@@ -22,7 +24,7 @@ namespace cohort::discovery {
 
 class AgentWatch {
  public:
-  // Watches everything under `options.prefix` through a connection of its own; writes to
+  // Watches keys under `options.prefix` through a connection of its own; writes to
   // `wake` when it has something to take(). Nothing is watched before watch_after(). `wake` must
   // outlive the watch.
   AgentWatch(rendezvous::EtcdStoreOptions options, const Wakeup& wake);
@@ -30,9 +32,9 @@ class AgentWatch {
   AgentWatch(const AgentWatch&) = delete;
   AgentWatch& operator=(const AgentWatch&) = delete;
 
-  // Delivers every change after `revision`, that of the caller's full read, from now on: what
-  // was queued or lost before is forgotten, and a watch in flight is ended.
-  void watch_after(int64_t revision);
+  // Delivers every change in `ranges` after `revision`, that of the caller's full read of them,
+  // from now on: what was queued or lost before is forgotten, and a watch in flight is ended.
+  void watch_after(int64_t revision, KeyRanges ranges);
 
   struct Taken {
     std::vector<rendezvous::EtcdStore::Change> changes;  // in revision order
@@ -50,7 +52,8 @@ class AgentWatch {
  private:
   void loop();
   // Follows one watch request from `revision` (for watch_after's `epoch`) until it ends.
-  void follow(int64_t revision, uint64_t epoch, const Cancellation& cancel);
+  void follow(const KeyRanges& ranges, int64_t revision, uint64_t epoch,
+              const Cancellation& cancel);
   // Queues `batch` of the watch for `epoch`; true when the watch must end.
   bool deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t from, uint64_t epoch);
   // Stops delivering until the next watch_after, for `why`.
@@ -61,8 +64,9 @@ class AgentWatch {
   Mutex mutex_;
   CondVar cv_;
   uint64_t epoch_ GUARDED_BY(mutex_) = 0;  // watch_after calls so far
-  // The revision of the last change delivered for this epoch (at first: watch_after's); -1: none.
-  int64_t next_ GUARDED_BY(mutex_) = -1;
+  // The revision watch_after gave for this epoch: every request watches from there; -1: none.
+  int64_t from_ GUARDED_BY(mutex_) = -1;
+  KeyRanges ranges_ GUARDED_BY(mutex_);  // watch_after's
   std::vector<rendezvous::EtcdStore::Change> queued_ GUARDED_BY(mutex_);
   std::optional<std::string> lost_ GUARDED_BY(mutex_);
   bool stopping_ GUARDED_BY(mutex_) = false;

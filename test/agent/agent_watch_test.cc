@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "agent/agent_ranges.h"
 #include "agent/agent_watch.h"
 #include "launcher/wakeup.h"
 #include "test/rendezvous/refusing_etcd.h"
@@ -34,7 +35,7 @@ TEST_CASE("agent watch: an error etcd answers stops the watch and reaches the ag
                     .secret = kSecret},
                    wake);
   CHECK_NOTHROW(watch.throw_if_failed());
-  watch.watch_after(1);
+  watch.watch_after(1, planner_ranges());
   REQUIRE(woken_within(wake, 10'000));
   CHECK_THROWS_WITH(watch.throw_if_failed(),
                     Contains("watching the job in etcd failed") && Contains("refused by the test"));

@@ -1,0 +1,54 @@
+#include "agent/agent_ranges.h"
+
+#include <algorithm>
+
+#include "agent/agent_records.h"
+#include "rendezvous/elastic_protocol.h"
+#include "rendezvous/worker_reports.h"
+
+namespace cohort::discovery {
+namespace {
+
+using rendezvous::KeyRange;
+
+std::string elastic(const std::string& key) {
+  return std::string(rendezvous::kElasticScope) + "/" + key;
+}
+
+// What every worker id of `node` starts with (agent_worker_id): "<node>.".
+std::string worker_prefix(const std::string& node) {
+  std::string id = agent_worker_id(node, 0, 0);
+  return id.substr(0, id.size() - 3);
+}
+
+}  // namespace
+
+KeyRanges planner_ranges() {
+  return {KeyRange::under("")};
+}
+
+KeyRanges follower_ranges(const std::string& node) {
+  std::string workers = worker_prefix(node);
+  // Keys sort: agents/ < elastic/ < exits/ < job < kills/ < names/ < planners/ < rounds/.
+  return {{"agents/", "elastic/"},
+          KeyRange::under(elastic("checkin/" + workers)),
+          KeyRange::under(elastic("notice/")),
+          KeyRange::only(elastic(rendezvous::progress_key())),
+          KeyRange::under(elastic("reset/" + workers)),
+          {"exits/", "names/"},
+          KeyRange::only(name_key(node)),
+          {"planners/", ""}};
+}
+
+bool holds_every_checkin(const KeyRanges& ranges) {
+  KeyRange checkins = KeyRange::under(elastic("checkin/"));
+  return std::any_of(ranges.begin(), ranges.end(), [&](const KeyRange& r) {
+    return r.contains(checkins.begin) && (r.end.empty() || r.end >= checkins.end);
+  });
+}
+
+bool plans_rounds(const AgentJobView& view, const std::string& node, bool planning) {
+  return planning || (!view.nodes.empty() && view.nodes.begin()->first == node);
+}
+
+}  // namespace cohort::discovery
