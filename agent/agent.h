@@ -106,9 +106,8 @@ class Agent {
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
-  KeyRanges wanted_;          // the keys the agent reads (agent_ranges.h)
-  JobMirror mirror_;          // the job's keys in etcd, as read and watched
-  int64_t read_written_ = 0;  // store_.written_revision() at the last full read
+  KeyRanges wanted_;  // the keys the agent reads (agent_ranges.h)
+  JobMirror mirror_;  // the job's keys in etcd, as read and watched
   // The last full read (or try): the whole job is read at least once a lease TTL, which is how
   // an outage is noticed.
   TimePoint last_full_read_;

@@ -36,6 +36,12 @@ bool JobMirror::holds(std::string_view key) const {
                      [&](const rendezvous::KeyRange& r) { return r.contains(key); });
 }
 
+bool JobMirror::holds_change(const std::string& key, int64_t revision) const {
+  if (!holds(key) || revision <= listed_) return true;
+  auto it = applied_.find(key);
+  return it != applied_.end() && it->second >= revision;
+}
+
 std::optional<std::string> JobMirror::value(const std::string& key) const {
   if (!holds(key)) throw InternalError("the agent's mirror does not hold key '" + key + "'");
   auto it = values_.find(key);

@@ -42,6 +42,9 @@ class JobMirror {
   // The job's keys in its ranges (relative to its prefix) and values, as EtcdStore::list gives
   // them.
   const std::map<std::string, std::string>& values() const { return values_; }
+  // Whether the mirror holds the change of `key` made at `revision` (or a later one): true for a
+  // key outside its ranges, which it never holds.
+  bool holds_change(const std::string& key, int64_t revision) const;
   // The value of `key`, if set; InternalError if `key` is outside the mirror's ranges.
   std::optional<std::string> value(const std::string& key) const;
   // The highest revision the mirror holds a change of: its last read's, or a later change's.

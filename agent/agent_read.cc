@@ -14,13 +14,12 @@ namespace cohort::discovery {
 
 void Agent::read_all(const std::string& why, std::map<std::string, std::string>* everything) {
   if (!why.empty()) log::info("agent: reading the whole job again: ", why);
-  int64_t written = store_.written_revision();
+  store_.forget_written_keys();    // the read holds them all
   last_full_read_ = steady_now();  // tried: retried after an outage at the outage's pace
   auto listing = everything ? store_.list("") : store_.list(wanted_);
   if (everything) *everything = listing.values;
   int64_t revision = listing.revision;
   mirror_.replace(std::move(listing), wanted_);
-  read_written_ = written;
   reread_.reset();
   watch_->watch_after(revision, wanted_);
 }
@@ -67,10 +66,13 @@ Agent::Read Agent::read_job() {
   return unacted_ ? Read::kChanged : Read::kUnchanged;
 }
 
-// Whether this agent wrote something since its last full read that the mirror does not hold yet.
+// Whether this agent wrote a key it reads since its last full read that the mirror does not hold
+// yet: key by key, as the watches of different ranges do not deliver in order with one another.
 bool Agent::behind_own_write() const {
-  int64_t written = store_.written_revision();
-  return written != read_written_ && written > mirror_.revision();
+  for (const auto& [key, revision] : store_.written_keys()) {
+    if (!mirror_.holds_change(key, revision)) return true;
+  }
+  return false;
 }
 
 }  // namespace cohort::discovery

@@ -124,17 +124,30 @@ bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std:
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/deleterange", {{"key", base64(prefix_ + key)}}, cancel);
   if (json_integer(answer, "deleted") == 0) return false;
-  wrote(answer);
+  wrote(answer, key);
   return true;
 }
 
 void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
                            const Cancellation* cancel) {
-  wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel));
+  wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel), key);
 }
 
-void EtcdStore::wrote(const nlohmann::json& answer) {
-  written_.store(revision_of(answer), std::memory_order_relaxed);
+void EtcdStore::wrote(const nlohmann::json& answer, const std::string& key) {
+  int64_t revision = revision_of(answer);
+  written_.store(revision, std::memory_order_relaxed);
+  MutexLock lock(writes_mutex_);
+  written_keys_[key] = revision;
+}
+
+std::map<std::string, int64_t> EtcdStore::written_keys() const {
+  MutexLock lock(writes_mutex_);
+  return written_keys_;
+}
+
+void EtcdStore::forget_written_keys() {
+  MutexLock lock(writes_mutex_);
+  written_keys_.clear();
 }
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
@@ -194,7 +207,7 @@ EtcdStore::PutResult EtcdStore::put_if(const std::string& key, const nlohmann::j
                         {"failure", {{{"request_range", {{"key", put["key"]}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
   if (answer.value("succeeded", false)) {
-    wrote(answer);
+    wrote(answer, key);
     return {.holds = true};
   }
   PutResult result;

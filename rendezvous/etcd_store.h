@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "rendezvous/etcd_client.h"
 #include "rendezvous/store.h"
 
@@ -124,6 +125,10 @@ class EtcdStore final : public Store {
   // removal that removed); 0 before any. A watch of the prefix reports that change at it (lower
   // than one before: etcd lost its data in between).
   int64_t written_revision() const { return written_.load(std::memory_order_relaxed); }
+  // The keys this object wrote (as written_revision counts writes) since forget_written_keys(),
+  // each with the revision of its last write: a watch of that key reports the change at it.
+  std::map<std::string, int64_t> written_keys() const;
+  void forget_written_keys();
 
  private:
   // A key's value now (nullopt: unset, or not sealed by this job), and the revision of the store
@@ -161,13 +166,15 @@ class EtcdStore final : public Store {
   PutResult put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
                    int64_t lease, const Cancellation* cancel);
 
-  // Notes the revision of a write that changed a key (written_revision).
-  void wrote(const nlohmann::json& answer);
+  // Notes the revision of a write that changed `key` (written_revision, written_keys).
+  void wrote(const nlohmann::json& answer, const std::string& key);
 
   EtcdClient client_;
   const std::string prefix_;
   const std::string secret_;
   std::atomic<int64_t> written_{0};
+  mutable Mutex writes_mutex_;
+  std::map<std::string, int64_t> written_keys_ GUARDED_BY(writes_mutex_);
 };
 
 }  // namespace cohort::rendezvous

@@ -249,3 +249,22 @@ TEST_CASE("agent ranges: an agent that comes to plan reads every check-in before
   CHECK(reader.mirror.values() == reader.store.list(follower_ranges("b")).values);
   CHECK_THROWS_AS(reader.mirror.narrow(planner_ranges()), InternalError);
 }
+
+TEST_CASE("agent mirror: it holds changes key by key as its ranges' watches deliver them") {
+  // The watches of different ranges deliver each in order, not in order with one another: a
+  // later change of one range may come before an earlier change of another.
+  JobMirror mirror;
+  mirror.replace({.values = {}, .revision = 10}, follower_ranges("b"));
+  mirror.apply({{.key = "elastic/checkin/b.0.0/0", .value = "x", .revision = 12}});
+  CHECK(mirror.revision() == 12);
+  CHECK_FALSE(mirror.holds_change("agents/b", 11));  // its watch has not delivered it yet
+  CHECK(mirror.holds_change("elastic/checkin/b.0.0/0", 12));
+  CHECK(mirror.holds_change("agents/b", 9));  // in the read
+  CHECK(mirror.holds_change("names/a", 11));  // a key it does not read
+  mirror.apply({{.key = "agents/b", .value = "slots=1 workers=", .revision = 11}});
+  CHECK(mirror.holds_change("agents/b", 11));
+  CHECK(mirror.value("agents/b") == "slots=1 workers=");
+  // The same change again (a watch asked again from an earlier revision) changes nothing.
+  mirror.apply({{.key = "agents/b", .value = std::nullopt, .revision = 11}});
+  CHECK(mirror.value("agents/b") == "slots=1 workers=");
+}
