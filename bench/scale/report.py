@@ -351,18 +351,19 @@ clients (leases, watches) on its cores; the round after an agent dies is not mea
     ok = [(r["agents"], r["first_ms"]) for r in agents if r["first_ms"]]
     out.append(f"\nGrowth: {slopes(ok)}.")
     out.append("""
-Each agent reads the job's prefix once into a mirror and then applies the changes of one long
-watch from that read's revision (agent/agent_mirror.h, agent/agent_read.cc): no range read per
-change any more, a full read only when the watch lost changes, after an outage or a lost lease,
-and once per lease TTL. Measured at 256 agents with etcd's /metrics (2026-11-27, the old and the
-new binaries one after the other, load about 9), this cut etcd's range requests in a round from
-2,129 to 769 and etcd's CPU from 18 s to 12 s, but not the round's growth: every agent still
-receives every change of the round (N names, N records, N check-ins, N assignments: about 4N
-events to each of N watchers, some 186,000 deliveries at 256 before and after, which etcd's JSON
-gateway encodes one watcher at a time), so etcd's fan-out, not the agents' reads, bounds the
-round, and on a loaded 2-core machine leases start to expire. What would meet the goal: narrower
-watches, so that only the planner follows every check-in and the other agents the round's record
-and their own keys.
+Each agent reads its key ranges once into a mirror and then applies the changes of their watches
+(agent/agent_ranges.h, agent/agent_mirror.h, agent/agent_read.cc). Since part 2's narrower
+watches only the planner (the agent whose node comes first, or that is planning) follows every
+key; the others follow what they act on: the agents' records, the rounds and their claims and
+causes, exits, kills, the notices, progress and their own workers' keys. They are no longer sent
+the other workers' check-ins, assignments and data-plane keys, nor the names: of the about 4N
+events each agent received in a round (N names, N records, N check-ins, N assignments), about N
+(the records) remain, and the planner's 4N; etcd's deliveries at 256 fall from about 186,000 to
+about 66,000 + 1,000. What remains is N^2: every agent receives every agent's record (it needs the
+membership for the first round's stop, `--nnodes`' most nodes and the gone nodes), and on this
+loaded 2-core machine starting 256 agents and their etcd clients is itself a good part of the 9 s.
+What would meet the goal: the records read by the planner alone, with the membership the others
+need published by it in the round, or agents on more than one machine.
 """)
     return "\n".join(out)
 
