@@ -14,7 +14,10 @@ constexpr std::chrono::seconds kWatchSpan{30};
 }  // namespace
 
 AgentWatch::AgentWatch(rendezvous::EtcdStoreOptions options, const Wakeup& wake)
-    : store_(std::move(options)), wake_(wake), thread_([this] { loop(); }) {}
+    : store_(std::move(options)),
+      wake_(wake),
+      thread_([this] { loop(); }),
+      watchdog_([this] { watchdog(); }) {}
 
 AgentWatch::~AgentWatch() {
   {
@@ -24,6 +27,7 @@ AgentWatch::~AgentWatch() {
   }
   cv_.notify_all();
   thread_.join();
+  watchdog_.join();
 }
 
 void AgentWatch::watch_after(int64_t revision, KeyRanges ranges) {
@@ -61,10 +65,34 @@ void AgentWatch::loop() {
     KeyRanges ranges = ranges_;
     auto request = std::make_shared<Cancellation>();
     request_ = request;
+    unconfirmed_since_ = steady_now();
+    created_ = 0;
+    cv_.notify_all();  // the watchdog
     lock.unlock();
     follow(ranges, from, epoch, *request);
     lock.lock();
     request_.reset();
+    unconfirmed_since_.reset();
+  }
+}
+
+void AgentWatch::watchdog() {
+  MutexLock lock(mutex_);
+  while (!stopping_) {
+    if (!unconfirmed_since_) {
+      cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || unconfirmed_since_; });
+      continue;
+    }
+    TimePoint due = *unconfirmed_since_ + kCreatedWithin;
+    if (steady_now() < due) {
+      cv_.wait_until(mutex_, due,
+                     [&]() REQUIRES(mutex_) { return stopping_ || !unconfirmed_since_; });
+      continue;
+    }
+    log::info("agent: etcd created ", created_, " of the ", ranges_.size(),
+              " watches of the job within ", kCreatedWithin.count(), " ms; watching again");
+    if (request_) request_->cancel("etcd did not create every watch");
+    unconfirmed_since_.reset();  // the next request starts its own count
   }
 }
 
@@ -98,6 +126,10 @@ bool AgentWatch::deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t
     lose("etcd's revision " + std::to_string(batch.revision) + " is below the " +
          std::to_string(from) + " this agent read: etcd lost its data");
     return true;
+  }
+  if (batch.created && ++created_ >= ranges_.size()) {
+    unconfirmed_since_.reset();
+    cv_.notify_all();
   }
   if (batch.changes.empty()) return false;
   queued_.insert(queued_.end(), batch.changes.begin(), batch.changes.end());

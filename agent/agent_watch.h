@@ -5,6 +5,10 @@
 // agent's loop sleeps in one poll() on its workers' pipes, its signals and etcd together. When the
 // watch cannot deliver every change in order (etcd compacted the history, restarted without its
 // data, or could not be reached), it says why and stops until the agent has read everything again.
+// etcd (3.4's HTTP gateway, under load) may leave the last watches of a request uncreated: each
+// watch answers "created", and a request whose watches have not all answered within
+// kCreatedWithin is made again (a watchdog thread), so that no range goes unwatched until the
+// agent's next full read a lease TTL later.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +21,14 @@
 #include "agent/agent_ranges.h"
 #include "base/cancellation.h"
 #include "base/mutex.h"
+#include "launcher/clock.h"
 #include "launcher/wakeup.h"
 #include "rendezvous/etcd_store.h"
 
 namespace cohort::discovery {
+
+// How long a watch request's watches may take to answer "created" before it is made again.
+inline constexpr std::chrono::milliseconds kCreatedWithin{2000};
 
 class AgentWatch {
  public:
@@ -51,6 +59,8 @@ class AgentWatch {
 
  private:
   void loop();
+  // Ends a request whose watches did not all answer "created" within kCreatedWithin.
+  void watchdog();
   // Follows one watch request from `revision` (for watch_after's `epoch`) until it ends.
   void follow(const KeyRanges& ranges, int64_t revision, uint64_t epoch,
               const Cancellation& cancel);
@@ -72,10 +82,15 @@ class AgentWatch {
   bool stopping_ GUARDED_BY(mutex_) = false;
   // Why watching stopped, other than an outage.
   std::optional<std::string> failure_ GUARDED_BY(mutex_);
-  // Ends the watch request in flight (watch_after, the destructor).
+  // Ends the watch request in flight (watch_after, the destructor, the watchdog).
   std::shared_ptr<Cancellation> request_ GUARDED_BY(mutex_);
+  // The request in flight: when it was made, if not all of its watches answered "created" yet,
+  // and how many did.
+  std::optional<TimePoint> unconfirmed_since_ GUARDED_BY(mutex_);
+  size_t created_ GUARDED_BY(mutex_) = 0;
   Cancellation stop_;
   std::thread thread_;
+  std::thread watchdog_;
 };
 
 }  // namespace cohort::discovery
