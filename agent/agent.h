@@ -1,7 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
-// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys) and
-// agent_read.cc (reading the job in etcd).
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys),
+// agent_read.cc (reading the job in etcd) and agent_lead.cc (which agent plans the rounds).
 // Private to agent/: nothing outside includes it.
 #pragma once
 
@@ -63,6 +63,15 @@ class Agent {
   void start_worker(int slot);
   void check_start_timeouts();
   bool register_node(const AgentSnapshot& s);
+  // How many nodes have a record: from `s` if it holds every record, else read from etcd.
+  int count_nodes(const AgentSnapshot& s);
+  // agent_lead.cc
+  // Takes the job's lead (lead_key) if nobody holds it and this node is registered in `s`.
+  void take_lead(const AgentSnapshot& s);
+  // Gives the lead up if this agent holds it, so that another takes it at once: its node leaves
+  // the job (drain, cooldown, stop). Quietly does nothing when etcd cannot be reached: the lead
+  // goes with the lease then.
+  void release_lead();
   // Tells the workers to leave (they exit 0 at their next check-in), then sends them `sig`.
   void stop_job(int code, const std::string& why, int sig = SIGTERM);
   int poll_timeout() const;
@@ -72,6 +81,8 @@ class Agent {
   void leave_when_drained();
   void tell_workers_to_leave();
   // agent_read.cc
+  // The snapshot of the mirror, which says whether it holds every node's record.
+  AgentSnapshot snapshot() const;
   // Reads the agent's key ranges (wanted_) into the mirror (logging `why` when not empty) and
   // watches them from there; with `everything`, reads every key of the job, copied there.
   void read_all(const std::string& why, std::map<std::string, std::string>* everything = nullptr);

@@ -172,6 +172,7 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
   try {
     store_.remove(agent_key(options_.node));
     registered_.reset();
+    release_lead();
   } catch (const Error& e) {
     log::warning("agent: could not deregister node ", options_.node, ": ", e.what());
   }
@@ -200,8 +201,8 @@ void Agent::refresh() {
     absent_.answered(last_answer_);
     if (read == Read::kUnchanged && !act_anyway) return;
     unacted_ = false;
-    auto snapshot = parse_agent_snapshot(mirror_.values());
-    if (follow_planning(snapshot)) snapshot = parse_agent_snapshot(mirror_.values());
+    auto snapshot = this->snapshot();
+    if (follow_planning(snapshot)) snapshot = this->snapshot();
     if (!keep_round(snapshot, !mirror_.value("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
@@ -264,9 +265,8 @@ void Agent::act(const AgentSnapshot& s) {
     return stop_job(0, "");
   }
   if (!view.last_round) {
-    int nodes = static_cast<int>(view.nodes.size());
-    auto why =
-        elastic_policy::first_round_stop(nodes, node_round_limits(limits_), started_, steady_now());
+    auto why = elastic_policy::first_round_stop(count_nodes(s), node_round_limits(limits_),
+                                                started_, steady_now());
     if (why) return stop_job(1, *why);
   }
   formed_ = view.last_round.has_value();
@@ -279,6 +279,7 @@ void Agent::act(const AgentSnapshot& s) {
   follow_round(s);
   start_workers(s);
   bool registered = register_node(s);
+  take_lead(s);
   raise_notice(s);
   // A snapshot without this node's record, or without every check-in, is no base for a plan.
   if (!registered && holds_every_checkin(mirror_.ranges())) plan(s);
@@ -446,6 +447,7 @@ void Agent::stop_job(int code, const std::string& why, int sig) {
   try {
     // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
     if (!outage_.ongoing()) store_.remove(agent_key(options_.node));
+    if (!outage_.ongoing()) release_lead();
     if (!outage_.ongoing()) tell_workers_to_leave();
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());

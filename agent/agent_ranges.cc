@@ -21,6 +21,14 @@ std::string worker_prefix(const std::string& node) {
   return id.substr(0, id.size() - 3);
 }
 
+// Whether one of `ranges` holds every key that starts with `prefix`.
+bool holds_every_key_under(const KeyRanges& ranges, const std::string& prefix) {
+  KeyRange all = KeyRange::under(prefix);
+  return std::any_of(ranges.begin(), ranges.end(), [&](const KeyRange& r) {
+    return r.contains(all.begin) && (r.end.empty() || r.end >= all.end);
+  });
+}
+
 }  // namespace
 
 KeyRanges planner_ranges() {
@@ -29,8 +37,10 @@ KeyRanges planner_ranges() {
 
 KeyRanges follower_ranges(const std::string& node) {
   std::string workers = worker_prefix(node);
-  // Keys sort: agents/ < elastic/ < exits/ < job < kills/ < names/ < planners/ < rounds/.
-  return {{"agents/", "elastic/"},
+  // Keys sort: agents/ < causes/ < elastic/ < exits/ < job < kills/ < lead < names/ < planners/
+  // < rounds/.
+  return {KeyRange::only(agent_key(node)),
+          KeyRange::under("causes/"),
           KeyRange::under(elastic("checkin/" + workers)),
           KeyRange::under(elastic("notice/")),
           KeyRange::only(elastic(rendezvous::progress_key())),
@@ -41,14 +51,15 @@ KeyRanges follower_ranges(const std::string& node) {
 }
 
 bool holds_every_checkin(const KeyRanges& ranges) {
-  KeyRange checkins = KeyRange::under(elastic("checkin/"));
-  return std::any_of(ranges.begin(), ranges.end(), [&](const KeyRange& r) {
-    return r.contains(checkins.begin) && (r.end.empty() || r.end >= checkins.end);
-  });
+  return holds_every_key_under(ranges, elastic("checkin/"));
 }
 
-bool plans_rounds(const AgentJobView& view, const std::string& node, bool planning) {
-  return planning || (!view.nodes.empty() && view.nodes.begin()->first == node);
+bool holds_every_node(const KeyRanges& ranges) {
+  return holds_every_key_under(ranges, "agents/");
+}
+
+bool plans_rounds(const std::optional<std::string>& lead, const std::string& node, bool planning) {
+  return planning || lead == node;
 }
 
 }  // namespace cohort::discovery

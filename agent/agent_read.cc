@@ -24,16 +24,22 @@ void Agent::read_all(const std::string& why, std::map<std::string, std::string>*
   watch_->watch_after(revision, wanted_);
 }
 
+AgentSnapshot Agent::snapshot() const {
+  AgentSnapshot s = parse_agent_snapshot(mirror_.values());
+  s.every_node = holds_every_node(mirror_.ranges());
+  return s;
+}
+
 bool Agent::follow_planning(const AgentSnapshot& s) {
-  bool plans = plans_rounds(s.view, options_.node, planning_.has_value());
+  bool plans = plans_rounds(s.lead, options_.node, planning_.has_value());
   KeyRanges wanted = plans ? planner_ranges() : follower_ranges(options_.node);
   if (wanted == wanted_) return false;
   wanted_ = std::move(wanted);
   if (plans) {
-    read_all("this agent's node comes first: it plans the job's rounds, and reads every key");
+    read_all("this agent leads: it plans the job's rounds, and reads every key");
     return true;
   }
-  log::info("agent: another node plans the job's rounds: this agent reads only what it acts on");
+  log::info("agent: another agent leads: this agent reads only what it acts on");
   mirror_.narrow(wanted_);  // as current as before for what it keeps: it watches on from there
   watch_->watch_after(mirror_.revision(), wanted_);
   return true;

@@ -128,6 +128,21 @@ bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
   return true;
 }
 
+bool EtcdStore::remove_if_holds(const std::string& key, const std::string& value,
+                                const Cancellation* cancel) {
+  std::string k = base64(prefix_ + key);
+  nlohmann::json txn = {{"compare",
+                         {{{"key", k},
+                           {"target", "VALUE"},
+                           {"result", "EQUAL"},
+                           {"value", base64(sealed(key, value))}}}},
+                        {"success", {{{"request_delete_range", {{"key", k}}}}}}};
+  auto answer = client_.call("/v3/kv/txn", txn, cancel);
+  if (!answer.value("succeeded", false)) return false;
+  wrote(answer, key);
+  return true;
+}
+
 void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
                            const Cancellation* cancel) {
   wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel), key);

@@ -55,6 +55,9 @@ class EtcdStore final : public Store {
   bool compare_and_set(const std::string& key, const std::optional<std::string>& expected,
                        const std::string& desired, const Cancellation* cancel = nullptr) override;
   bool remove(const std::string& key, const Cancellation* cancel = nullptr) override;
+  // Removes `key` if it holds `value` (sealed by this job), in one transaction; true if it did.
+  bool remove_if_holds(const std::string& key, const std::string& value,
+                       const Cancellation* cancel = nullptr);
   std::string describe() const override;
 
   // What agents need beyond the Store (agent/agent_*.h): keys that vanish with a lease,

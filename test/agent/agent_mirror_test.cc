@@ -21,6 +21,7 @@
 #include "cohort/errors.h"
 #include "launcher/wakeup.h"
 #include "rendezvous/elastic_protocol.h"
+#include "rendezvous/etcd_lease.h"
 #include "rendezvous/etcd_store.h"
 #include "rendezvous/signed_value.h"
 #include "test/rendezvous/etcd_server.h"
@@ -196,11 +197,14 @@ TEST_CASE("agent ranges: an agent that does not plan is sent only the keys it ac
   writer.set("agents/b", "slots=1 workers=b.0.0");
   Reader follower(prefix, follower_ranges("b"));
   CHECK_FALSE(holds_every_checkin(follower.mirror.ranges()));
+  CHECK_FALSE(holds_every_node(follower.mirror.ranges()));
   std::string checkin = format_checkin({});
-  writer.set("elastic/checkin/a.0.0/0", checkin);  // another node's worker checks in
-  writer.set("elastic/assign/a.0.0/0", "x");       // and is assigned
-  writer.set("elastic/assign/b.0.0/0", "x");       // this node's assignment, written by it
-  writer.set("elastic/world/0/a.0.0", "x");        // the workers' data plane
+  writer.set("agents/a", "slots=2 workers=a.0.0 a.1.0");  // another node's record changes
+  writer.set("lead", "a");                                // a leads
+  writer.set("elastic/checkin/a.0.0/0", checkin);         // another node's worker checks in
+  writer.set("elastic/assign/a.0.0/0", "x");              // and is assigned
+  writer.set("elastic/assign/b.0.0/0", "x");              // this node's assignment, written by it
+  writer.set("elastic/world/0/a.0.0", "x");               // the workers' data plane
   writer.set("names/a", "1");
   writer.set("rounds/0", "generation=0\na.0.0 a 0\nb.0.0 b 0");
   follower.store.set("elastic/checkin/b.0.0/0", checkin);  // its own worker checks in: the last
@@ -208,17 +212,23 @@ TEST_CASE("agent ranges: an agent that does not plan is sent only the keys it ac
   CHECK_FALSE(taken.lost);
   std::set<std::string> keys;
   for (const auto& change : taken.changes) keys.insert(change.key);
-  CHECK(keys == std::set<std::string>{"rounds/0", "elastic/checkin/b.0.0/0"});
+  CHECK(keys == std::set<std::string>{"lead", "rounds/0", "elastic/checkin/b.0.0/0"});
   CHECK(follower.mirror.values() == follower.store.list(follower.ranges).values);
   // It never reads a key it does not watch from its mirror.
   CHECK_THROWS_AS(follower.mirror.value("elastic/checkin/a.0.0/0"), InternalError);
   CHECK(follower.mirror.value("elastic/checkin/b.0.0/0") == checkin);
-  auto view = parse_agent_snapshot(follower.mirror.values()).view;
-  CHECK(view.checkins.size() == 1);
-  // a's node comes first: a plans, b does not unless it is planning a round already.
-  CHECK(plans_rounds(view, "a", false));
-  CHECK_FALSE(plans_rounds(view, "b", false));
-  CHECK(plans_rounds(view, "b", true));
+  auto snapshot = parse_agent_snapshot(follower.mirror.values());
+  CHECK(snapshot.view.checkins.size() == 1);
+  // Only its own node's record: the round's members reach it in the round's record.
+  CHECK(snapshot.view.nodes.size() == 1);
+  CHECK(snapshot.view.nodes.contains("b"));
+  CHECK(snapshot.view.last_round->members.size() == 2);
+  // a leads: a plans, b does not unless it is planning a round already.
+  REQUIRE(snapshot.lead == "a");
+  CHECK(plans_rounds(snapshot.lead, "a", false));
+  CHECK_FALSE(plans_rounds(snapshot.lead, "b", false));
+  CHECK(plans_rounds(snapshot.lead, "b", true));
+  CHECK_FALSE(plans_rounds(std::nullopt, "b", false));
 }
 
 TEST_CASE("agent ranges: an agent that comes to plan reads every check-in before it acts") {
@@ -228,18 +238,26 @@ TEST_CASE("agent ranges: an agent that comes to plan reads every check-in before
   writer.set("agents/c", "slots=1 workers=c.0.0");
   Reader reader(prefix, follower_ranges("b"));
   writer.set("elastic/checkin/c.0.0/0", format_checkin({}));
-  reader.store.set("exits/b.9.9", "0");
+  // b takes the lead (Agent::take_lead): a key under its lease, that another cannot take.
+  EtcdLease lease(options_for(prefix).etcd, 10s, [](const std::string&) {});
+  REQUIRE(reader.store.create(lead_key(), "b", lease.id()));
+  CHECK_FALSE(writer.create(lead_key(), "c", 0));
   reader.catch_up_with_read();
-  auto view = parse_agent_snapshot(reader.mirror.values()).view;
-  REQUIRE(plans_rounds(view, "b", false));
+  auto snapshot = parse_agent_snapshot(reader.mirror.values());
+  REQUIRE(plans_rounds(snapshot.lead, "b", false));
+  auto view = snapshot.view;
   CHECK_FALSE(view.checkins.contains("c.0.0"));  // what it read so far is no base for a plan
+  CHECK_FALSE(view.nodes.contains("c"));
   // What Agent::follow_planning does: a full read of every key, then the watch of them all.
   auto listing = reader.store.list(planner_ranges());
   int64_t revision = listing.revision;
-  reader.mirror.replace(std::move(listing), planner_ranges());
-  reader.watch.watch_after(revision, planner_ranges());
+  reader.ranges = planner_ranges();
+  reader.mirror.replace(std::move(listing), reader.ranges);
+  reader.watch.watch_after(revision, reader.ranges);
   CHECK(holds_every_checkin(reader.mirror.ranges()));
+  CHECK(holds_every_node(reader.mirror.ranges()));
   CHECK(parse_agent_snapshot(reader.mirror.values()).view.checkins.contains("c.0.0"));
+  CHECK(parse_agent_snapshot(reader.mirror.values()).view.nodes.contains("c"));
   writer.set("elastic/checkin/b.0.0/0", format_checkin({}));
   reader.store.set("exits/b.9.8", "0");
   CHECK_FALSE(reader.catch_up_with_read().lost);
@@ -248,6 +266,10 @@ TEST_CASE("agent ranges: an agent that comes to plan reads every check-in before
   reader.mirror.narrow(follower_ranges("b"));
   CHECK(reader.mirror.values() == reader.store.list(follower_ranges("b")).values);
   CHECK_THROWS_AS(reader.mirror.narrow(planner_ranges()), InternalError);
+  // b gives the lead up (Agent::release_lead): only the lead it holds, never another's.
+  CHECK_FALSE(writer.remove_if_holds(lead_key(), "c"));
+  CHECK(reader.store.remove_if_holds(lead_key(), "b"));
+  CHECK_FALSE(reader.store.lookup(lead_key()));
 }
 
 TEST_CASE("agent mirror: it holds changes key by key as its ranges' watches deliver them") {
