@@ -84,8 +84,9 @@ class Agent {
   // The snapshot of the mirror, which says whether it holds every node's record.
   AgentSnapshot snapshot() const;
   // Reads the agent's key ranges (wanted_) into the mirror (logging `why` when not empty) and
-  // watches them from there; with `everything`, reads every key of the job, copied there.
-  void read_all(const std::string& why, std::map<std::string, std::string>* everything = nullptr);
+  // watches them from there; with `startup`, reads the keys that name this node's workers
+  // (startup_ranges), copied there.
+  void read_all(const std::string& why, std::map<std::string, std::string>* startup = nullptr);
   // Widens the agent's ranges to every key when it comes to plan (a full read first: it acts on
   // no partial view), and narrows them when it no longer does; true if the mirror changed.
   bool follow_planning(const AgentSnapshot& s);

@@ -74,10 +74,10 @@ int Agent::run() {
   claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  std::map<std::string, std::string> everything;  // once: what its node's earlier agents left
-  read_all("", &everything);
-  slot_spawns_ = first_spawns(everything, options_.node);
-  auto first = parse_agent_snapshot(everything);
+  std::map<std::string, std::string> startup;  // once: what its node's earlier agents left
+  read_all("", &startup);
+  slot_spawns_ = first_spawns(startup, options_.node);
+  auto first = parse_agent_snapshot(startup);
   if (first.view.last_round &&
       (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
@@ -264,10 +264,12 @@ void Agent::act(const AgentSnapshot& s) {
     mark_job_ended(store_);
     return stop_job(0, "");
   }
-  if (!view.last_round) {
-    auto why = elastic_policy::first_round_stop(count_nodes(s), node_round_limits(limits_),
-                                                started_, steady_now());
-    if (why) return stop_job(1, *why);
+  // The policy's rule decides; the nodes are counted (a read for an agent that does not lead) only
+  // for its message, once it stops the job.
+  auto limits = node_round_limits(limits_);
+  if (!view.last_round && elastic_policy::first_round_stop(0, limits, started_, steady_now())) {
+    return stop_job(
+        1, *elastic_policy::first_round_stop(count_nodes(s), limits, started_, steady_now()));
   }
   formed_ = view.last_round.has_value();
   for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);

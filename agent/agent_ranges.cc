@@ -50,6 +50,12 @@ KeyRanges follower_ranges(const std::string& node) {
           {"planners/", ""}};
 }
 
+KeyRanges startup_ranges(const std::string& node) {
+  KeyRanges ranges = follower_ranges(node);
+  ranges.push_back(KeyRange::under(elastic("assign/" + worker_prefix(node))));
+  return ranges;
+}
+
 bool holds_every_checkin(const KeyRanges& ranges) {
   return holds_every_key_under(ranges, elastic("checkin/"));
 }

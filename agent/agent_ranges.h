@@ -22,6 +22,11 @@ using KeyRanges = std::vector<rendezvous::KeyRange>;
 KeyRanges planner_ranges();
 // What the agent of `node` reads while it does not plan.
 KeyRanges follower_ranges(const std::string& node);
+// What the agent of `node` reads when it starts: follower_ranges, and its node's workers'
+// assignments. Every key or value that names a worker of `node` is there (its record, the rounds,
+// its workers' protocol keys, exits and kills), for its first spawns (agent_name.h), without the
+// other nodes' records and workers' keys.
+KeyRanges startup_ranges(const std::string& node);
 // Whether the key ranges `ranges` hold every check-in of every worker: only then may an agent
 // decide that a round is needed, or plan one.
 bool holds_every_checkin(const KeyRanges& ranges);

@@ -12,12 +12,12 @@
 
 namespace cohort::discovery {
 
-void Agent::read_all(const std::string& why, std::map<std::string, std::string>* everything) {
+void Agent::read_all(const std::string& why, std::map<std::string, std::string>* startup) {
   if (!why.empty()) log::info("agent: reading the whole job again: ", why);
   store_.forget_written_keys();    // the read holds them all
   last_full_read_ = steady_now();  // tried: retried after an outage at the outage's pace
-  auto listing = everything ? store_.list("") : store_.list(wanted_);
-  if (everything) *everything = listing.values;
+  auto listing = store_.list(startup ? startup_ranges(options_.node) : wanted_);
+  if (startup) *startup = listing.values;
   int64_t revision = listing.revision;
   mirror_.replace(std::move(listing), wanted_);
   reread_.reset();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "agent/agent_mirror.h"
+#include "agent/agent_name.h"
 #include "agent/agent_ranges.h"
 #include "agent/agent_view.h"
 #include "agent/agent_watch.h"
@@ -289,4 +290,23 @@ TEST_CASE("agent mirror: it holds changes key by key as its ranges' watches deli
   // The same change again (a watch asked again from an earlier revision) changes nothing.
   mirror.apply({{.key = "agents/b", .value = std::nullopt, .revision = 11}});
   CHECK(mirror.value("agents/b") == "slots=1 workers=");
+}
+
+TEST_CASE("agent ranges: a starting agent reads what names its node's workers, not the others'") {
+  std::string prefix = prefix_for("startup");
+  EtcdStore writer(options_for(prefix));
+  writer.set("agents/a", "slots=1 workers=a.0.7");
+  writer.set("agents/b", "slots=2 workers=b.0.3 b.1.0");
+  writer.set("elastic/assign/b.0.4/0", "x");  // a worker of b's that was assigned, then went
+  writer.set("elastic/checkin/a.0.7/0", format_checkin({}));
+  writer.set("rounds/0", "generation=0\na.0.7 a 0\nb.0.2 b 0");
+  auto listing = writer.list(startup_ranges("b"));
+  CHECK_FALSE(listing.values.contains("agents/a"));
+  CHECK_FALSE(listing.values.contains("elastic/checkin/a.0.7/0"));
+  // Its next workers take ids that no earlier agent of b gave: slot 0 from 5, slot 1 from 1.
+  CHECK(first_spawns(listing.values, "b") == std::map<int, int>{{0, 5}, {1, 1}});
+  // What it reads first holds what it then follows.
+  JobMirror mirror;
+  mirror.replace(std::move(listing), follower_ranges("b"));
+  CHECK(mirror.values() == writer.list(follower_ranges("b")).values);
 }
