@@ -352,18 +352,17 @@ clients (leases, watches) on its cores; the round after an agent dies is not mea
     out.append(f"\nGrowth: {slopes(ok)}.")
     out.append("""
 Each agent reads its key ranges once into a mirror and then applies the changes of their watches
-(agent/agent_ranges.h, agent/agent_mirror.h, agent/agent_read.cc). Since part 2's narrower
-watches only the planner (the agent whose node comes first, or that is planning) follows every
-key; the others follow what they act on: the agents' records, the rounds and their claims and
-causes, exits, kills, the notices, progress and their own workers' keys. They are no longer sent
-the other workers' check-ins, assignments and data-plane keys, nor the names: of the about 4N
-events each agent received in a round (N names, N records, N check-ins, N assignments), about N
-(the records) remain, and the planner's 4N; etcd's deliveries at 256 fall from about 186,000 to
-about 66,000 + 1,000. What remains is N^2: every agent receives every agent's record (it needs the
-membership for the first round's stop, `--nnodes`' most nodes and the gone nodes), and on this
-loaded 2-core machine starting 256 agents and their etcd clients is itself a good part of the 9 s.
-What would meet the goal: the records read by the planner alone, with the membership the others
-need published by it in the round, or agents on more than one machine.
+(agent/agent_ranges.h, agent/agent_mirror.h, agent/agent_read.cc). One agent leads (the job's
+`lead` key, under its lease, agent/agent_lead.cc): it alone reads and watches every key and plans
+the rounds. The others read only their own node's record, the rounds, their claims and causes,
+exits, kills, the job's marker and lead, the notices, progress and their own workers' keys, so a
+registration, a check-in or an assignment reaches two agents (its own and the lead) instead of
+every agent; the members they act on are in the round's record. A starting agent reads only the
+keys that name its node's workers. A watch stream whose watches etcd did not all create within
+2 s is asked for again (etcd 3.4's HTTP gateway, under load, now and then leaves the last ones
+uncreated). What remains: the lead receives the job's 4N events, etcd answers every agent's and
+worker's requests through its JSON gateway, and on this machine starting N agents and N workers
+is itself a good part of the round.
 """)
     return "\n".join(out)
 
