@@ -1,5 +1,7 @@
 #include "agent/agent_watch.h"
 
+#include <algorithm>
+
 #include "base/log.h"
 #include "cohort/errors.h"
 
@@ -83,14 +85,16 @@ void AgentWatch::watchdog() {
       cv_.wait(mutex_, [&]() REQUIRES(mutex_) { return stopping_ || unconfirmed_since_; });
       continue;
     }
-    TimePoint due = *unconfirmed_since_ + kCreatedWithin;
+    auto within = kCreatedWithin * (1 << std::min(uncreated_, 2));
+    TimePoint due = *unconfirmed_since_ + within;
     if (steady_now() < due) {
       cv_.wait_until(mutex_, due,
                      [&]() REQUIRES(mutex_) { return stopping_ || !unconfirmed_since_; });
       continue;
     }
     log::info("agent: etcd created ", created_, " of the ", ranges_.size(),
-              " watches of the job within ", kCreatedWithin.count(), " ms; watching again");
+              " watches of the job within ", within.count(), " ms; watching again");
+    ++uncreated_;
     if (request_) request_->cancel("etcd did not create every watch");
     unconfirmed_since_.reset();  // the next request starts its own count
   }
@@ -129,6 +133,7 @@ bool AgentWatch::deliver(const rendezvous::EtcdStore::WatchBatch& batch, int64_t
   }
   if (batch.created && ++created_ >= ranges_.size()) {
     unconfirmed_since_.reset();
+    uncreated_ = 0;
     cv_.notify_all();
   }
   if (batch.changes.empty()) return false;

@@ -8,7 +8,8 @@
 // etcd (3.4's HTTP gateway, under load) may leave the last watches of a request uncreated: each
 // watch answers "created", and a request whose watches have not all answered within
 // kCreatedWithin is made again (a watchdog thread), so that no range goes unwatched until the
-// agent's next full read a lease TTL later.
+// agent's next full read a lease TTL later; twice as long after each request made again for this,
+// up to 4 times as long, so that an etcd too busy to answer in time is not asked more and more.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +89,7 @@ class AgentWatch {
   // and how many did.
   std::optional<TimePoint> unconfirmed_since_ GUARDED_BY(mutex_);
   size_t created_ GUARDED_BY(mutex_) = 0;
+  int uncreated_ GUARDED_BY(mutex_) = 0;  // requests made again in a row for want of "created"
   Cancellation stop_;
   std::thread thread_;
   std::thread watchdog_;
