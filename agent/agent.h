@@ -1,7 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
-// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys) and
-// agent_read.cc (reading the job in etcd).
+// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys),
+// agent_read.cc (reading the job in etcd) and agent_lead.cc (which agent plans the rounds).
 // Private to agent/: nothing outside includes it.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "agent/agent_job.h"
 #include "agent/agent_mirror.h"
 #include "agent/agent_planner.h"
+#include "agent/agent_ranges.h"
 #include "agent/agent_round_guard.h"
 #include "agent/agent_watch.h"
 #include "elastic_policy/node_rounds.h"
@@ -62,6 +63,15 @@ class Agent {
   void start_worker(int slot);
   void check_start_timeouts();
   bool register_node(const AgentSnapshot& s);
+  // How many nodes have a record: from `s` if it holds every record, else read from etcd.
+  int count_nodes(const AgentSnapshot& s);
+  // agent_lead.cc
+  // Takes the job's lead (lead_key) if nobody holds it and this node is registered in `s`.
+  void take_lead(const AgentSnapshot& s);
+  // Gives the lead up if this agent holds it, so that another takes it at once: its node leaves
+  // the job (drain, cooldown, stop). Quietly does nothing when etcd cannot be reached: the lead
+  // goes with the lease then.
+  void release_lead();
   // Tells the workers to leave (they exit 0 at their next check-in), then sends them `sig`.
   void stop_job(int code, const std::string& why, int sig = SIGTERM);
   int poll_timeout() const;
@@ -71,8 +81,15 @@ class Agent {
   void leave_when_drained();
   void tell_workers_to_leave();
   // agent_read.cc
-  // Reads the whole job into the mirror (logging `why` when not empty) and watches from there.
-  void read_all(const std::string& why);
+  // The snapshot of the mirror, which says whether it holds every node's record.
+  AgentSnapshot snapshot() const;
+  // Reads the agent's key ranges (wanted_) into the mirror (logging `why` when not empty) and
+  // watches them from there; with `startup`, reads the keys that name this node's workers
+  // (startup_ranges), copied there.
+  void read_all(const std::string& why, std::map<std::string, std::string>* startup = nullptr);
+  // Widens the agent's ranges to every key when it comes to plan (a full read first: it acts on
+  // no partial view), and narrows them when it no longer does; true if the mirror changed.
+  bool follow_planning(const AgentSnapshot& s);
   // Brings the mirror up to date: whether it can be acted on yet (see behind_own_write), and
   // whether what the agent acts on may have changed since it last acted (in_agent_snapshot).
   enum class Read { kBehind, kUnchanged, kChanged };
@@ -91,15 +108,18 @@ class Agent {
   const AgentOptions& options_;
   rendezvous::EtcdStoreOptions store_options_;
   rendezvous::EtcdStore store_;
-  rendezvous::ScopedStore elastic_store_{store_, rendezvous::kElasticScope};
+  // The workers' elastic protocol, through a store of its own: what the agent writes there
+  // (assignments, notices, abandons) is not read back, so it keeps no agent behind_own_write.
+  rendezvous::EtcdStore board_store_{store_options_};
+  rendezvous::ScopedStore elastic_store_{board_store_, rendezvous::kElasticScope};
   RoundBoard board_{elastic_store_};  // the launcher's side of the workers' elastic protocol
   Fd signals_;
   Wakeup wake_;
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
   std::unique_ptr<AgentWatch> watch_;
-  JobMirror mirror_;          // the job's keys in etcd, as read and watched
-  int64_t read_written_ = 0;  // store_.written_revision() at the last full read
+  KeyRanges wanted_;  // the keys the agent reads (agent_ranges.h)
+  JobMirror mirror_;  // the job's keys in etcd, as read and watched
   // The last full read (or try): the whole job is read at least once a lease TTL, which is how
   // an outage is noticed.
   TimePoint last_full_read_;

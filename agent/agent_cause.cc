@@ -28,7 +28,7 @@ std::optional<AgentCause> member_cause(const AgentMember& m, const AgentSnapshot
   }
   if (view.drained.contains(m.worker))
     return AgentCause{"drain", "worker " + m.worker + " drained"};
-  if (!node_lists(view, m)) {
+  if (s.every_node && !node_lists(view, m)) {
     return AgentCause{"failure", "worker " + m.worker + " on " + m.node + " is gone"};
   }
   auto checkins = view.checkins.find(m.worker);

@@ -23,6 +23,7 @@ void Agent::drain_when_asked(const AgentSnapshot& s) {
     events_.drain(options_.node, *drained);
     store_.remove(agent_key(options_.node));
     registered_.reset();
+    release_lead();
   }
   if (drain_.draining()) tell_workers_to_leave();
 }

@@ -52,7 +52,9 @@ void AgentEvents::blacklist(const std::string& node, int failures,
                penalty_fields({.host = node, .failures = failures, .cooldown = cooldown}));
 }
 
-void AgentEvents::round(int number, const AgentRound& round) {
+void AgentEvents::round(int number, const AgentRound& round,
+                        const std::optional<std::string>& published) {
+  if (published) cause_.adopt(*published);
   json members = json::array();
   for (size_t rank = 0; rank < round.members.size(); ++rank) {
     const AgentMember& m = round.members[rank];

@@ -36,8 +36,11 @@ class AgentEvents {
   // This agent kills its worker: "start" (--start-timeout) or "planner" (the planner gave up).
   void worker_timeout(const std::string& worker, const char* which);
   void blacklist(const std::string& node, int failures, std::chrono::milliseconds cooldown);
-  // The round this agent follows from now on, with the cause noted since the last one.
-  void round(int number, const AgentRound& round);
+  // The round this agent follows from now on, with the cause its planner published (`published`,
+  // RoundCause::noted's form), or else the one this agent noted since the last one.
+  void round(int number, const AgentRound& round, const std::optional<std::string>& published);
+  // The cause noted since the last round followed, for the planner to publish (causes/<r>).
+  std::string noted_cause() const { return cause_.noted(); }
   // What `s` adds to the record: the cause of the next round, if a member of the round followed
   // left it (agent_cause.h), rank 0's progress, and a "reset" event for each of this node's
   // members of that round that reported its reset into it (launcher/worker_report_log.h).

@@ -65,6 +65,7 @@ Agent::Agent(const AgentOptions& options)
                 "' cannot start: " + e.what());
   }
   watch_ = std::make_unique<AgentWatch>(store_options_, wake_);
+  wanted_ = follower_ranges(options_.node);
 }
 
 int Agent::run() {
@@ -73,9 +74,10 @@ int Agent::run() {
   claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
   claim_node_name(store_, options_, lease_->id());
   events_.job_start(options_);
-  read_all("");
-  slot_spawns_ = first_spawns(mirror_.values(), options_.node);
-  auto first = parse_agent_snapshot(mirror_.values());
+  std::map<std::string, std::string> startup;  // once: what its node's earlier agents left
+  read_all("", &startup);
+  slot_spawns_ = first_spawns(startup, options_.node);
+  auto first = parse_agent_snapshot(startup);
   if (first.view.last_round &&
       (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
     throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
@@ -170,6 +172,7 @@ void Agent::on_failure(const std::string& worker, const std::string& how) {
   try {
     store_.remove(agent_key(options_.node));
     registered_.reset();
+    release_lead();
   } catch (const Error& e) {
     log::warning("agent: could not deregister node ", options_.node, ": ", e.what());
   }
@@ -198,8 +201,9 @@ void Agent::refresh() {
     absent_.answered(last_answer_);
     if (read == Read::kUnchanged && !act_anyway) return;
     unacted_ = false;
-    auto snapshot = parse_agent_snapshot(mirror_.values());
-    if (!keep_round(snapshot, !mirror_.values().contains("job"))) return;
+    auto snapshot = this->snapshot();
+    if (follow_planning(snapshot)) snapshot = this->snapshot();
+    if (!keep_round(snapshot, !mirror_.value("job"))) return;
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
@@ -260,11 +264,12 @@ void Agent::act(const AgentSnapshot& s) {
     mark_job_ended(store_);
     return stop_job(0, "");
   }
-  if (!view.last_round) {
-    int nodes = static_cast<int>(view.nodes.size());
-    auto why =
-        elastic_policy::first_round_stop(nodes, node_round_limits(limits_), started_, steady_now());
-    if (why) return stop_job(1, *why);
+  // The policy's rule decides; the nodes are counted (a read for an agent that does not lead) only
+  // for its message, once it stops the job.
+  auto limits = node_round_limits(limits_);
+  if (!view.last_round && elastic_policy::first_round_stop(0, limits, started_, steady_now())) {
+    return stop_job(
+        1, *elastic_policy::first_round_stop(count_nodes(s), limits, started_, steady_now()));
   }
   formed_ = view.last_round.has_value();
   for (auto& [id, w] : local_) w.checked_in = w.checked_in || view.checkins.contains(w.id);
@@ -276,8 +281,10 @@ void Agent::act(const AgentSnapshot& s) {
   follow_round(s);
   start_workers(s);
   bool registered = register_node(s);
+  take_lead(s);
   raise_notice(s);
-  if (!registered) plan(s);  // a snapshot without this node's record is no base for a plan
+  // A snapshot without this node's record, or without every check-in, is no base for a plan.
+  if (!registered && holds_every_checkin(mirror_.ranges())) plan(s);
 }
 
 void Agent::obey_kills(const AgentSnapshot& s) {
@@ -328,7 +335,9 @@ void Agent::follow_round(const AgentSnapshot& s) {
   if (followed_round_ == s.view.last_round_number) return;
   followed_round_ = s.view.last_round_number;
   log::info("round ", followed_round_, ": ", describe_members(round));
-  events_.round(followed_round_, round);
+  auto cause = s.causes.find(followed_round_);
+  events_.round(followed_round_, round,
+                cause == s.causes.end() ? std::nullopt : std::optional(cause->second));
   events_.observe(s);  // reports the snapshot already holds for the round
 }
 
@@ -424,6 +433,7 @@ void Agent::plan(const AgentSnapshot& s) {
     maybe_die_planning(options_, round);
     planning_.emplace(round, *why, store_, board_, s, steady_now());
   }
+  planning_->name_cause(events_.noted_cause());
   // Published: `s` is the snapshot the round was published from, and the next one starts afresh.
   if (!planning_->step(s, limits_, steady_now())) return;
   if (planning_->published()) round_guard_.published(planning_->round(), *planning_->published());
@@ -439,6 +449,7 @@ void Agent::stop_job(int code, const std::string& why, int sig) {
   try {
     // Now, not when the lease is revoked at the end; without etcd, the lease deregisters it.
     if (!outage_.ongoing()) store_.remove(agent_key(options_.node));
+    if (!outage_.ongoing()) release_lead();
     if (!outage_.ongoing()) tell_workers_to_leave();
   } catch (const Error& e) {
     log::info("agent: could not deregister node ", options_.node, ": ", e.what());

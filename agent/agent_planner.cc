@@ -84,6 +84,7 @@ void RoundPlanning::give_up_on(const std::vector<std::string>& workers, const st
 
 void RoundPlanning::publish(const AgentRound& round) {
   std::string record = format_agent_round(round);
+  if (!cause_.empty()) store_.create(cause_key(round_), cause_, 0);  // the first planner's stays
   if (!publish_round_record(store_, round_, record)) {
     log::info("round ", round_, " was published by another agent");
     return;

@@ -45,6 +45,9 @@ class RoundPlanning {
   // The record this planning published (format_agent_round), once step() has returned true;
   // nothing if another agent published the round.
   const std::optional<std::string>& published() const { return published_; }
+  // The round's cause, as the planner's events name it (AgentEvents::noted_cause): written to
+  // causes/<r> just before the round, so that every agent names the round as the planner does.
+  void name_cause(std::string cause) { cause_ = std::move(cause); }
 
  private:
   void give_up_on(const std::vector<std::string>& workers, const std::string& why);
@@ -60,6 +63,7 @@ class RoundPlanning {
   // the round's generation must include it, or its members would leave it at their first commit.
   int raised_notice_ = 0;
   std::optional<std::string> published_;
+  std::string cause_;
 };
 
 // The first round's last call (--rdzv-last-call, torchrun's last_call_timeout): once MIN nodes

@@ -53,6 +53,12 @@ std::string exit_key(std::string_view worker) {
 std::string kill_key(std::string_view worker) {
   return "kills/" + std::string(worker);
 }
+std::string cause_key(int round) {
+  return "causes/" + std::to_string(round);
+}
+std::string lead_key() {
+  return "lead";
+}
 
 std::string format_agent_node(const AgentNode& node) {
   std::string out = "slots=" + std::to_string(node.slots) + " workers=";

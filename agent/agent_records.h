@@ -5,10 +5,15 @@
 //   job             the job's marker: "running" or "ended" (agent_job_id.h)
 //   names/<node>    under the agent's lease: the node's name is taken (its agent's pid)
 //   agents/<node>   under the agent's lease: its slots and the workers it runs (AgentNode)
+//   lead            under the lease of the agent that plans the job's rounds: its node. The
+//                   first agent to find it unset takes it (agent_ranges.h); only that agent
+//                   reads every key, the others their own records and the rounds
 //   planners/<r>    under the lease of the agent that won the right to plan round r
 //   rounds/<r>      written once, by r's planner: the members in rank order (AgentRound)
 //   exits/<worker>  a worker's exit status, written by its agent
 //   kills/<worker>  why the planner gave up on a worker; its agent SIGKILLs it
+//   causes/<r>      written once, by r's planner before rounds/<r>: the round's cause, as it
+//                   named it ("<cause> <reason>"), which every agent's round event names
 //
 // Values are sealed with the job secret by the store, like every other value; these functions
 // only give them a shape, and refuse text that does not have it.
@@ -30,6 +35,8 @@ std::string planner_key(int round);
 std::string round_key(int round);
 std::string exit_key(std::string_view worker);
 std::string kill_key(std::string_view worker);
+std::string cause_key(int round);
+std::string lead_key();
 
 // The shapes of agents/<node> and rounds/<r>: the elastic policy's, which decides on them.
 using AgentNode = elastic_policy::NodeOffer;

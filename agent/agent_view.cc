@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/agent_records.h"
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "launcher/round_board.h"
@@ -77,15 +78,20 @@ void add_round(AgentSnapshot& s, const std::string& key, std::string_view number
 // The kinds of key a snapshot reads, and where each is told apart from the others: one place for
 // parse_agent_snapshot and in_agent_snapshot. The elastic protocol's keys are named further by the
 // launcher's side of the protocol (RoundBoard::parse_key).
-enum class Kind { kNone, kJob, kNode, kPlanner, kRound, kExit, kKill, kElastic };
+enum class Kind { kNone, kJob, kLead, kNode, kPlanner, kRound, kExit, kKill, kCause, kElastic };
 
 // The kind of `key`, and in `rest` what follows the kind's prefix.
 Kind classify(std::string_view key, std::string_view& rest) {
   static const std::vector<std::pair<std::string, Kind>> kPrefixes = {
-      {"agents/", Kind::kNode},  {"planners/", Kind::kPlanner},
-      {"rounds/", Kind::kRound}, {"exits/", Kind::kExit},
-      {"kills/", Kind::kKill},   {std::string(rendezvous::kElasticScope) + "/", Kind::kElastic}};
+      {"agents/", Kind::kNode},
+      {"planners/", Kind::kPlanner},
+      {"rounds/", Kind::kRound},
+      {"exits/", Kind::kExit},
+      {"kills/", Kind::kKill},
+      {"causes/", Kind::kCause},
+      {std::string(rendezvous::kElasticScope) + "/", Kind::kElastic}};
   if (key == "job") return Kind::kJob;
+  if (key == lead_key()) return Kind::kLead;
   for (const auto& [prefix, kind] : kPrefixes) {
     if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
     rest = key.substr(prefix.size());
@@ -116,8 +122,14 @@ void add_record(AgentSnapshot& s, const std::string& key, const std::string& val
     case Kind::kKill:
       s.kills[std::string(rest)] = value;
       return;
+    case Kind::kCause:
+      if (auto r = whole_number(rest)) s.causes[*r] = value;
+      return;
     case Kind::kElastic:
       return add_elastic(s, key, rest, value);
+    case Kind::kLead:
+      s.lead = value;
+      return;
     case Kind::kJob:  // read by the agent itself (agent_job_id.h, Agent::keep_round)
     case Kind::kNone:
       return;

@@ -19,7 +19,12 @@ struct AgentSnapshot {
   std::map<int, std::string> planners;       // round -> the node that claimed its planning
   std::map<std::string, std::string> exits;  // worker -> "0" or how it ended
   std::map<std::string, std::string> kills;  // worker -> why the planner gave up on it
-  int generation = 0;                        // the highest host notice set
+  std::map<int, std::string> causes;         // round -> its cause, as its planner published it
+  std::optional<std::string> lead;           // the node whose agent plans the rounds (lead_key)
+  // Whether `view.nodes` holds every node's record: false for an agent that reads only its own
+  // (agent_ranges.h), which must not take another node's missing record for a node gone.
+  bool every_node = true;
+  int generation = 0;  // the highest host notice set
   // The workers' reports (rendezvous/worker_reports.h): rank 0's progress, and each worker's
   // reset reports by the entry it reset into.
   std::optional<std::string> progress;

@@ -11,6 +11,14 @@ void RoundCause::note(const char* cause, const std::string& why, TimePoint now) 
   reason_ = why;
 }
 
+void RoundCause::adopt(const std::string& noted, TimePoint now) {
+  auto space = noted.find(' ');
+  if (space == std::string::npos || space == 0) return;
+  if (cause_.empty()) cause_at_ = now;  // as note(): none noted since the last round
+  cause_ = noted.substr(0, space);
+  reason_ = noted.substr(space + 1);
+}
+
 nlohmann::json RoundCause::take(TimePoint now) {
   nlohmann::json fields = {{"cause", cause_}, {"reason", reason_}};
   if (cause_at_) {

@@ -19,6 +19,12 @@ class RoundCause {
   // The "cause", "reason" and (after a noted cause) "recovery_seconds" fields of the round
   // published `now`; the next round starts with none noted.
   nlohmann::json take(TimePoint now = steady_now());
+  // The cause noted so far, as "<cause> <reason>" (what adopt takes); empty if none.
+  std::string noted() const { return cause_.empty() ? "" : cause_ + " " + reason_; }
+  // Names the next round as `noted` (another's noted()) says, whatever this one noted; the
+  // recovery still counts from this one's first note since the last round (from `now` if none;
+  // the first round has none). Ignores text that is not "<cause> <reason>".
+  void adopt(const std::string& noted, TimePoint now = steady_now());
 
  private:
   std::string cause_ = "start", reason_ = "the first round";

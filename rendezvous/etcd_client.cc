@@ -147,7 +147,8 @@ std::string EtcdClient::describe() const {
 nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& body,
                                 const Cancellation* cancel) const {
   bool satisfied = false;
-  std::string text = post(path, body, Clock::now() + options_.timeout, cancel, nullptr, satisfied);
+  std::string text =
+      post(path, body.dump(), Clock::now() + options_.timeout, cancel, nullptr, satisfied);
   auto answer = nlohmann::json::parse(text, nullptr, false);
   if (answer.is_discarded()) {
     throw Error(describe() + ": " + path + " answered with something that is not JSON");
@@ -155,15 +156,17 @@ nlohmann::json EtcdClient::call(const std::string& path, const nlohmann::json& b
   return answer;
 }
 
-bool EtcdClient::stream(const std::string& path, const nlohmann::json& body,
+bool EtcdClient::stream(const std::string& path, const std::vector<nlohmann::json>& messages,
                         Clock::time_point deadline, const Cancellation* cancel,
                         const OnMessage& on_message) const {
+  std::string body;  // the messages one after the other: etcd's gateway reads them in turn
+  for (const auto& message : messages) body += message.dump();
   bool satisfied = false;
   post(path, body, deadline, cancel, &on_message, satisfied);
   return satisfied;
 }
 
-std::string EtcdClient::post(const std::string& path, const nlohmann::json& body,
+std::string EtcdClient::post(const std::string& path, const std::string& body,
                              Clock::time_point deadline, const Cancellation* cancel,
                              const OnMessage* on_message, bool& satisfied) const {
   std::map<std::string, std::string> failures;  // endpoint -> why it did not answer, last time
@@ -190,13 +193,13 @@ std::string EtcdClient::post(const std::string& path, const nlohmann::json& body
 }
 
 std::optional<std::string> EtcdClient::post_once(
-    const std::string& endpoint, const std::string& path, const nlohmann::json& body,
+    const std::string& endpoint, const std::string& path, const std::string& body,
     Clock::time_point deadline, const Cancellation* cancel, const OnMessage* on_message,
     bool& satisfied, std::map<std::string, std::string>& failures) const {
   std::unique_ptr<curl_slist, ListDeleter> headers(
       curl_slist_append(nullptr, "Content-Type: application/json"));
   Transfer t;
-  t.request = body.dump();
+  t.request = body;
   t.on_message = on_message;
   auto easy = make_request(options_, endpoint + path, t, headers.get());
   CURLcode result = CURLE_OK;

@@ -60,10 +60,13 @@ class EtcdClient {
   nlohmann::json call(const std::string& path, const nlohmann::json& body,
                       const Cancellation* cancel = nullptr) const;
 
-  // POSTs `body` to a streaming `path` (/v3/watch) and hands each message to `on_message` until
-  // it returns true (then true), or until `deadline` (then false). Errors as call().
-  bool stream(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
-              const Cancellation* cancel, const OnMessage& on_message) const;
+  // POSTs `messages` (one after the other, as one body) to a streaming `path` (/v3/watch: one
+  // create request per watch, all answered on the one stream) and hands each message of the
+  // answer to `on_message` until it returns true (then true), or until `deadline` (then false).
+  // Errors as call().
+  bool stream(const std::string& path, const std::vector<nlohmann::json>& messages,
+              Clock::time_point deadline, const Cancellation* cancel,
+              const OnMessage& on_message) const;
 
   // "etcd at http://127.0.0.1:2379, http://127.0.0.1:2381", for messages.
   std::string describe() const;
@@ -71,12 +74,12 @@ class EtcdClient {
  private:
   // Tries the endpoints in order, round after round, until one answers or `deadline`; returns its
   // answer (a stream's: nothing).
-  std::string post(const std::string& path, const nlohmann::json& body, Clock::time_point deadline,
+  std::string post(const std::string& path, const std::string& body, Clock::time_point deadline,
                    const Cancellation* cancel, const OnMessage* on_message, bool& satisfied) const;
   // One try at `endpoint`: its answer, or nothing (why noted in failures[endpoint]) when it
   // cannot answer now (unreachable, no leader). Throws on an answer that is an error.
   std::optional<std::string> post_once(const std::string& endpoint, const std::string& path,
-                                       const nlohmann::json& body, Clock::time_point deadline,
+                                       const std::string& body, Clock::time_point deadline,
                                        const Cancellation* cancel, const OnMessage* on_message,
                                        bool& satisfied,
                                        std::map<std::string, std::string>& failures) const;

@@ -27,6 +27,20 @@ constexpr int kReplaceAttempts = 3;
 
 }  // namespace
 
+KeyRange KeyRange::under(const std::string& prefix) {
+  if (prefix.empty()) return {};
+  std::string end = range_end(prefix);
+  return {prefix, end.size() == 1 && end[0] == '\0' ? std::string() : end};
+}
+
+KeyRange KeyRange::only(const std::string& key) {
+  return {key, key + std::string(1, '\0')};
+}
+
+bool KeyRange::contains(std::string_view key) const {
+  return key >= begin && (end.empty() || key < end);
+}
+
 EtcdStore::EtcdStore(EtcdStoreOptions options)
     : client_(std::move(options.etcd)),
       prefix_(std::move(options.prefix)),
@@ -86,7 +100,7 @@ std::string EtcdStore::get(const std::string& key, std::chrono::milliseconds wai
       {"create_request",
        {{"key", base64(prefix_ + key)}, {"start_revision", std::to_string(now.revision + 1)}}}};
   std::optional<std::string> found;
-  bool got = watch(request, deadline, cancel, [&](const nlohmann::json& result) {
+  bool got = watch({request}, deadline, cancel, [&](const nlohmann::json& result) {
     for (const auto& event : result.value("events", nlohmann::json::array())) {
       if (event.value("type", "PUT") == "PUT" && (found = open(event["kv"], key))) return true;
     }
@@ -110,17 +124,45 @@ bool EtcdStore::compare_and_set(const std::string& key, const std::optional<std:
 bool EtcdStore::remove(const std::string& key, const Cancellation* cancel) {
   auto answer = client_.call("/v3/kv/deleterange", {{"key", base64(prefix_ + key)}}, cancel);
   if (json_integer(answer, "deleted") == 0) return false;
-  wrote(answer);
+  wrote(answer, key);
+  return true;
+}
+
+bool EtcdStore::remove_if_holds(const std::string& key, const std::string& value,
+                                const Cancellation* cancel) {
+  std::string k = base64(prefix_ + key);
+  nlohmann::json txn = {{"compare",
+                         {{{"key", k},
+                           {"target", "VALUE"},
+                           {"result", "EQUAL"},
+                           {"value", base64(sealed(key, value))}}}},
+                        {"success", {{{"request_delete_range", {{"key", k}}}}}}};
+  auto answer = client_.call("/v3/kv/txn", txn, cancel);
+  if (!answer.value("succeeded", false)) return false;
+  wrote(answer, key);
   return true;
 }
 
 void EtcdStore::set_leased(const std::string& key, const std::string& value, int64_t lease,
                            const Cancellation* cancel) {
-  wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel));
+  wrote(client_.call("/v3/kv/put", put_request(key, value, lease), cancel), key);
 }
 
-void EtcdStore::wrote(const nlohmann::json& answer) {
-  written_.store(revision_of(answer), std::memory_order_relaxed);
+void EtcdStore::wrote(const nlohmann::json& answer, const std::string& key) {
+  int64_t revision = revision_of(answer);
+  written_.store(revision, std::memory_order_relaxed);
+  MutexLock lock(writes_mutex_);
+  written_keys_[key] = revision;
+}
+
+std::map<std::string, int64_t> EtcdStore::written_keys() const {
+  MutexLock lock(writes_mutex_);
+  return written_keys_;
+}
+
+void EtcdStore::forget_written_keys() {
+  MutexLock lock(writes_mutex_);
+  written_keys_.clear();
 }
 
 bool EtcdStore::create(const std::string& key, const std::string& value, int64_t lease,
@@ -180,7 +222,7 @@ EtcdStore::PutResult EtcdStore::put_if(const std::string& key, const nlohmann::j
                         {"failure", {{{"request_range", {{"key", put["key"]}}}}}}};
   auto answer = client_.call("/v3/kv/txn", txn, cancel);
   if (answer.value("succeeded", false)) {
-    wrote(answer);
+    wrote(answer, key);
     return {.holds = true};
   }
   PutResult result;
@@ -197,16 +239,36 @@ EtcdStore::PutResult EtcdStore::put_if(const std::string& key, const nlohmann::j
 }
 
 EtcdStore::Listing EtcdStore::list(const std::string& key_prefix, const Cancellation* cancel) {
-  std::string from = prefix_ + key_prefix;
-  auto answer = client_.call(
-      "/v3/kv/range", {{"key", base64(from)}, {"range_end", base64(range_end(from))}}, cancel);
+  auto answer = client_.call("/v3/kv/range", range_request(KeyRange::under(key_prefix)), cancel);
   Listing listing;
   listing.revision = revision_of(answer);
+  add_listed(answer, listing);
+  return listing;
+}
+
+EtcdStore::Listing EtcdStore::list(const std::vector<KeyRange>& ranges,
+                                   const Cancellation* cancel) {
+  nlohmann::json reads = nlohmann::json::array();
+  for (const auto& range : ranges) reads.push_back({{"request_range", range_request(range)}});
+  auto answer = client_.call("/v3/kv/txn", {{"success", reads}}, cancel);
+  Listing listing;
+  listing.revision = revision_of(answer);
+  for (const auto& response : answer.value("responses", nlohmann::json::array())) {
+    add_listed(response.value("response_range", nlohmann::json::object()), listing);
+  }
+  return listing;
+}
+
+nlohmann::json EtcdStore::range_request(const KeyRange& range) const {
+  std::string end = range.end.empty() ? range_end(prefix_) : prefix_ + range.end;
+  return {{"key", base64(prefix_ + range.begin)}, {"range_end", base64(end)}};
+}
+
+void EtcdStore::add_listed(const nlohmann::json& answer, Listing& listing) const {
   for (const auto& kv : answer.value("kvs", nlohmann::json::array())) {
     std::string key = unbase64(kv.value("key", "")).substr(prefix_.size());
     if (auto value = open(kv, key)) listing.values.emplace(key, std::move(*value));
   }
-  return listing;
 }
 
 bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
@@ -221,12 +283,20 @@ bool EtcdStore::wait_for_change(const std::string& key_prefix, int64_t revision,
 bool EtcdStore::watch_changes(const std::string& key_prefix, int64_t revision,
                               EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
                               const std::function<bool(const WatchBatch&)>& on_batch) {
-  std::string from = prefix_ + key_prefix;
-  nlohmann::json request = {{"create_request",
-                             {{"key", base64(from)},
-                              {"range_end", base64(range_end(from))},
-                              {"start_revision", std::to_string(revision + 1)}}}};
-  return watch(request, deadline, cancel, [&](const nlohmann::json& result) {
+  return watch_changes(std::vector<KeyRange>{KeyRange::under(key_prefix)}, revision, deadline,
+                       cancel, on_batch);
+}
+
+bool EtcdStore::watch_changes(const std::vector<KeyRange>& ranges, int64_t revision,
+                              EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
+                              const std::function<bool(const WatchBatch&)>& on_batch) {
+  std::vector<nlohmann::json> requests;
+  for (const auto& range : ranges) {
+    nlohmann::json create = range_request(range);
+    create["start_revision"] = std::to_string(revision + 1);
+    requests.push_back({{"create_request", std::move(create)}});
+  }
+  return watch(requests, deadline, cancel, [&](const nlohmann::json& result) {
     WatchBatch batch{.created = result.value("created", false),
                      .revision = revision_of(result),
                      .compacted = json_integer(result, "compact_revision")};
@@ -255,10 +325,10 @@ void EtcdStore::throw_watch_error(const nlohmann::json& error) const {
   throw Error(what);
 }
 
-bool EtcdStore::watch(const nlohmann::json& request, EtcdClient::Clock::time_point deadline,
-                      const Cancellation* cancel,
+bool EtcdStore::watch(const std::vector<nlohmann::json>& requests,
+                      EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
                       const std::function<bool(const nlohmann::json& result)>& on_result) {
-  return client_.stream("/v3/watch", request, deadline, cancel, [&](const nlohmann::json& m) {
+  return client_.stream("/v3/watch", requests, deadline, cancel, [&](const nlohmann::json& m) {
     if (m.contains("error")) throw_watch_error(m["error"]);
     return on_result(m.value("result", nlohmann::json::object()));
   });

@@ -11,12 +11,28 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/mutex.h"
 #include "rendezvous/etcd_client.h"
 #include "rendezvous/store.h"
 
 namespace cohort::rendezvous {
+
+// The keys of a store from `begin` (included) to `end` (excluded), both relative to its prefix;
+// an empty `end`: every key from `begin` on. What an agent reads and watches
+// (agent/agent_ranges.h).
+struct KeyRange {
+  std::string begin;
+  std::string end;
+  // Every key that starts with `prefix`.
+  static KeyRange under(const std::string& prefix);
+  // `key` alone.
+  static KeyRange only(const std::string& key);
+  bool contains(std::string_view key) const;
+  bool operator==(const KeyRange&) const = default;
+};
 
 struct EtcdStoreOptions {
   EtcdOptions etcd;
@@ -39,6 +55,9 @@ class EtcdStore final : public Store {
   bool compare_and_set(const std::string& key, const std::optional<std::string>& expected,
                        const std::string& desired, const Cancellation* cancel = nullptr) override;
   bool remove(const std::string& key, const Cancellation* cancel = nullptr) override;
+  // Removes `key` if it holds `value` (sealed by this job), in one transaction; true if it did.
+  bool remove_if_holds(const std::string& key, const std::string& value,
+                       const Cancellation* cancel = nullptr);
   std::string describe() const override;
 
   // What agents need beyond the Store (agent/agent_*.h): keys that vanish with a lease,
@@ -73,6 +92,8 @@ class EtcdStore final : public Store {
     int64_t revision = 0;
   };
   Listing list(const std::string& key_prefix, const Cancellation* cancel = nullptr);
+  // The keys in `ranges`, all read at one revision (one transaction).
+  Listing list(const std::vector<KeyRange>& ranges, const Cancellation* cancel = nullptr);
   // Waits until anything under `key_prefix` changes (set, removed, or vanished with its lease)
   // after `revision`; false when nothing did within `wait`.
   bool wait_for_change(const std::string& key_prefix, int64_t revision,
@@ -98,10 +119,19 @@ class EtcdStore final : public Store {
   bool watch_changes(const std::string& key_prefix, int64_t revision,
                      EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
                      const std::function<bool(const WatchBatch&)>& on_batch);
+  // The same for the keys in `ranges`: one watch each, all on one stream (one connection). Each
+  // watch delivers its range's changes in revision order, and its own first message (`created`).
+  bool watch_changes(const std::vector<KeyRange>& ranges, int64_t revision,
+                     EtcdClient::Clock::time_point deadline, const Cancellation* cancel,
+                     const std::function<bool(const WatchBatch&)>& on_batch);
   // The revision of this object's last write that changed a key (a put, a transaction that put, a
   // removal that removed); 0 before any. A watch of the prefix reports that change at it (lower
   // than one before: etcd lost its data in between).
   int64_t written_revision() const { return written_.load(std::memory_order_relaxed); }
+  // The keys this object wrote (as written_revision counts writes) since forget_written_keys(),
+  // each with the revision of its last write: a watch of that key reports the change at it.
+  std::map<std::string, int64_t> written_keys() const;
+  void forget_written_keys();
 
  private:
   // A key's value now (nullopt: unset, or not sealed by this job), and the revision of the store
@@ -116,10 +146,14 @@ class EtcdStore final : public Store {
   std::string sealed(const std::string& key, const std::string& value) const;
   // A put of `value` sealed for `key`, under `lease` if not 0.
   nlohmann::json put_request(const std::string& key, const std::string& value, int64_t lease) const;
-  // Watches from `request` (a /v3/watch create request) until `on_result` returns true for a
+  // `range` as the "key" and "range_end" of an etcd request.
+  nlohmann::json range_request(const KeyRange& range) const;
+  // The keys and values of etcd's range answer `answer` into `listing`, refused ones left out.
+  void add_listed(const nlohmann::json& answer, Listing& listing) const;
+  // Watches from `requests` (/v3/watch create requests) until `on_result` returns true for a
   // message's result (then true) or `deadline` (then false); an error from etcd throws.
   [[noreturn]] void throw_watch_error(const nlohmann::json& error) const;
-  bool watch(const nlohmann::json& request, EtcdClient::Clock::time_point deadline,
+  bool watch(const std::vector<nlohmann::json>& requests, EtcdClient::Clock::time_point deadline,
              const Cancellation* cancel,
              const std::function<bool(const nlohmann::json& result)>& on_result);
   // The transaction condition "`encoded_key` is not set".
@@ -135,13 +169,15 @@ class EtcdStore final : public Store {
   PutResult put_if(const std::string& key, const nlohmann::json& compare, const std::string& value,
                    int64_t lease, const Cancellation* cancel);
 
-  // Notes the revision of a write that changed a key (written_revision).
-  void wrote(const nlohmann::json& answer);
+  // Notes the revision of a write that changed `key` (written_revision, written_keys).
+  void wrote(const nlohmann::json& answer, const std::string& key);
 
   EtcdClient client_;
   const std::string prefix_;
   const std::string secret_;
   std::atomic<int64_t> written_{0};
+  mutable Mutex writes_mutex_;
+  std::map<std::string, int64_t> written_keys_ GUARDED_BY(writes_mutex_);
 };
 
 }  // namespace cohort::rendezvous

@@ -7,6 +7,9 @@
 # includes starting N processes on its cores.
 #
 #   bench/scale/agent_rounds.sh BUILD_DIR N...      prints a table (run.sh runs it)
+#
+# AGENT_ROUNDS_LOGS=DIR keeps each job's agents' output (DIR/<N>/<i>.out and .err) and etcd's log
+# there, and the agents log at --log-level info (each full read, round and planner hand-over).
 set -euo pipefail
 
 build=$(cd "${1:?usage: agent_rounds.sh BUILD_DIR N...}" && pwd)
@@ -16,6 +19,10 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do { wait "$pid"; } 2>/dev/null || true; done
+  if [[ -n "${AGENT_ROUNDS_LOGS:-}" ]]; then
+    mkdir -p "$AGENT_ROUNDS_LOGS"
+    tar -C "$work" --exclude=./etcd -cf - . | tar -C "$AGENT_ROUNDS_LOGS" -xf -
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,13 +37,14 @@ now_ms() { date +%s%3N; }
 
 # round N: one job of N agents; prints its row.
 round() {
-  local n=$1 dir=$work/$1 start last done_count=0 agents=() i
+  local n=$1 dir=$work/$1 start last done_count=0 agents=() i logging=()
+  [[ -n "${AGENT_ROUNDS_LOGS:-}" ]] && logging=(--log-level info)
   mkdir -p "$dir"
   start=$(now_ms)
   for ((i = 0; i < n; i++)); do
     "$build/bin/cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoint" \
       --rdzv-id "scale-$n" --node-name "a$i" --node-address 127.0.0.1 --nnodes "$n:$n" \
-      --nproc-per-node 1 "$build/bin/agent_worker" >"$dir/$i.out" 2>"$dir/$i.err" &
+      --nproc-per-node 1 "${logging[@]}" "$build/bin/agent_worker" >"$dir/$i.out" 2>"$dir/$i.err" &
     agents+=($!)
   done
   # (the agents' workers print "assigned round=... at_ms=..." into the agents' output)

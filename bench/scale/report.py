@@ -351,18 +351,18 @@ clients (leases, watches) on its cores; the round after an agent dies is not mea
     ok = [(r["agents"], r["first_ms"]) for r in agents if r["first_ms"]]
     out.append(f"\nGrowth: {slopes(ok)}.")
     out.append("""
-Each agent reads the job's prefix once into a mirror and then applies the changes of one long
-watch from that read's revision (agent/agent_mirror.h, agent/agent_read.cc): no range read per
-change any more, a full read only when the watch lost changes, after an outage or a lost lease,
-and once per lease TTL. Measured at 256 agents with etcd's /metrics (2026-11-27, the old and the
-new binaries one after the other, load about 9), this cut etcd's range requests in a round from
-2,129 to 769 and etcd's CPU from 18 s to 12 s, but not the round's growth: every agent still
-receives every change of the round (N names, N records, N check-ins, N assignments: about 4N
-events to each of N watchers, some 186,000 deliveries at 256 before and after, which etcd's JSON
-gateway encodes one watcher at a time), so etcd's fan-out, not the agents' reads, bounds the
-round, and on a loaded 2-core machine leases start to expire. What would meet the goal: narrower
-watches, so that only the planner follows every check-in and the other agents the round's record
-and their own keys.
+Each agent reads its key ranges once into a mirror and then applies the changes of their watches
+(agent/agent_ranges.h, agent/agent_mirror.h, agent/agent_read.cc). One agent leads (the job's
+`lead` key, under its lease, agent/agent_lead.cc): it alone reads and watches every key and plans
+the rounds. The others read only their own node's record, the rounds, their claims and causes,
+exits, kills, the job's marker and lead, the notices, progress and their own workers' keys, so a
+registration, a check-in or an assignment reaches two agents (its own and the lead) instead of
+every agent; the members they act on are in the round's record. A starting agent reads only the
+keys that name its node's workers. A watch stream whose watches etcd did not all create within
+2 s is asked for again (etcd 3.4's HTTP gateway, under load, now and then leaves the last ones
+uncreated). What remains: the lead receives the job's 4N events, etcd answers every agent's and
+worker's requests through its JSON gateway, and on this machine starting N agents and N workers
+is itself a good part of the round.
 """)
     return "\n".join(out)
 

@@ -86,8 +86,11 @@ restart_same_name)  # a SIGKILLed agent restarted with its --node-name rejoins w
   lease_flags=(--rdzv-lease-ttl 5 --checkin-timeout 1)
   for node in a b c; do agent $node --nnodes 2:3 -- "${trainer[@]}" "${until_stop[@]}"; done
   home=$(wait_for_any "$(epoch_at 3 '[0-9]*')")
-  victim=c
-  [[ $home == c ]] && victim=b
+  # Neither the node whose output is checked nor the lead (which planned round 0): a dead lead's
+  # node is not given up on, it goes with the lead's lease, before anyone can plan without it.
+  lead=$(grep -l "^\[cohortrun\] planning round 0:" "$tmp"/[abc].err)
+  lead=$(basename "$lead" .err)
+  for victim in c b a; do [[ $victim != "$home" && $victim != "$lead" ]] && break; done
   kill -KILL "${agents[$victim]}"
   wait "${agents[$victim]}" 2>/dev/null || true
   unset "agents[$victim]"
