@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -63,37 +64,30 @@ struct Reader {
     mirror.replace(std::move(listing), ranges);
     watch.watch_after(revision, ranges);
   }
-  // Applies what the watch delivers until the mirror holds `store`'s last write (at most 10 s).
+  // Applies what the watch delivers while `behind()` holds, at most 10 s, into `all`.
+  void pump(AgentWatch::Taken& all, const std::function<bool()>& behind) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (behind() && !all.lost && std::chrono::steady_clock::now() < deadline) {
+      pollfd fd{wake.fd(), POLLIN, 0};
+      ::poll(&fd, 1, 100);
+      wake.drain();
+      auto taken = watch.take();
+      mirror.apply(taken.changes);
+      all.changes.insert(all.changes.end(), taken.changes.begin(), taken.changes.end());
+      all.lost = taken.lost;
+    }
+  }
+  // Applies what the watch delivers until the mirror holds `store`'s last write.
   AgentWatch::Taken catch_up() {
     AgentWatch::Taken all;
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (mirror.revision() < store.written_revision() && !all.lost &&
-           std::chrono::steady_clock::now() < deadline) {
-      pollfd fd{wake.fd(), POLLIN, 0};
-      ::poll(&fd, 1, 100);
-      wake.drain();
-      auto taken = watch.take();
-      mirror.apply(taken.changes);
-      all.changes.insert(all.changes.end(), taken.changes.begin(), taken.changes.end());
-      all.lost = taken.lost;
-    }
+    pump(all, [&] { return mirror.revision() < store.written_revision(); });
     return all;
   }
-  // Applies what the watch delivers until the mirror equals a full read of its ranges (at most
-  // 10 s): the watches of different ranges deliver each in order, not in order with one another.
+  // Applies what the watch delivers until the mirror equals a full read of its ranges: the
+  // watches of different ranges deliver each in order, not in order with one another.
   AgentWatch::Taken catch_up_with_read() {
     AgentWatch::Taken all = catch_up();
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (mirror.values() != store.list(ranges).values && !all.lost &&
-           std::chrono::steady_clock::now() < deadline) {
-      pollfd fd{wake.fd(), POLLIN, 0};
-      ::poll(&fd, 1, 100);
-      wake.drain();
-      auto taken = watch.take();
-      mirror.apply(taken.changes);
-      all.changes.insert(all.changes.end(), taken.changes.begin(), taken.changes.end());
-      all.lost = taken.lost;
-    }
+    pump(all, [&] { return mirror.values() != store.list(ranges).values; });
     return all;
   }
   // Waits until the watch reports a loss (at most 10 s).

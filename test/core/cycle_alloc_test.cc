@@ -4,19 +4,12 @@
 // the sanitizers' builds own; there it only checks the answers.
 #include <catch2/catch.hpp>
 
-#include "allocation_hook.h"
+#include "allocation_count.h"
 #include "core/coordination.h"
 #include "core/envelope.h"
 
-namespace {
-thread_local bool counting = false;
-thread_local size_t allocations = 0;
-}  // namespace
-
-void on_allocation(size_t) {
-  if (counting) ++allocations;
-}
-
+using cohort_test_allocation::allocations;
+using cohort_test_allocation::counting;
 using namespace cohort;
 
 namespace {

@@ -8,18 +8,11 @@
 #include <new>
 #include <thread>
 
-#include "allocation_hook.h"
+#include "allocation_count.h"
 #include "core/control_channel.h"
 
-namespace {
-thread_local bool counting = false;
-thread_local size_t allocations = 0;
-}  // namespace
-
-void on_allocation(size_t) {
-  if (counting) ++allocations;
-}
-
+using cohort_test_allocation::allocations;
+using cohort_test_allocation::counting;
 using namespace cohort;
 using namespace std::chrono_literals;
 
