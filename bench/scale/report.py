@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reads the tables of bench/scale/run.sh, checks that they parse, draws their log-log plots
-(gnuplot SVG) and writes docs/scaling.md: the tables, the plots, the commands, a power-law model
-fitted to the largest sizes and extrapolated to 16k-100k ranks, and issue 31's goals, met or not.
+(gnuplot SVG) and writes a page (--doc; docs/scaling.md began as one): the tables, the plots, the
+commands, a power-law model fitted to the largest sizes and extrapolated to 16k-100k ranks, and
+issue 31's goals, met or not.
 
 Usage: report.py --tables DIR --img DIR --doc FILE [--load TEXT] [--cores N] [--quick]
 Exits 1 when a table is missing or does not parse.

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Runs the control-plane simulation benches (coordinator_bench, fanin_bench, rendezvous_bench,
 # agent_rounds.sh),
-# prints their tables, draws their plots and writes docs/scaling.md (bench/scale/report.py).
+# prints their tables, draws their plots and writes a page of them (bench/scale/report.py).
 #
 #   bench/scale/run.sh BUILD_DIR            the full run (minutes; run it on a quiet machine):
-#                                           tables in BUILD_DIR/scale, plots in docs/img/scale-*.svg,
-#                                           the page docs/scaling.md
+#                                           tables, plots and the page in BUILD_DIR/scale; it does
+#                                           not touch docs/scaling.md (whose sections after part
+#                                           1 are analysis written by hand): copy from it
 #   bench/scale/run.sh BUILD_DIR --quick    tiny sizes in seconds, tables and plots in
 #                                           BUILD_DIR/scale-quick, the page there too; checks that
 #                                           every table parses (the bench.scale.quick test)
 set -euo pipefail
 
 usage() {
-  sed -n '4,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -22,7 +23,6 @@ quick=0
 [[ ${2:-} == --quick ]] && quick=1
 [[ $# -le 2 && ( $# -eq 1 || $quick -eq 1 ) ]] || usage
 here=$(cd "$(dirname "$0")" && pwd)
-source_dir=$(cd "$here/../.." && pwd)
 bin=$build/bin
 
 if ((quick)); then
@@ -39,8 +39,8 @@ else
   fanin=(--ranks 16 64 256 1024 2048 4096 --min-seconds 2)
   rendezvous=(--workers 16 64 256 512 1024 2048 4096 --timeout-s 20)
   agents=(16 32 64 128 256)
-  doc=$source_dir/docs/scaling.md
-  img=$source_dir/docs/img
+  doc=$out/scaling.md
+  img=$out
 fi
 mkdir -p "$out" "$img"
 
