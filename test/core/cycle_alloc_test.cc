@@ -66,8 +66,9 @@ size_t allocations_in_cycle(int hosts, int warm) {
 }  // namespace
 
 TEST_CASE("a cached cycle allocates as much with 64 host leaders' envelopes as with 2") {
-  size_t few = allocations_in_cycle(3, 2);
-  size_t many = allocations_in_cycle(65, 2);
+  // In the sanitizers' builds (whose runtimes own operator new) only the answers are checked.
+  [[maybe_unused]] size_t few = allocations_in_cycle(3, 2);
+  [[maybe_unused]] size_t many = allocations_in_cycle(65, 2);
 #ifndef COHORT_SANITIZED
   CHECK(many == few);
   CHECK(few > 0);  // counted: rank 0's own names, the response
