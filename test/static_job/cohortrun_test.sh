@@ -230,7 +230,7 @@ check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file/
 for line in COHORT_CYCLE_TIME=2.5 COHORT_STALL_CHECK_DISABLE=1 COHORT_HIERARCHICAL=0; do
   expect_line "$tmp/out" "[0] $line"
 done
-check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invalid: expected an integer" \
+check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invalid: expected a whole number from 0 to 16777216" \
   --cache-capacity lots -np 1 "$probe" env
 check_error "cohortrun: '--timeline-filename=' has no value after '=' (see cohortrun --help)" \
   --timeline-filename= -np 1 "$probe" env
