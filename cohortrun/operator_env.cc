@@ -6,6 +6,7 @@
 
 #include "agent/agent_cli.h"
 #include "agent/agent_records.h"
+#include "base/decimal.h"
 #include "cohort/errors.h"
 #include "launcher/hosts.h"
 #include "rendezvous/etcd_client.h"

@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "base/deadline.h"
+#include "base/decimal.h"
+#include "base/host_port.h"
 #include "cohort/errors.h"
 #include "rendezvous/store.h"
 
@@ -273,12 +275,17 @@ bool etcd_outage(int64_t http_status, int64_t grpc_code) {
 int64_t json_integer(const nlohmann::json& object, const char* field) {
   if (!object.is_object() || !object.contains(field)) return 0;
   const auto& v = object[field];
-  try {
-    return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
-  } catch (const std::exception&) {
+  std::optional<int64_t> value;
+  if (v.is_string()) {
+    value = parse_decimal<int64_t>(v.get_ref<const std::string&>());  // etcd's int64 as text
+  } else if (v.is_number_integer()) {
+    value = v.get<int64_t>();
+  }
+  if (!value) {
     throw Error(std::string("etcd answered a field '") + field +
                 "' that is not an integer: " + v.dump());
   }
+  return *value;
 }
 
 std::string base64(std::string_view bytes) {
