@@ -223,6 +223,7 @@ void apply_operator_conventions(Options& o, const CLI::App& app) {
   }
   OperatorEnvResult result = apply_operator_env(operator_env_from_process(), given, o);
   for (const auto& warning : result.warnings) log::warning(warning);
+  for (const auto& line : result.ignored) log::info(line);
   for (const auto& name : result.unset) ::unsetenv(name.c_str());
 }
 
