@@ -126,6 +126,9 @@ void apply_torchrun(Context& c, CohortrunOptions& o, OperatorEnvResult& result) 
 void apply_mpi_operator(Context& c, CohortrunOptions& o) {
   c.fill("OMPI_MCA_orte_set_default_slots", "--slots-per-host", o.slots_per_host,
          operator_values::count(1, 4096));
+  if (o.rdzv_backend == "etcd" || c.given.count("--host-discovery-script") == 0) {
+    c.read.erase("OMPI_MCA_orte_set_default_slots");  // only a discovered host's slots use it
+  }
   auto hostfile = c.get("OMPI_MCA_orte_default_hostfile");
   if (!hostfile || o.rdzv_backend == "etcd") return;
   for (const char* flag : {"--hosts", "--hostfile", "--host-discovery-script"}) {

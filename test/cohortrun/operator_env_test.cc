@@ -440,11 +440,12 @@ TEST_CASE("operator env: valid variables the mode does not read are reported as 
                          {"PET_RDZV_ID", "job7"},
                          {"PET_RDZV_ENDPOINT", "e:2379"},
                          {"PET_NPROC_PER_NODE", "2"},
+                         {"OMPI_MCA_orte_set_default_slots", "2"},
                          {"OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"}};
   auto result = apply_operator_env(env, {"--hosts"}, one);
   std::vector<std::string> expected;
   for (const char* name : {"PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT", "PET_RDZV_ID",
-                           "OMPI_MCA_orte_default_hostfile"}) {
+                           "OMPI_MCA_orte_set_default_slots", "OMPI_MCA_orte_default_hostfile"}) {
     expected.push_back(std::string(name) + "='" + env.at(name) +
                        "' is valid but not read by the one launcher (--rdzv-backend builtin) "
                        "(docs/kubernetes.md)");
@@ -452,6 +453,11 @@ TEST_CASE("operator env: valid variables the mode does not read are reported as 
   std::sort(expected.begin(), expected.end());
   std::sort(result.ignored.begin(), result.ignored.end());
   CHECK(result.ignored == expected);
+  // With a discovery script, the MPI Operator's slots are read.
+  CohortrunOptions script;
+  CHECK(apply_operator_env({{"OMPI_MCA_orte_set_default_slots", "2"}}, {"--host-discovery-script"},
+                           script)
+            .ignored.empty());
   // The doc's elastic PyTorchJob: every variable is read.
   CohortrunOptions agent;
   CHECK(apply_operator_env(kElastic, {}, agent).ignored.empty());
