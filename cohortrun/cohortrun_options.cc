@@ -164,9 +164,14 @@ void add_agent_options(CLI::App& app, CohortrunOptions& o) {
       ->check(whole_number_between(1, 4096));
   app.add_option("--node-name", o.node_name,
                  "agent mode: this node's name in the job (default: the host name)");
-  app.add_option(
-      "--node-address", o.node_address,
-      "agent mode: where this node's workers listen (default: the address towards etcd)");
+  app.add_option("--node-address", o.node_address,
+                 "agent mode: where this node's workers listen (default: the address towards etcd)")
+      ->check(CLI::Validator(
+          [](std::string& address) -> std::string {
+            if (net::valid_host_name(address)) return "";
+            return "'" + address + "' is not a host name or an IPv4 address";
+          },
+          "ADDR"));
 }
 
 // The flags of job_tunables.h, each under horovodrun's name too where that differs.

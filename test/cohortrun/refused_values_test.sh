@@ -80,6 +80,8 @@ refused "--ssh-port: '0x16' is not a whole number from 1 to 65535 (see cohortrun
   -- --ssh-port 0x16 -np 1
 refused "--slots-per-host: '010' is not a whole number from 1 to 4096 (write 10, without leading zeros) (see cohortrun --help)" \
   -- --slots-per-host 010 -np 1
+refused "--node-address: '10.0.0.1:7000' is not a host name or an IPv4 address (see cohortrun --help)" \
+  -- --rdzv-backend etcd --node-address 10.0.0.1:7000
 refused "--nproc-per-node: '+2' is not a whole number from 1 to 4096 (write 2, without a '+' sign) (see cohortrun --help)" \
   -- --rdzv-backend etcd --nproc-per-node +2
 
