@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <limits>
 
 #include "agent/agent_records.h"
+#include "base/decimal.h"
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "launcher/job_report.h"
@@ -13,20 +15,26 @@
 
 namespace cohort::discovery {
 
-std::pair<int, int> parse_nnodes(const std::string& text) {
+std::pair<int, int> parse_nnodes(const std::string& text, const std::string& who) {
+  std::string what = (who.empty() ? "--nnodes: '" + text + "'" : who) +
+                     " is not N or MIN:MAX (whole numbers >= 1, MIN <= MAX)";
   auto number = [&](std::string_view part) {
-    auto n = whole_number(part);
-    if (!n || *n < 1) {
-      throw InvalidArgument("--nnodes: '" + text + "' is not N or MIN:MAX (whole numbers >= 1)");
-    }
-    return *n;
+    if (auto n = parse_decimal<int>(part, 1)) return *n;
+    std::string hint = decimal_hint(part, 1, std::numeric_limits<int>::max());
+    throw InvalidArgument(what + (hint.empty() ? "" : ": '" + std::string(part) + "': " + hint));
   };
   size_t colon = text.find(':');
   if (colon == std::string::npos) return {number(text), number(text)};
   auto range = std::pair(number(std::string_view(text).substr(0, colon)),
                          number(std::string_view(text).substr(colon + 1)));
-  if (range.first > range.second) throw InvalidArgument("--nnodes: MIN exceeds MAX in " + text);
+  if (range.first > range.second) throw InvalidArgument(what);
   return range;
+}
+
+bool valid_job_id(std::string_view id) {
+  return !id.empty() && id.find_first_not_of(
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") ==
+                            std::string_view::npos;
 }
 
 // Every agent of a job must have the same secret, and nobody else.

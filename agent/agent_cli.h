@@ -1,18 +1,24 @@
 // The parts of cohortrun's agent-mode configuration that CLI11 cannot check by itself: --nnodes,
-// the job secret from COHORT_SECRET, the default --node-address, and the test-only
+// the job id, the job secret from COHORT_SECRET, the default --node-address, and the test-only
 // COHORT_FAULT_AGENT_KILL_AT and its fault. Each throws InvalidArgument naming the flag or
 // variable.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "agent/agent_job.h"
 
 namespace cohort::discovery {
 
-// --nnodes N (MIN = MAX = N) or MIN:MAX.
-std::pair<int, int> parse_nnodes(const std::string& text);
+// --nnodes N (MIN = MAX = N) or MIN:MAX. An error starts with `who` (the variable or flag and
+// its value; default "--nnodes: 'TEXT'").
+std::pair<int, int> parse_nnodes(const std::string& text, const std::string& who = "");
+
+// A job id (--rdzv-id, PET_RDZV_ID): letters, digits, '.', '_' and '-', at least one. It names
+// the job's keys, /cohort/ID/.
+bool valid_job_id(std::string_view id);
 
 // COHORT_SECRET's value (hex) as the raw secret; `hex` is null when the variable is unset.
 std::string agent_secret(const char* hex);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "agent/agent_records.h"
+#include "base/decimal.h"
 #include "cohort/errors.h"
 #include "launcher/clock.h"
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort::discovery {

@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "elastic_policy/node_round_plan.h"
-#include "launcher/whole_number.h"
 
 namespace cohort::discovery {
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "agent/agent_records.h"
+#include "base/decimal.h"
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "launcher/round_board.h"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort::env {
@@ -25,18 +26,10 @@ void invalid(const char* name, const std::string& value, const std::string& why)
 }
 
 long long parse_integer(const char* name, const std::string& value, long long lo, long long hi) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    invalid(name, value, "expected an integer");
-  }
-  if (used != value.size()) invalid(name, value, "expected an integer");
-  if (v < lo || v > hi) {
-    invalid(name, value, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-  }
-  return v;
+  if (auto v = parse_decimal<long long>(value, lo, hi)) return *v;
+  std::string hint = decimal_hint(value, lo, hi);
+  invalid(name, value,
+          "expected " + decimal_range(lo, hi) + (hint.empty() ? "" : " (" + hint + ")"));
 }
 
 std::chrono::microseconds parse_duration(const char* name, const std::string& value,

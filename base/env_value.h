@@ -11,7 +11,8 @@ namespace cohort::env {
 // Throws InvalidArgument: "NAME='VALUE' is invalid: WHY".
 [[noreturn]] void invalid(const char* name, const std::string& value, const std::string& why);
 
-// A whole number from `lo` to `hi`.
+// A whole number from `lo` to `hi` (negative too where `lo` is), spelt as base/decimal.h says:
+// "NAME='007' is invalid: expected a whole number from 0 to 9 (no leading zeros: write 7)".
 long long parse_integer(const char* name, const std::string& value, long long lo, long long hi);
 
 // How a duration is written and held: a decimal number of `unit`s (fractions and exponents

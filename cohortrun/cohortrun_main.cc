@@ -7,14 +7,15 @@
 //   cohortrun --rdzv-backend etcd --rdzv-endpoints http://etcd:2379 --rdzv-id job7
 //             --nnodes 2:4 --nproc-per-node 8 ./train         (one agent per node)
 #include <CLI/CLI.hpp>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <set>
 #include <tuple>
 
 #include "agent/agent_cli.h"
+#include "base/decimal.h"
 #include "base/launch_env.h"
 #include "base/log.h"
 #include "base/net.h"
@@ -36,13 +37,14 @@ using Options = CohortrunOptions;
 // 0 when not given: every slot.
 int parse_np(const std::string& text) {
   if (text.empty()) return 0;
-  int np = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), np);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    throw InvalidArgument("-np: '" + text + "' is not a whole number");
+  auto np = whole_number(text);
+  if (!np) {
+    std::string hint = decimal_hint(text, 0, std::numeric_limits<int>::max());
+    throw InvalidArgument("-np: '" + text + "' is not a whole number" +
+                          (hint.empty() ? "" : " (" + hint + ")"));
   }
-  if (np < 1) throw InvalidArgument("-np must be at least 1, got " + text);
-  return np;
+  if (*np < 1) throw InvalidArgument("-np must be at least 1, got " + text);
+  return *np;
 }
 
 HostManager job_hosts(const Options& o) {
@@ -221,6 +223,7 @@ void apply_operator_conventions(Options& o, const CLI::App& app) {
   }
   OperatorEnvResult result = apply_operator_env(operator_env_from_process(), given, o);
   for (const auto& warning : result.warnings) log::warning(warning);
+  for (const auto& line : result.ignored) log::info(line);
   for (const auto& name : result.unset) ::unsetenv(name.c_str());
 }
 

@@ -7,9 +7,13 @@
 #include <map>
 #include <sstream>
 
+#include "agent/agent_cli.h"
+#include "base/decimal.h"
+#include "base/host_port.h"
 #include "cohort/errors.h"
 #include "cohortrun/build_info.h"
 #include "cohortrun/job_tunables.h"
+#include "rendezvous/etcd_client.h"
 
 namespace cohort::discovery {
 
@@ -57,6 +61,17 @@ CLI::Validator seconds_between(double lo, double hi) {
       "SECONDS in [" + text(lo) + " - " + text(hi) + "]");
 }
 
+// A whole number from `lo` to `hi`, spelt as base/decimal.h says, as a CLI11 check. CLI11 itself
+// reads integers with strtoll's base 0: "010" was 8, "0x10" 16, and " 7" and "+7" passed.
+CLI::Validator whole_number_between(long long lo, long long hi) {
+  return CLI::Validator(
+      [=](std::string& input) -> std::string {
+        if (parse_decimal<long long>(input, lo, hi)) return {};
+        return decimal_refusal(input, lo, hi);
+      },
+      "N in [" + std::to_string(lo) + " - " + std::to_string(hi) + "]");
+}
+
 void add_elastic_options(CLI::App& app, CohortrunOptions& o) {
   auto seconds = seconds_between(0.001, 86400.0);
   app.add_option("--host-discovery-script", o.discovery_script,
@@ -71,17 +86,17 @@ void add_elastic_options(CLI::App& app, CohortrunOptions& o) {
       ->check(seconds);
   app.add_option("--slots-per-host", o.slots_per_host, "slots of a discovered host without ':N'")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number_between(1, 4096));
   app.add_option("--min-np", o.min_np, "elastic: the fewest workers a round may have")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(whole_number_between(1, 1 << 20));
   app.add_option("--max-np", o.max_np, "elastic: the most workers (default: every usable slot)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->check(whole_number_between(1, 1 << 20));
   app.add_option("--elastic-timeout", o.elastic_timeout_seconds,
                  "seconds the job may have fewer than --min-np usable slots")
       ->capture_default_str()
       ->check(seconds_between(0.0, 31536000.0));
   app.add_option("--reset-limit", o.reset_limit, "the most new rounds after the first")
-      ->check(CLI::Range(0, 1 << 30));
+      ->check(whole_number_between(0, 1 << 30));
   app.add_option("--blacklist-cooldown-range", o.cooldown_range,
                  "LO HI seconds: a failed slot or host returns after LO*2^(n-1), at most HI")
       ->check(seconds);
@@ -95,7 +110,7 @@ void add_elastic_options(CLI::App& app, CohortrunOptions& o) {
 void add_remote_options(CLI::App& app, CohortrunOptions& o) {
   app.add_option("--ssh-port", o.launch.ssh_port, "port of sshd on the remote hosts")
       ->capture_default_str()
-      ->check(CLI::Range(1, 65535));
+      ->check(whole_number_between(net::kLowestPort, net::kHighestPort));
   app.add_option("--ssh-identity-file", o.launch.ssh_identity_file,
                  "private key for ssh to the remote hosts")
       ->check(CLI::ExistingFile);
@@ -111,14 +126,21 @@ void add_agent_options(CLI::App& app, CohortrunOptions& o) {
                  "builtin: this cohortrun holds the job; etcd: one agent per node, through etcd")
       ->capture_default_str()
       ->check(CLI::IsMember({"builtin", "etcd"}));
-  app.add_option("--rdzv-endpoints", o.rdzv_endpoints, "agent mode: etcd's URLs, comma-separated");
+  app.add_option("--rdzv-endpoints", o.rdzv_endpoints, "agent mode: etcd's URLs, comma-separated")
+      ->check(CLI::Validator(
+          [](std::string& urls) -> std::string {
+            try {
+              rendezvous::parse_etcd_endpoints(urls);
+              return {};
+            } catch (const InvalidArgument& e) {
+              return e.what();
+            }
+          },
+          "URL[,URL...]"));
   app.add_option("--rdzv-id", o.rdzv_id, "agent mode: the job's id, the same on every node")
       ->check(CLI::Validator(
           [](std::string& id) -> std::string {
-            bool ok = !id.empty() && id.find_first_not_of(
-                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
-                                         "KLMNOPQRSTUVWXYZ0123456789._-") == std::string::npos;
-            return ok ? "" : "'" + id + "' is not a job id (letters, digits, . _ -)";
+            return valid_job_id(id) ? "" : "'" + id + "' is not a job id (letters, digits, . _ -)";
           },
           "ID"));
   app.add_option("--rdzv-ca-file", o.rdzv_ca_file, "agent mode: CA of etcd's certificate (https)")
@@ -130,7 +152,7 @@ void add_agent_options(CLI::App& app, CohortrunOptions& o) {
   app.add_option("--rdzv-lease-ttl", o.rdzv_lease_ttl_seconds,
                  "agent mode: seconds after an agent's death at which the others count it gone")
       ->capture_default_str()
-      ->check(CLI::Range(1, 3600));
+      ->check(whole_number_between(1, 3600));
   app.add_option("--rdzv-last-call", o.rdzv_last_call_seconds,
                  "agent mode: seconds the first round waits for more than MIN nodes, up to MAX")
       ->capture_default_str()
@@ -139,12 +161,17 @@ void add_agent_options(CLI::App& app, CohortrunOptions& o) {
       ->capture_default_str();
   app.add_option("--nproc-per-node", o.nproc_per_node, "agent mode: workers on this node")
       ->capture_default_str()
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number_between(1, 4096));
   app.add_option("--node-name", o.node_name,
                  "agent mode: this node's name in the job (default: the host name)");
-  app.add_option(
-      "--node-address", o.node_address,
-      "agent mode: where this node's workers listen (default: the address towards etcd)");
+  app.add_option("--node-address", o.node_address,
+                 "agent mode: where this node's workers listen (default: the address towards etcd)")
+      ->check(CLI::Validator(
+          [](std::string& address) -> std::string {
+            if (net::valid_host_name(address)) return "";
+            return "'" + address + "' is not a host name or an IPv4 address";
+          },
+          "ADDR"));
 }
 
 // The flags of job_tunables.h, each under horovodrun's name too where that differs.

@@ -30,12 +30,14 @@ OperatorEnv operator_env_from_process();
 struct OperatorEnvResult {
   std::vector<std::string> warnings;  // variables that are set but mean nothing to cohortrun
   std::vector<std::string> unset;     // the pod's own variables, not a worker's: remove them
+  std::vector<std::string> ignored;   // valid, but not read in the mode chosen (logged at info)
 };
 
 // Fills `o` from `env` where `given` (the long flags on the command line, e.g. "--nnodes") does
-// not name the flag. Throws InvalidArgument naming the variable for a bad value, naming the
-// variable and the flag when both are given and disagree, and naming the variable for what
-// Cohort cannot serve (torchrun's c10d or static rendezvous across nodes). Changes `o` only
+// not name the flag. Throws InvalidArgument naming the variable and its value for a bad value of
+// any variable that is set, whether the mode chosen reads it or not (cohortrun/operator_values.h),
+// naming the variable and the flag when both are given and disagree, and naming the variable for
+// what Cohort cannot serve (torchrun's c10d or static rendezvous across nodes). Changes `o` only
 // when it succeeds.
 OperatorEnvResult apply_operator_env(const OperatorEnv& env, const std::set<std::string>& given,
                                      CohortrunOptions& o);

@@ -11,6 +11,7 @@
 #include "cohort/errors.h"
 #include "core/config_table.h"
 #include "rendezvous/etcd_client.h"
+#include "rendezvous/hmac.h"
 
 namespace cohort {
 namespace {
@@ -20,15 +21,11 @@ using env::parse_integer;
 
 std::string decode_hex(const char* name, const std::string& value) {
   if (value.size() != 64) invalid(name, "<hidden>", "expected 64 hex characters");
-  std::string out;
-  for (size_t i = 0; i < value.size(); i += 2) {
-    char* end = nullptr;
-    std::string byte = value.substr(i, 2);
-    long v = std::strtol(byte.c_str(), &end, 16);
-    if (*end != '\0') invalid(name, "<hidden>", "expected 64 hex characters");
-    out.push_back(static_cast<char>(v));
+  try {
+    return rendezvous::from_hex(value);  // the agents' parser: hex digits only, no sign or space
+  } catch (const InvalidArgument&) {
+    invalid(name, "<hidden>", "expected 64 hex characters");
   }
-  return out;
 }
 
 // Returns the variable's value; throws naming it, and `because` (the variable whose presence

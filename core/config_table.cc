@@ -1,7 +1,6 @@
 #include "core/config_table.h"
 
-#include <charconv>
-
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort::config_table {
@@ -62,14 +61,14 @@ std::string fault_point_text(const std::optional<FaultPoint>& point) {
 // A whole number of seconds, negative too, at most 10 years either way.
 std::chrono::seconds signed_seconds(std::string_view text) {
   constexpr int64_t kLimit = int64_t{10} * 366 * 24 * 3600;
-  int64_t value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < -kLimit ||
-      value > kLimit) {
+  auto value = parse_decimal<int64_t>(text, -kLimit, kLimit);
+  if (!value) {
+    std::string hint = decimal_hint(text, -kLimit, kLimit);
     throw InvalidArgument("expected a whole number of seconds, from -" + std::to_string(kLimit) +
-                          " to " + std::to_string(kLimit));
+                          " to " + std::to_string(kLimit) +
+                          (hint.empty() ? "" : " (" + hint + ")"));
   }
-  return std::chrono::seconds(value);
+  return std::chrono::seconds(*value);
 }
 
 std::string seconds_text(const std::chrono::seconds& s) {

@@ -1,10 +1,12 @@
 // The control channel's outgoing connections (ControlChannel::connect and connect_up in
 // core/control_channel.h): a rank's connection to rank 0, or to its host's leader, and a leader's
 // to rank 0. Accepting is in core/control_channel.cc.
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "base/framed_socket.h"
+#include "base/host_port.h"
 #include "base/net.h"
 #include "cohort/errors.h"
 #include "core/control_channel.h"
@@ -18,17 +20,17 @@ Fd ControlChannel::open_connection(int rank, int to, const std::string& address,
                                    const std::string& token, milliseconds timeout,
                                    const std::string& label, const Cancellation* cancel) {
   auto colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    throw InternalError("bad " + label + " address '" + address + "'");
-  }
+  auto port = colon == std::string::npos
+                  ? std::nullopt
+                  : net::parse_port(std::string_view(address).substr(colon + 1));
+  if (!port) throw InternalError("bad " + label + " address '" + address + "'");
   std::string host = address.substr(0, colon);
-  int port = std::stoi(address.substr(colon + 1));
   std::string target = "rank " + std::to_string(to) + " at " + address;
   auto deadline = SteadyClock::now() + timeout;
   auto hello = encode_control_hello({rank, token});
   try {
     // Retried while refused: the peer publishes its address only after it listens, a race.
-    Fd fd = net::connect_tcp(host, port, deadline, cancel);
+    Fd fd = net::connect_tcp(host, *port, deadline, cancel);
     net::write_frame(fd.get(), {reinterpret_cast<const char*>(hello.data()), hello.size()},
                      deadline, cancel);
     return fd;

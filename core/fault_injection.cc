@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort {
@@ -29,12 +30,9 @@ FaultPoint parse_fault_point(std::string_view text) {
         "collective)");
   }
   std::string entry(text.substr(first + 1, second - first - 1));
-  char* end = nullptr;
-  long value = std::strtol(entry.c_str(), &end, 10);
-  if (entry.empty() || *end != '\0' || value < 0 || value > 1'000'000) {
-    throw InvalidArgument("entry '" + entry + "' is not a number >= 0");
-  }
-  point.entry = static_cast<int>(value);
+  auto value = parse_decimal<int>(entry, 0, 1'000'000);
+  if (!value) throw InvalidArgument("entry " + decimal_refusal(entry, 0, 1'000'000));
+  point.entry = *value;
   if (point.worker_id.empty()) throw InvalidArgument("the worker id is empty");
   return point;
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "base/host_port.h"
 #include "cohort/errors.h"
 
 namespace cohort::discovery {
@@ -46,7 +47,7 @@ std::optional<HostSlots> parse_line(std::string_view line, int number, int defau
   }
   size_t colon = content.find(':');
   std::string_view host = trim(content.substr(0, colon));
-  if (!valid_host_name(host)) {
+  if (!net::valid_host_name(host)) {
     throw InvalidArgument(context + ": " + quoted_text(host) +
                           " is not a valid host name (letters, digits, '.', '-' and '_', "
                           "starting with a letter or digit)");

@@ -1,8 +1,8 @@
 #include "elastic_job/elastic_inbox.h"
 
-#include <charconv>
 #include <optional>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 #include "launcher/round_board.h"
 #include "rendezvous/elastic_protocol.h"
@@ -22,12 +22,9 @@ std::optional<WorkerEntry> worker_entry(const std::string& key, BoardKey::Kind k
     return std::nullopt;  // not one the launcher waits for: never filed, as before
   }
   if (!parsed || parsed->kind != kind) return std::nullopt;
-  int id = 0;
-  const std::string& worker = parsed->worker;
-  auto [end, error] = std::from_chars(worker.data(), worker.data() + worker.size(), id);
-  if (error != std::errc() || end != worker.data() + worker.size()) return std::nullopt;
-  if (std::to_string(id) != worker) return std::nullopt;  // "01" is no worker's id
-  return WorkerEntry{id, parsed->number};
+  auto id = whole_number(parsed->worker);  // "01" or "-1" is no worker's id
+  if (!id) return std::nullopt;
+  return WorkerEntry{*id, parsed->number};
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "base/host_port.h"
 #include "base/log.h"
 #include "cohort/errors.h"
 #include "launcher/seconds_text.h"
@@ -34,7 +35,8 @@ void validate(const ElasticHostsOptions& o) {
 void validate(const std::vector<HostSlots>& discovered) {
   std::set<std::string> seen;
   for (const auto& h : discovered) {
-    if (!valid_host_name(h.host)) throw InvalidArgument("'" + h.host + "' is not a valid host");
+    if (!net::valid_host_name(h.host))
+      throw InvalidArgument("'" + h.host + "' is not a valid host");
     if (h.slots < 1 || h.slots > 4096) {
       throw InvalidArgument("host '" + h.host + "': slot count " + std::to_string(h.slots) +
                             " is not between 1 and 4096");

@@ -4,11 +4,12 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <charconv>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "base/decimal.h"
+#include "base/host_port.h"
 #include "base/net.h"
 #include "cohort/errors.h"
 
@@ -16,7 +17,7 @@ namespace cohort::discovery {
 namespace {
 
 HostSlots checked_host(std::string_view host, int slots, const std::string& context) {
-  if (!valid_host_name(host)) {
+  if (!net::valid_host_name(host)) {
     throw InvalidArgument(context + ": '" + std::string(host) + "' is not a valid host name");
   }
   return {std::string(host), slots};
@@ -30,25 +31,12 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-bool valid_host_name(std::string_view host) {
-  if (host.empty() || host.size() > 253) return false;
-  if (!std::isalnum(static_cast<unsigned char>(host.front()))) return false;
-  for (char c : host) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
-      return false;
-    }
-  }
-  return true;
-}
-
 int parse_slots(std::string_view text, const std::string& context) {
-  int slots = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), slots);
-  if (ec != std::errc() || end != text.data() + text.size() || slots < 1 || slots > 4096) {
-    throw InvalidArgument(context + ": slot count '" + std::string(text) +
-                          "' is not a whole number between 1 and 4096");
-  }
-  return slots;
+  if (auto slots = parse_decimal<int>(text, 1, 4096)) return *slots;
+  std::string hint = decimal_hint(text, 1, 4096);
+  throw InvalidArgument(context + ": slot count '" + std::string(text) +
+                        "' is not a whole number between 1 and 4096" +
+                        (hint.empty() ? "" : " (" + hint + ")"));
 }
 
 std::vector<HostSlots> parse_host_list(std::string_view text) {

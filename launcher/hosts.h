@@ -25,9 +25,6 @@ struct SlotAssignment {
 // `s` without leading and trailing whitespace; shared by the hostfile and discovery-script parsers.
 std::string_view trim(std::string_view s);
 
-// Letters, digits, '.', '-' and '_', starting with a letter or digit (so a name can never be
-// taken for an option by ssh), at most 253 characters. IPv6 literals are not accepted yet.
-bool valid_host_name(std::string_view host);
 // A slot count between 1 and 4096; throws InvalidArgument starting with `context` otherwise.
 int parse_slots(std::string_view text, const std::string& context);
 

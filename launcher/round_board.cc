@@ -1,8 +1,8 @@
 #include "launcher/round_board.h"
 
+#include "base/decimal.h"
 #include "base/log.h"
 #include "cohort/errors.h"
-#include "launcher/whole_number.h"
 
 namespace cohort::discovery {
 namespace {

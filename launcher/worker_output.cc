@@ -7,11 +7,11 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 #include "launcher/job_report.h"
 #include "launcher/output_file.h"
 #include "launcher/utc_time.h"
-#include "launcher/whole_number.h"
 
 namespace cohort::discovery {
 namespace {

@@ -7,10 +7,10 @@
 
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/address.h>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "base/decimal.h"
 #include "base/log.h"
 
 namespace cohort::ops {
@@ -63,9 +63,9 @@ Fd duplicate_socket_at(const sockaddr_storage& endpoint) {
   if (dir == nullptr) return Fd();
   Fd found;
   while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    int fd = std::atoi(entry->d_name);
-    if (fd == dirfd(dir)) continue;
+    auto number = parse_decimal<int>(entry->d_name, 0);  // "." and ".." are none
+    if (!number || *number == dirfd(dir)) continue;
+    int fd = *number;
     // Check the duplicate, not `fd`: another thread may close and reuse `fd` meanwhile.
     Fd copy(fcntl(fd, F_DUPFD_CLOEXEC, 0));
     sockaddr_storage local{};

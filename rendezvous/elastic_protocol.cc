@@ -1,9 +1,9 @@
 #include "rendezvous/elastic_protocol.h"
 
-#include <charconv>
 #include <map>
 #include <sstream>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort::rendezvous {
@@ -15,13 +15,12 @@ constexpr std::string_view kInterruptedWord = "interrupted";
 constexpr std::string_view kDrainedWord = "drained";
 
 int parse_int(std::string_view text, std::string_view field, std::string_view whole) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+  auto value = parse_decimal<int>(text);
+  if (!value) {
     throw InvalidArgument("assignment '" + std::string(whole) + "': " + std::string(field) +
                           " is not a whole number");
   }
-  return value;
+  return *value;
 }
 
 // "a=1 b=2" -> {a: "1", b: "2"}; every field once.

@@ -10,6 +10,8 @@
 #include <mutex>
 
 #include "base/deadline.h"
+#include "base/decimal.h"
+#include "base/host_port.h"
 #include "cohort/errors.h"
 #include "rendezvous/store.h"
 
@@ -248,9 +250,33 @@ std::optional<std::string> EtcdClient::post_once(
 }
 
 void check_etcd_endpoint(std::string_view endpoint) {
+  std::string what = "etcd endpoint '" + std::string(endpoint) + "'";
   if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://")) {
-    throw InvalidArgument("etcd endpoint '" + std::string(endpoint) +
-                          "' is not an http:// or https:// URL");
+    throw InvalidArgument(what + " is not an http:// or https:// URL");
+  }
+  std::string_view rest = endpoint.substr(endpoint.find("://") + 3);
+  if (rest.starts_with('[')) {
+    throw InvalidArgument(what +
+                          " has an IPv6 address, which Cohort does not support: give a "
+                          "host name or an IPv4 address");
+  }
+  if (size_t extra = rest.find_first_of("/?#@"); extra != std::string_view::npos) {
+    throw InvalidArgument(what + " has more than a host and a port ('" +
+                          std::string(rest.substr(extra)) + "'): give scheme://host:port");
+  }
+  size_t colon = rest.rfind(':');
+  std::string_view host = rest.substr(0, colon);
+  if (host.empty()) throw InvalidArgument(what + " names no host");
+  if (!net::valid_host_name(host)) {
+    throw InvalidArgument(what + ": '" + std::string(host) +
+                          "' is not a host name or an IPv4 address (letters, digits, '.', '-' "
+                          "and '_')");
+  }
+  if (colon == std::string_view::npos) return;  // the scheme's port: 80 or 443
+  std::string_view port = rest.substr(colon + 1);
+  if (!net::parse_port(port)) {
+    throw InvalidArgument(what + ": port " +
+                          decimal_refusal(port, net::kLowestPort, net::kHighestPort));
   }
 }
 
@@ -273,12 +299,17 @@ bool etcd_outage(int64_t http_status, int64_t grpc_code) {
 int64_t json_integer(const nlohmann::json& object, const char* field) {
   if (!object.is_object() || !object.contains(field)) return 0;
   const auto& v = object[field];
-  try {
-    return v.is_string() ? std::stoll(v.get<std::string>()) : v.get<int64_t>();
-  } catch (const std::exception&) {
+  std::optional<int64_t> value;
+  if (v.is_string()) {
+    value = parse_decimal<int64_t>(v.get_ref<const std::string&>());  // etcd's int64 as text
+  } else if (v.is_number_integer()) {
+    value = v.get<int64_t>();
+  }
+  if (!value) {
     throw Error(std::string("etcd answered a field '") + field +
                 "' that is not an integer: " + v.dump());
   }
+  return *value;
 }
 
 std::string base64(std::string_view bytes) {

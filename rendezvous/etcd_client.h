@@ -90,7 +90,9 @@ class EtcdClient {
   EtcdOptions options_;
 };
 
-// Throws InvalidArgument unless `endpoint` is an http:// or https:// URL.
+// Throws InvalidArgument, naming the endpoint and what is wrong with it, unless `endpoint` is
+// http://HOST[:PORT] or https://HOST[:PORT]: HOST a name or an IPv4 address (no IPv6), PORT 1 to
+// 65535 (default the scheme's), nothing after it (no path, user or query).
 void check_etcd_endpoint(std::string_view endpoint);
 // The endpoints of a comma-separated list ("http://a:2379,http://b:2379"), each checked.
 std::vector<std::string> parse_etcd_endpoints(std::string_view list);

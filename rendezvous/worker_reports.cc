@@ -1,12 +1,12 @@
 #include "rendezvous/worker_reports.h"
 
-#include <charconv>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
 
+#include "base/decimal.h"
 #include "cohort/errors.h"
 
 namespace cohort::rendezvous {
@@ -26,11 +26,10 @@ std::map<std::string, uint64_t> numbers_of(std::string_view text,
     auto eq = word.find('=');
     if (eq == std::string::npos || eq + 1 == word.size())
       throw bad("'" + word + "' is not name=number");
-    uint64_t value = 0;
-    const char* last = word.data() + word.size();
-    auto [end, ec] = std::from_chars(word.data() + eq + 1, last, value);
-    if (ec != std::errc() || end != last) throw bad("'" + word + "' is not name=number");
-    if (!fields.emplace(word.substr(0, eq), value).second) throw bad(word.substr(0, eq) + " twice");
+    auto value = parse_decimal<uint64_t>(std::string_view(word).substr(eq + 1));
+    if (!value) throw bad("'" + word + "' is not name=number");
+    if (!fields.emplace(word.substr(0, eq), *value).second)
+      throw bad(word.substr(0, eq) + " twice");
   }
   for (const char* name : names) {
     if (!fields.contains(name)) throw bad(std::string("no ") + name);

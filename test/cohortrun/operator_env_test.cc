@@ -2,6 +2,7 @@
 // tables of environment and flags in, options or the error out.
 #include "cohortrun/operator_env.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "cohort/errors.h"
@@ -190,6 +191,95 @@ TEST_CASE("operator env: bad values and conflicts are errors naming the variable
        {},
        none,
        "OMPI_MCA_orte_set_default_slots='0' is not a whole number from 1 to 4096"},
+      // Numbers have one spelling (base/decimal.h); torchrun's int() takes these, Cohort does not.
+      {"minus zero rank",
+       with(kElastic, "PET_NODE_RANK", "-0"),
+       {},
+       none,
+       "PET_NODE_RANK='-0' is not a node rank from 0 to 2 (write 0, without a sign; PET_NNODES' "
+       "MAX is 3)"},
+      {"leading zero rank",
+       with(with(kElastic, "PET_NNODES", "8"), "PET_NODE_RANK", "007"),
+       {},
+       none,
+       "PET_NODE_RANK='007' is not a node rank from 0 to 7 (write 7, without leading zeros;"},
+      {"plus rank",
+       with(kElastic, "PET_NODE_RANK", "+1"),
+       {},
+       none,
+       "PET_NODE_RANK='+1' is not a node rank from 0 to 2 (write 1, without a '+' sign;"},
+      {"leading zero nnodes",
+       with(kElastic, "PET_NNODES", "02:3"),
+       {},
+       none,
+       "PET_NNODES='02:3' is not N or MIN:MAX (whole numbers >= 1, MIN <= MAX): '02': write 2, "
+       "without leading zeros"},
+      {"spaced nproc",
+       with(kElastic, "PET_NPROC_PER_NODE", " 2"),
+       {},
+       none,
+       "PET_NPROC_PER_NODE=' 2' is not a whole number from 1 to 4096 (write 2, without spaces)"},
+      // Endpoints are host:port (or URLs) with a port from 1 to 65535, refused before anything
+      // starts (this one used to fail after 10 s, in libcurl).
+      {"endpoint port too high",
+       with(kElastic, "PET_RDZV_ENDPOINT", "127.0.0.1:99999"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='127.0.0.1:99999' is not etcd's host:port or URLs: etcd endpoint "
+       "'http://127.0.0.1:99999': port '99999' is not a whole number from 1 to 65535"},
+      {"endpoint port zero",
+       with(kElastic, "PET_RDZV_ENDPOINT", "e:0"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='e:0' is not etcd's host:port or URLs: etcd endpoint 'http://e:0': port "
+       "'0' is not a whole number from 1 to 65535"},
+      {"endpoint port empty",
+       with(kElastic, "PET_RDZV_ENDPOINT", "e:"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='e:' is not etcd's host:port or URLs: etcd endpoint 'http://e:': port "
+       "''"},
+      {"endpoint without host",
+       with(kElastic, "PET_RDZV_ENDPOINT", ":2379"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT=':2379' is not etcd's host:port or URLs: etcd endpoint 'http://:2379' "
+       "names no host"},
+      {"endpoint scheme only",
+       with(kElastic, "PET_RDZV_ENDPOINT", "ftp://"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='ftp://' is not etcd's host:port or URLs: etcd endpoint 'ftp://' is not "
+       "an http:// or https:// URL"},
+      {"endpoint ipv6",
+       with(kElastic, "PET_RDZV_ENDPOINT", "[::1]:2379"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='[::1]:2379' is not etcd's host:port or URLs: etcd endpoint "
+       "'http://[::1]:2379' has an IPv6 address, which Cohort does not support"},
+      {"endpoint path",
+       with(kElastic, "PET_RDZV_ENDPOINT", "https://e:2379/v3"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='https://e:2379/v3' is not etcd's host:port or URLs: etcd endpoint "
+       "'https://e:2379/v3' has more than a host and a port ('/v3')"},
+      {"endpoint user",
+       with(kElastic, "PET_RDZV_ENDPOINT", "http://root:pw@e:2379"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='http://root:pw@e:2379' is not etcd's host:port or URLs: etcd endpoint "
+       "'http://root:pw@e:2379' has more than a host and a port ('@e:2379')"},
+      {"endpoint host",
+       with(kElastic, "PET_RDZV_ENDPOINT", "e tcd:2379"),
+       {},
+       none,
+       "PET_RDZV_ENDPOINT='e tcd:2379' is not etcd's host:port or URLs: etcd endpoint "
+       "'http://e tcd:2379': 'e tcd' is not a host name or an IPv4 address"},
+      {"empty backend",
+       with(kElastic, "PET_RDZV_BACKEND", ""),
+       {},
+       none,
+       "PET_RDZV_BACKEND='' is not etcd, etcd-v2, c10d or static"},
       // Agreeing flags are no conflict, in any spelling.
       {"nnodes flag agrees",
        with(kElastic, "PET_NNODES", "3"),
@@ -249,4 +339,130 @@ TEST_CASE("operator env: the pod's own variables go, torchrun's unknown ones are
   // Without any PET_ variable, MASTER_ADDR is someone else's: left alone.
   CohortrunOptions plain;
   CHECK(apply_operator_env({{"MASTER_ADDR", "m"}}, {}, plain).unset.empty());
+}
+
+// Every variable that is set is checked, whatever the mode: docs/kubernetes.md promises that a bad
+// value is an error and nothing starts. Each mode below leaves some variables unread (one node with
+// -np, -H, --min-np with -H, agent mode): each bad value must be refused in every one of them.
+TEST_CASE("operator env: a bad value is refused in every mode, read or not") {
+  struct Mode {
+    const char* name;
+    OperatorEnv env;
+    std::set<std::string> given;
+  };
+  const std::vector<Mode> modes = {
+      {"one node, -np given", {{"PET_NNODES", "1"}}, {"--np"}},
+      {"one node, -H given", {{"PET_NNODES", "1"}}, {"--hosts"}},
+      {"--min-np with -H", {{"PET_NNODES", "1"}}, {"--hosts", "--min-np"}},
+      {"agent mode", kElastic, {}},
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> bad = {
+      {"PET_RDZV_BACKEND", {"zookeeper", ""}},
+      {"PET_RDZV_ENDPOINT", {"127.0.0.1:99999", "ftp://", "", "[::1]:2379", "e:0"}},
+      {"PET_RDZV_ID", {"a/b", ""}},
+      {"PET_NNODES", {"0", "x", "-0", "01"}},
+      {"PET_NPROC_PER_NODE", {"abc", "0", "08", "auto"}},
+      {"PET_NODE_RANK", {"-0", "007", "x", "-1"}},
+      {"PET_MASTER_ADDR", {"a b", ""}},
+      {"PET_MASTER_PORT", {"99999", "022", "0"}},
+      {"PET_MAX_RESTARTS", {"-1", "03", "x"}},
+      {"PET_RDZV_CONF", {"k", "=v", "k=", "a=1,,b=2"}},
+      {"PET_STANDALONE", {"2", "yes"}},
+      {"PET_MONITOR_INTERVAL", {"0", "nan", "x"}},
+      {"PET_START_METHOD", {"thread", ""}},
+      {"MASTER_ADDR", {"a b"}},
+      {"MASTER_PORT", {"0", "65536"}},
+      {"WORLD_SIZE", {"0", "04"}},
+      {"RANK", {"-1", "01"}},
+      {"OMPI_MCA_orte_set_default_slots", {"0", "04", "4096 "}},
+      {"OMPI_MCA_orte_default_hostfile", {""}},
+  };
+  std::set<std::string> covered;
+  for (const auto& [name, values] : bad) covered.insert(name);
+  CHECK(covered == std::set<std::string>(kOperatorVariables.begin(), kOperatorVariables.end()));
+  for (const auto& mode : modes) {
+    for (const auto& [name, values] : bad) {
+      for (const auto& value : values) {
+        INFO(mode.name << ": " << name << "='" << value << "'");
+        CohortrunOptions o;
+        o.np = "2";
+        CHECK_THROWS_WITH(apply_operator_env(with(mode.env, name, value), mode.given, o),
+                          Catch::StartsWith(name + "='" + value + "'"));
+        CHECK(o.np == "2");  // nothing changed
+      }
+    }
+  }
+}
+
+TEST_CASE("operator env: the values torchrun and the operators write are accepted") {
+  struct Row {
+    std::string name, value;
+  };
+  const std::vector<Row> good = {
+      {"PET_STANDALONE", ""},  // the training operator's "on"
+      {"PET_STANDALONE", "1"},
+      {"PET_RDZV_CONF", "rdzv-conf-name=rdzv-conf-value,rdzv-conf-name-1=rdzv-conf-value-1"},
+      {"PET_RDZV_CONF", ""},
+      {"PET_MONITOR_INTERVAL", "0.1"},
+      {"PET_START_METHOD", "forkserver"},
+      {"PET_MAX_RESTARTS", "0"},
+      {"PET_MASTER_ADDR", "resnet-master-0"},
+      {"PET_MASTER_ADDR", "fd00::1"},  // only checked: Cohort does not connect there
+      {"PET_MASTER_PORT", "29500"},
+      {"MASTER_ADDR", "10.0.0.7"},
+      {"MASTER_PORT", "65535"},
+      {"WORLD_SIZE", "4"},
+      {"RANK", "0"},
+      {"PET_NODE_RANK", "0"},
+  };
+  for (const auto& row : good) {
+    INFO(row.name << "='" << row.value << "'");
+    CohortrunOptions o;
+    CHECK_NOTHROW(apply_operator_env(with(kElastic, row.name, row.value), {}, o));
+  }
+  // Without any PET_ variable, the pod's names are someone else's: not checked.
+  CohortrunOptions plain;
+  CHECK_NOTHROW(apply_operator_env({{"MASTER_PORT", "0"}, {"RANK", "x"}}, {}, plain));
+}
+
+TEST_CASE("operator env: torchrun's endpoint without a port is etcd's port 2379") {
+  CohortrunOptions o;
+  apply_operator_env(with(kElastic, "PET_RDZV_ENDPOINT", "etcd.default.svc"), {}, o);
+  CHECK(o.rdzv_endpoints == "http://etcd.default.svc:2379");
+  CohortrunOptions urls;  // a URL's port is the URL's: the scheme's where it has none
+  apply_operator_env(with(kElastic, "PET_RDZV_ENDPOINT", "https://etcd.example.com"), {}, urls);
+  CHECK(urls.rdzv_endpoints == "https://etcd.example.com");
+}
+
+TEST_CASE("operator env: valid variables the mode does not read are reported as ignored") {
+  CohortrunOptions one;
+  auto env = OperatorEnv{{"PET_NNODES", "1"},
+                         {"PET_RDZV_ID", "job7"},
+                         {"PET_RDZV_ENDPOINT", "e:2379"},
+                         {"PET_NPROC_PER_NODE", "2"},
+                         {"OMPI_MCA_orte_set_default_slots", "2"},
+                         {"OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"}};
+  auto result = apply_operator_env(env, {"--hosts"}, one);
+  std::vector<std::string> expected;
+  for (const char* name : {"PET_NPROC_PER_NODE", "PET_RDZV_ENDPOINT", "PET_RDZV_ID",
+                           "OMPI_MCA_orte_set_default_slots", "OMPI_MCA_orte_default_hostfile"}) {
+    expected.push_back(std::string(name) + "='" + env.at(name) +
+                       "' is valid but not read by the one launcher (--rdzv-backend builtin) "
+                       "(docs/kubernetes.md)");
+  }
+  std::sort(expected.begin(), expected.end());
+  std::sort(result.ignored.begin(), result.ignored.end());
+  CHECK(result.ignored == expected);
+  // With a discovery script, the MPI Operator's slots are read.
+  CohortrunOptions script;
+  CHECK(apply_operator_env({{"OMPI_MCA_orte_set_default_slots", "2"}}, {"--host-discovery-script"},
+                           script)
+            .ignored.empty());
+  // The doc's elastic PyTorchJob: every variable is read.
+  CohortrunOptions agent;
+  CHECK(apply_operator_env(kElastic, {}, agent).ignored.empty());
+  CohortrunOptions master;
+  CHECK(apply_operator_env(with(kElastic, "PET_MASTER_PORT", "29500"), {}, master).ignored ==
+        std::vector<std::string>{"PET_MASTER_PORT='29500' is valid but not read by agent mode "
+                                 "(--rdzv-backend etcd) (docs/kubernetes.md)"});
 }

@@ -1,6 +1,7 @@
 // Host lists (-H), hostfiles and host-discovery script output (launcher/hosts.h,
 // discovery/host_discovery.h). The first input byte picks the parser (and the default slot count
 // for discovery output); every host accepted must be valid, with 1..4096 slots.
+#include "base/host_port.h"
 #include "discovery/host_discovery.h"
 #include "launcher/hosts.h"
 #include "test/fuzz/fuzz_common.h"
@@ -12,7 +13,7 @@ namespace {
 
 void check(const std::vector<HostSlots>& hosts) {
   for (const auto& h : hosts) {
-    fuzz::require(valid_host_name(h.host) && h.slots >= 1 && h.slots <= 4096);
+    fuzz::require(net::valid_host_name(h.host) && h.slots >= 1 && h.slots <= 4096);
   }
 }
 

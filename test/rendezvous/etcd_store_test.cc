@@ -147,6 +147,52 @@ TEST_CASE("etcd: bad endpoints are refused before anything is sent") {
                     Contains("'127.0.0.1:2379' is not an http:// or https:// URL"));
 }
 
+TEST_CASE("etcd: an endpoint is scheme://host[:port] with a port from 1 to 65535") {
+  for (const char* good : {"http://127.0.0.1:2379", "https://etcd-0.etcd:2379", "http://etcd",
+                           "https://etcd.example.com:1", "http://e:65535"}) {
+    INFO(good);
+    CHECK(parse_etcd_endpoints(good) == std::vector<std::string>{good});
+  }
+  CHECK(parse_etcd_endpoints("http://a:1,https://b:2") ==
+        std::vector<std::string>{"http://a:1", "https://b:2"});
+  struct Row {
+    const char* list;
+    const char* message;
+  };
+  const Row bad[] = {
+      {"http://127.0.0.1:99999",
+       "etcd endpoint 'http://127.0.0.1:99999': port '99999' is not a whole number from 1 to "
+       "65535"},
+      {"http://e:0", "etcd endpoint 'http://e:0': port '0' is not a whole number from 1 to 65535"},
+      {"http://e:02379",
+       "etcd endpoint 'http://e:02379': port '02379' is not a whole number from "
+       "1 to 65535 (write 2379, without leading zeros)"},
+      {"http://e:", "etcd endpoint 'http://e:': port '' is not a whole number from 1 to 65535"},
+      {"http://e:http", "etcd endpoint 'http://e:http': port 'http'"},
+      {"http://:2379", "etcd endpoint 'http://:2379' names no host"},
+      {"http://", "etcd endpoint 'http://' names no host"},
+      {"ftp://e:2379", "etcd endpoint 'ftp://e:2379' is not an http:// or https:// URL"},
+      {"HTTP://e:2379", "etcd endpoint 'HTTP://e:2379' is not an http:// or https:// URL"},
+      {"http://[::1]:2379",
+       "etcd endpoint 'http://[::1]:2379' has an IPv6 address, which Cohort "
+       "does not support: give a host name or an IPv4 address"},
+      {"http://::1:2379", "etcd endpoint 'http://::1:2379': '::1' is not a host name"},
+      {"http://e:2379/",
+       "etcd endpoint 'http://e:2379/' has more than a host and a port ('/'): "
+       "give scheme://host:port"},
+      {"http://e:2379/v3", "has more than a host and a port ('/v3')"},
+      {"http://e:2379?x=1", "has more than a host and a port ('?x=1')"},
+      {"http://u:p@e:2379", "has more than a host and a port ('@e:2379')"},
+      {"http://e tcd:2379", "'e tcd' is not a host name or an IPv4 address"},
+      {"http://-e:2379", "'-e' is not a host name"},
+      {"http://a:1,", "etcd endpoint '' is not an http:// or https:// URL"},
+  };
+  for (const auto& row : bad) {
+    INFO(row.list);
+    CHECK_THROWS_WITH(parse_etcd_endpoints(row.list), Contains(row.message));
+  }
+}
+
 TEST_CASE("etcd: base64 round trip") {
   for (const std::string& s :
        std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {

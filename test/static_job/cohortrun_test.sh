@@ -185,11 +185,11 @@ check_error "cohortrun: --blacklist-cooldown-range: 'nan' is not a number of sec
   --blacklist-cooldown-range 1 nan -np 1 "$probe" env
 check_error "cohortrun: --elastic-timeout: 'inf' is not a number of seconds from 0 to 31536000 (see cohortrun --help)" \
   --elastic-timeout inf -np 1 "$probe" env
-check_error "cohortrun: --slots-per-host: Value nan not in range 1 to 4096 (see cohortrun --help)" \
+check_error "cohortrun: --slots-per-host: 'nan' is not a whole number from 1 to 4096 (see cohortrun --help)" \
   --slots-per-host nan -np 1 "$probe" env
-check_error "cohortrun: --min-np: Value 0 not in range 1 to 1048576 (see cohortrun --help)" \
+check_error "cohortrun: --min-np: '0' is not a whole number from 1 to 1048576 (see cohortrun --help)" \
   --min-np 0 -np 1 "$probe" env
-check_error "cohortrun: --ssh-port: Value 70000 not in range 1 to 65535 (see cohortrun --help)" \
+check_error "cohortrun: --ssh-port: '70000' is not a whole number from 1 to 65535 (see cohortrun --help)" \
   --ssh-port 70000 -np 1 "$probe" env
 check_error "cohortrun: program is required (see cohortrun --help)" -np 1
 check_error "cohortrun: --rdzv-last-call: 'nan' is not a number of seconds from 0 to 3600 (see cohortrun --help)" \
@@ -230,7 +230,7 @@ check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file/
 for line in COHORT_CYCLE_TIME=2.5 COHORT_STALL_CHECK_DISABLE=1 COHORT_HIERARCHICAL=0; do
   expect_line "$tmp/out" "[0] $line"
 done
-check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invalid: expected an integer" \
+check_error "cohortrun: --cache-capacity: COHORT_CACHE_CAPACITY='lots' is invalid: expected a whole number from 0 to 16777216" \
   --cache-capacity lots -np 1 "$probe" env
 check_error "cohortrun: '--timeline-filename=' has no value after '=' (see cohortrun --help)" \
   --timeline-filename= -np 1 "$probe" env
