@@ -12,8 +12,8 @@
 
 #include <cereal/types/string.hpp>
 #include <chrono>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <sstream>
