@@ -23,6 +23,7 @@
 #include "cohortrun/cohortrun_options.h"
 #include "cohortrun/job_tunables.h"
 #include "cohortrun/operator_env.h"
+#include "cohortrun/worker_files.h"
 #include "elastic_job/elastic_job.h"
 #include "launcher/host_manager.h"
 #include "launcher/worker_exports.h"
@@ -74,14 +75,22 @@ JobEventsOptions events_options(const Options& o) {
   return {.event_log = o.event_log, .metrics_file = o.metrics_file, .job_id = new_job_id()};
 }
 
+// COHORT_TIMELINE as the workers get it, checked here where rank 0 may run on this host.
+void check_files_here(const Options& o, const std::vector<HostSlots>& rank0_hosts) {
+  if (rank0_may_run_here(rank0_hosts))
+    check_worker_files(o.tunables.count("--timeline-filename") > 0);
+}
+
 int run_static(const Options& o) {
-  return run_static_job(job_hosts(o), {.np = parse_np(o.np),
-                                       .command = o.command,
-                                       .term_grace = millis(o.term_grace_seconds),
-                                       .start_timeout = millis(o.start_timeout_seconds),
-                                       .launch = launch_options(o),
-                                       .output = output_options(o),
-                                       .events = events_options(o)});
+  HostManager hosts = job_hosts(o);
+  check_files_here(o, {hosts.hosts().front()});  // the first slot is rank 0's
+  return run_static_job(std::move(hosts), {.np = parse_np(o.np),
+                                           .command = o.command,
+                                           .term_grace = millis(o.term_grace_seconds),
+                                           .start_timeout = millis(o.start_timeout_seconds),
+                                           .launch = launch_options(o),
+                                           .output = output_options(o),
+                                           .events = events_options(o)});
 }
 
 // Refuses flag combinations that contradict each other, naming them.
@@ -191,7 +200,11 @@ AgentOptions agent_options(const Options& o, const CLI::App& app) {
 }
 
 int run(const Options& o, const CLI::App& app) {
-  if (o.rdzv_backend == "etcd") return run_agent(agent_options(o, app));
+  if (o.rdzv_backend == "etcd") {
+    AgentOptions agent = agent_options(o, app);
+    check_files_here(o, {{"localhost"}});  // an agent's workers run on its own host
+    return run_agent(agent);
+  }
   for (const auto& flag : kAgentFlags) {
     if (app.count(flag) > 0) throw InvalidArgument(flag + " needs --rdzv-backend etcd");
   }
@@ -199,7 +212,10 @@ int run(const Options& o, const CLI::App& app) {
   if (app.count("--host-discovery-script") == 0 && app.count("--min-np") == 0) {
     return run_static(o);
   }
-  return run_elastic_job(elastic_options(o, app));
+  ElasticJobOptions elastic = elastic_options(o, app);
+  // With a discovery script the hosts are not known yet: rank 0 checks the path in init().
+  check_files_here(o, elastic.fixed_hosts);
+  return run_elastic_job(elastic);
 }
 
 // --log-level: this process's level, and the workers' through COHORT_LOG_LEVEL, which they

@@ -1,11 +1,8 @@
 #include "core/timeline.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
+#include "base/safe_write.h"
 #include "cohort/errors.h"
 
 namespace cohort {
@@ -30,14 +27,18 @@ std::string json_quoted(std::string_view text) {
 
 }  // namespace
 
-Timeline::Timeline(const std::string& path)
-    : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644)),
-      start_(std::chrono::steady_clock::now()) {
-  if (!fd_.valid()) {
-    throw InvalidArgument("COHORT_TIMELINE='" + path +
-                          "' cannot be written: " + std::strerror(errno));
+Timeline::Timeline(const std::string& path) : start_(std::chrono::steady_clock::now()) {
+  try {
+    auto [dir, name] = files::Directory::of_file(path);
+    files::ReplacingFile file(dir, name);
+    file.write("[");
+    // Published at once, not at the end: a rank 0 killed at any moment leaves its whole events
+    // under the timeline's name.
+    file.publish();
+    fd_ = file.release();
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("COHORT_TIMELINE: ") + e.what());
   }
-  emit("[");
 }
 
 Timeline::~Timeline() {

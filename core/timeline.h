@@ -4,7 +4,10 @@
 //
 // Each event is one write(2) of a whole JSON object followed by ",\n", so a process killed at any
 // moment leaves a file of complete events; the array's closing "]" is optional in this format
-// (and written by close()).
+// (and written by the destructor). The file is made as base/safe_write.h says: a new file of a
+// fresh name in the path's directory, renamed over the path as soon as it holds "[", then written
+// through its descriptor; whatever lies at the path is replaced, never followed or truncated, and
+// a link, a FIFO, a device or a directory there is refused at once.
 #pragma once
 
 #include <chrono>
@@ -20,7 +23,8 @@ namespace cohort {
 class Timeline {
  public:
   Timeline() = default;  // disabled: every call does nothing
-  // Creates or truncates `path`; throws InvalidArgument naming the path if it cannot.
+  // Creates `path`, or replaces the regular file there; throws InvalidArgument naming the path
+  // if it cannot, or when the path is not a regular file.
   explicit Timeline(const std::string& path);
   Timeline(Timeline&&) = default;
   Timeline& operator=(Timeline&&) = default;

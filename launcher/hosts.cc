@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -84,11 +83,13 @@ std::vector<HostSlots> parse_hostfile_text(std::string_view text, const std::str
 }
 
 std::vector<HostSlots> read_hostfile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InvalidArgument("cannot read hostfile '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hostfile_text(text.str(), path);
+  std::string text;
+  try {
+    text = files::read_bounded(path, kHostfileRule);
+  } catch (const Error& e) {
+    throw InvalidArgument(e.what());
+  }
+  return parse_hostfile_text(text, path);
 }
 
 std::vector<SlotAssignment> assign_slots(const std::vector<HostSlots>& hosts, int np) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/placement.h"
+#include "base/read_file.h"
 
 namespace cohort::discovery {
 
@@ -32,6 +33,14 @@ int parse_slots(std::string_view text, const std::string& context);
 std::vector<HostSlots> parse_host_list(std::string_view text);
 // Lines "host slots=N" (or just "host"); '#' starts a comment. Errors name the line number.
 std::vector<HostSlots> parse_hostfile_text(std::string_view text, const std::string& origin);
+// How a hostfile is read (base/read_file.h): a regular file or a pipe (`--hostfile <(...)`) of at
+// most 1 MiB (ten thousand hosts' lines take about 300 KiB), a pipe's writer done within 10 s.
+inline const files::ReadRule kHostfileRule{.what = "hostfile",
+                                           .max_bytes = size_t{1} << 20,
+                                           .pipes = true,
+                                           .pipe_timeout = std::chrono::seconds(10)};
+// The hostfile at `path` (--hostfile, OMPI_MCA_orte_default_hostfile). Throws InvalidArgument
+// naming it when it cannot be read, is refused by kHostfileRule, or does not parse.
 std::vector<HostSlots> read_hostfile(const std::string& path);
 
 // Fills hosts in order, slot by slot, with `np` ranks. Throws if there are fewer slots than np.

@@ -8,9 +8,9 @@
 #include <ctime>
 
 #include "base/net.h"
+#include "base/safe_write.h"
 #include "cohort/errors.h"
 #include "launcher/job_report.h"
-#include "launcher/output_file.h"
 #include "launcher/utc_time.h"
 
 namespace cohort::discovery {
@@ -19,14 +19,14 @@ JobEvents::JobEvents(JobEventsOptions options) : options_(std::move(options)) {
   if (!options_.metrics_file.empty()) {
     metrics_.emplace(options_.job_id, options_.node);
     try {
-      write_file_atomically(options_.metrics_file, metrics_->text());
+      write_metrics_file();
     } catch (const Error& e) {
       throw InvalidArgument(std::string("--metrics-file: ") + e.what());
     }
   }
   if (options_.event_log.empty()) return;
   try {
-    log_ = open_append_file(options_.event_log);
+    log_ = files::open_append(options_.event_log);
   } catch (const Error& e) {
     throw InvalidArgument(std::string("--event-log: ") + e.what());
   }
@@ -59,9 +59,15 @@ void JobEvents::progress(uint64_t commits, uint64_t samples) {
   write_metrics();
 }
 
+void JobEvents::write_metrics_file() const {
+  // 0644 whatever the umask: node_exporter's textfile collector reads it as another user.
+  files::write_file_atomically(options_.metrics_file, metrics_->text(),
+                               {.mode = 0644, .exact_mode = true});
+}
+
 void JobEvents::write_metrics() {
   try {
-    write_file_atomically(options_.metrics_file, metrics_->text());
+    write_metrics_file();
   } catch (const Error& e) {
     if (!metrics_error_reported_) report(std::string("--metrics-file: ") + e.what());
     metrics_error_reported_ = true;

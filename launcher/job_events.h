@@ -2,7 +2,8 @@
 // host blacklisted, ...) is one emit(): with --event-log FILE it becomes one JSON object on one
 // line of FILE, with the time, the job's id and the event's fields (docs/operations.md lists every
 // event and field); with --metrics-file FILE it updates the metrics (job_metrics.h) and rewrites
-// FILE. Both are off by default; the human-readable "[cohortrun]" lines are not affected.
+// FILE. Both are off by default; the human-readable "[cohortrun]" lines are not affected. Both
+// files are written as base/safe_write.h says: never through a link, never a FIFO or a device.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,8 @@ class JobEvents {
 
  private:
   JobEventsOptions options_;
-  void write_metrics();
+  void write_metrics_file() const;  // throws, naming the file (base/safe_write.h)
+  void write_metrics();             // reports a failure once
 
   Fd log_;
   std::optional<JobMetrics> metrics_;

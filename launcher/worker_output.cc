@@ -1,6 +1,5 @@
 #include "launcher/worker_output.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,9 +7,9 @@
 #include <filesystem>
 
 #include "base/decimal.h"
+#include "base/safe_write.h"
 #include "cohort/errors.h"
 #include "launcher/job_report.h"
-#include "launcher/output_file.h"
 #include "launcher/utc_time.h"
 
 namespace cohort::discovery {
@@ -59,11 +58,10 @@ std::set<int> parse_rank_list(const std::string& text) {
 
 WorkerOutput::WorkerOutput(OutputOptions options) : options_(std::move(options)) {
   if (options_.directory.empty()) return;
-  std::error_code error;
-  std::filesystem::create_directories(options_.directory, error);
-  if (error || !std::filesystem::is_directory(options_.directory)) {
-    throw InvalidArgument("--output-filename: cannot create directory '" + options_.directory +
-                          "'" + (error ? ": " + error.message() : ""));
+  try {
+    directory_.emplace(files::Directory::open(options_.directory, files::Directory::Create::kYes));
+  } catch (const Error& e) {
+    throw InvalidArgument(std::string("--output-filename: ") + e.what());
   }
 }
 
@@ -77,27 +75,33 @@ void WorkerOutput::write(const OutputSource& from, bool is_stderr, std::string_v
   }
 }
 
-std::string WorkerOutput::file_path(const OutputSource& from, bool is_stderr) const {
-  std::string dir = options_.directory + "/";
-  if (!from.rank) {
-    dir += "worker." + from.label;
-  } else if (from.round) {
-    dir += "round." + std::to_string(*from.round) + "/rank." + std::to_string(*from.rank);
-  } else {
-    dir += "rank." + padded(*from.rank, options_.rank_digits);
+std::vector<std::string> WorkerOutput::subdirectories(const OutputSource& from) const {
+  if (!from.rank) return {"worker." + from.label};
+  if (from.round)
+    return {"round." + std::to_string(*from.round), "rank." + std::to_string(*from.rank)};
+  return {"rank." + padded(*from.rank, options_.rank_digits)};
+}
+
+Fd WorkerOutput::open_file(const std::vector<std::string>& below, const std::string& name) const {
+  std::optional<files::Directory> dir;
+  for (const auto& sub : below) {
+    files::Directory next = (dir ? *dir : *directory_).child(sub, files::Directory::Create::kYes);
+    dir = std::move(next);
   }
-  return dir + (is_stderr ? "/stderr" : "/stdout");
+  return files::open_append(dir ? *dir : *directory_, name);
 }
 
 void WorkerOutput::write_file(const OutputSource& from, bool is_stderr, const std::string& text) {
-  std::string path = file_path(from, is_stderr);
+  std::vector<std::string> below = subdirectories(from);
+  std::string name = is_stderr ? "stderr" : "stdout";
+  std::string relative;
+  for (const auto& sub : below) relative += sub + "/";
+  std::string path = directory_->path_of(relative + name);
   auto it = files_.find(path);
   if (it == files_.end()) {
-    std::error_code ignored;
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
     Fd fd;
     try {
-      fd = open_append_file(path);
+      fd = open_file(below, name);
     } catch (const Error& e) {
       if (!file_error_reported_) {
         report(std::string("--output-filename: ") + e.what() +

@@ -5,6 +5,8 @@
 //   static:                DIR/rank.<R>/stdout, DIR/rank.<R>/stderr (R padded as horovodrun)
 //   elastic and agents:    DIR/round.<N>/rank.<R>/stdout, .../stderr
 //   before a first round:  DIR/worker.<id>/stdout, .../stderr
+// DIR is held open from the start; every directory and file below it is made and opened relative
+// to it, by its own name, never through a link (base/directory.h, base/safe_write.h).
 #pragma once
 
 #include <map>
@@ -13,7 +15,9 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
+#include "base/directory.h"
 #include "base/fd.h"
 
 namespace cohort::discovery {
@@ -38,7 +42,8 @@ struct OutputSource {
 
 class WorkerOutput {
  public:
-  // Creates `options.directory`; throws InvalidArgument naming it when that fails.
+  // Creates `options.directory` and opens it; throws InvalidArgument naming it when that fails or
+  // it is not a directory (a symbolic link, a FIFO, a file, a device).
   explicit WorkerOutput(OutputOptions options);
 
   // Complete lines (each ends in '\n') read from one of `from`'s streams.
@@ -46,10 +51,13 @@ class WorkerOutput {
 
  private:
   void write_file(const OutputSource& from, bool is_stderr, const std::string& text);
-  std::string file_path(const OutputSource& from, bool is_stderr) const;
+  // The directories below DIR that hold `from`'s files.
+  std::vector<std::string> subdirectories(const OutputSource& from) const;
+  Fd open_file(const std::vector<std::string>& below, const std::string& name) const;
 
   OutputOptions options_;
-  std::map<std::string, Fd> files_;  // by path, opened on the first line
+  std::optional<files::Directory> directory_;  // DIR, when given
+  std::map<std::string, Fd> files_;            // by path, opened on the first line
   bool file_error_reported_ = false;
 };
 

@@ -12,6 +12,7 @@
 #include "base/deadline.h"
 #include "base/decimal.h"
 #include "base/host_port.h"
+#include "base/read_file.h"
 #include "cohort/errors.h"
 #include "rendezvous/store.h"
 
@@ -135,7 +136,23 @@ std::string etcd_error(const std::string& response) {
 EtcdClient::EtcdClient(EtcdOptions options) : options_(std::move(options)) {
   if (options_.endpoints.empty()) throw InvalidArgument("etcd: no endpoint given");
   for (const auto& e : options_.endpoints) check_etcd_endpoint(e);
+  check_tls_files(options_);
   init_curl_once();
+}
+
+void check_tls_files(const EtcdOptions& o) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"etcd CA file", &o.ca_file},
+      {"etcd certificate file", &o.cert_file},
+      {"etcd key file", &o.key_file}};
+  for (const auto& [what, path] : files) {
+    if (path->empty()) continue;
+    try {
+      files::read_bounded(*path, {.what = what, .max_bytes = kMaxTlsFileBytes});
+    } catch (const Error& e) {
+      throw InvalidArgument(std::string("etcd: ") + e.what());
+    }
+  }
 }
 
 std::string EtcdClient::describe() const {

@@ -51,6 +51,7 @@ class EtcdClient {
   // Called with each message of a streamed answer; returns true when it has what it waited for.
   using OnMessage = std::function<bool(const nlohmann::json& message)>;
 
+  // Throws InvalidArgument for no endpoint, a bad one, or a TLS file check_tls_files() refuses.
   explicit EtcdClient(EtcdOptions options);
 
   // POSTs `body` to `path` and returns etcd's answer. Throws StoreUnreachable naming the path
@@ -94,6 +95,14 @@ class EtcdClient {
 // http://HOST[:PORT] or https://HOST[:PORT]: HOST a name or an IPv4 address (no IPv6), PORT 1 to
 // 65535 (default the scheme's), nothing after it (no path, user or query).
 void check_etcd_endpoint(std::string_view endpoint);
+// The most a TLS file (a CA bundle, a certificate, a key) may hold: Debian's whole CA bundle is
+// about 210 KiB.
+constexpr size_t kMaxTlsFileBytes = size_t{4} << 20;
+// Throws InvalidArgument naming the file unless each TLS file given is a regular file of at most
+// kMaxTlsFileBytes that can be read (base/read_file.h): checked once, when a client is made, so
+// that a FIFO, /dev/zero or a missing file there is an error at once. libcurl reads the files
+// again for each connection, so renewed certificates are taken up.
+void check_tls_files(const EtcdOptions& options);
 // The endpoints of a comma-separated list ("http://a:2379,http://b:2379"), each checked.
 std::vector<std::string> parse_etcd_endpoints(std::string_view list);
 

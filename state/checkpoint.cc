@@ -2,6 +2,7 @@
 // returns or throws alike, and a load ends with a sync so every rank holds the loaded state.
 #include "cohort/elastic/checkpoint.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/file_kind.h"
 #include "cohort/cohort.h"
 #include "state/agreement.h"
 #include "state/checkpoint_format.h"
@@ -51,22 +53,24 @@ bool is_temporary(const std::string& name) {
          name.compare(name.size() - 4, 4, ".tmp") == 0;
 }
 
+using files::Directory;
+
 struct Found {
   uint64_t sequence;
-  fs::path path;
+  std::string name;
+  std::string path;
   bool regular;  // the entry itself (a symbolic link is not followed)
 };
 
-// Every entry named like a checkpoint, whatever it is, oldest first (none if `dir` does not
-// exist). Only regular files are checkpoints; the others are listed so that a save never takes
-// their names.
-std::vector<Found> list(const fs::path& dir) {
+// Every entry named like a checkpoint, whatever it is, oldest first. Only regular files are
+// checkpoints; the others are listed so that a save never takes their names.
+std::vector<Found> list(const Directory& dir) {
   std::vector<Found> out;
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (auto seq = sequence_of(entry.path().filename().string()))
-      out.push_back({*seq, entry.path(), entry.symlink_status().type() == fs::file_type::regular});
+  for (const std::string& name : dir.names()) {
+    auto seq = sequence_of(name);
+    if (!seq) continue;
+    auto entry = dir.entry(name);
+    out.push_back({*seq, name, dir.path_of(name), entry && S_ISREG(entry->st_mode)});
   }
   std::sort(out.begin(), out.end(),
             [](const Found& a, const Found& b) { return a.sequence < b.sequence; });
@@ -117,11 +121,11 @@ void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
 
 // Removes what crashed saves left (temporaries that may hold much of a disk), before the new
 // file is written. A directory of that name is left alone.
-void remove_leftovers(const fs::path& dir) {
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (!is_temporary(entry.path().filename().string())) continue;
-    if (::unlink(entry.path().c_str()) != 0) {
-      warn("cannot remove leftover " + entry.path().string() + ": " + std::strerror(errno));
+void remove_leftovers(const Directory& dir) {
+  for (const std::string& name : dir.names()) {
+    if (!is_temporary(name)) continue;
+    if (::unlinkat(dir.fd(), name.c_str(), 0) != 0) {
+      warn("cannot remove leftover " + dir.path_of(name) + ": " + std::strerror(errno));
     }
   }
 }
@@ -129,12 +133,12 @@ void remove_leftovers(const fs::path& dir) {
 // The sequence of the next save: above every name in the directory, so it never takes an
 // existing name and is always the newest. Refused rather than wrapped to 0 after 2^64 - 1: a
 // wrapped sequence would be the oldest, pruned at once after a save that reported success.
-uint64_t next_sequence(const fs::path& dir, const std::vector<Found>& existing) {
+uint64_t next_sequence(const Directory& dir, const std::vector<Found>& existing) {
   if (existing.empty()) return 1;
   const Found& last = existing.back();
   if (last.sequence == UINT64_MAX) {
-    throw CheckpointError("checkpoint directory " + dir.string() + ": cannot save after " +
-                          last.path.string() +
+    throw CheckpointError("checkpoint directory " + dir.path() + ": cannot save after " +
+                          last.path +
                           ": it has the largest possible sequence (2^64 - 1), so no checkpoint "
                           "can follow it; move it out of the directory (nothing was written)");
   }
@@ -143,35 +147,50 @@ uint64_t next_sequence(const fs::path& dir, const std::vector<Found>& existing) 
 
 // Removes the checkpoints beyond the newest `keep`. Only regular files count and are removed:
 // an entry of another kind is not a checkpoint (load skips it) and is not ours to delete.
-void prune(const fs::path& dir, size_t keep) {
+void prune(const Directory& dir, size_t keep) {
   std::vector<Found> all = list(dir);
   std::erase_if(all, [](const Found& f) { return !f.regular; });
-  std::error_code ec;
   for (size_t i = 0; i + keep < all.size(); ++i) {
-    if (!fs::remove(all[i].path, ec) && ec)
-      warn("cannot remove old checkpoint " + all[i].path.string() + ": " + ec.message());
+    if (::unlinkat(dir.fd(), all[i].name.c_str(), 0) != 0 && errno != ENOENT)
+      warn("cannot remove old checkpoint " + all[i].path + ": " + std::strerror(errno));
+  }
+}
+
+// `dir` open (made first if `create`), or nothing where it does not exist and is not to be made.
+// Throws CheckpointError naming it when it is not a directory itself (a symbolic link, a FIFO, a
+// file, a device) or cannot be made or opened.
+std::optional<Directory> open_directory(const fs::path& dir, bool create) {
+  try {
+    if (create) return Directory::open(dir.string(), Directory::Create::kYes);
+    return Directory::open_if_exists(dir.string());
+  } catch (const files::RefusedFile& e) {  // "'DIR' is a FIFO, not a directory"
+    throw CheckpointError("checkpoint directory " + std::string(e.what()));
+  } catch (const Error& e) {
+    throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
   }
 }
 
 CheckpointInfo save_on_root(const StateImpl& s, const fs::path& dir,
                             const CheckpointOptions& options) {
   check_saveable(s, options);
+  Directory d = std::move(*open_directory(dir, true));
   try {
-    fs::create_directories(dir);
-    uint64_t sequence = next_sequence(dir, list(dir));
-    remove_leftovers(dir);
+    uint64_t sequence = next_sequence(d, list(d));
+    remove_leftovers(d);
     CheckpointInfo info{sequence, s.commit_count, ""};
     {
-      DurableFile file(dir, file_name(sequence), options.on_progress);
+      DurableFile file(d, file_name(sequence), options.on_progress);
       CheckpointWriter writer(file);
       write_payload(s, writer, sequence);
       writer.finish();
-      info.path = file.final_path().string();
+      info.path = file.final_path();
     }
-    prune(dir, static_cast<size_t>(options.keep_last));
+    prune(d, static_cast<size_t>(options.keep_last));
     if (options.on_progress) options.on_progress(SaveStage::kPruned, 0);
     return info;
-  } catch (const fs::filesystem_error& e) {
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {  // listing the directory
     throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
   }
 }
@@ -245,19 +264,21 @@ std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte
 }
 
 std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
+  std::optional<Directory> d = open_directory(dir, false);
+  if (!d) return std::nullopt;
   std::vector<Found> all;
   try {
-    all = list(dir);
-  } catch (const fs::filesystem_error& e) {
+    all = list(*d);
+  } catch (const Error& e) {
     throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
   }
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    std::string where = "checkpoint " + it->path.string();
+    std::string where = "checkpoint " + it->path;
     std::vector<std::byte> payload;
     try {
-      payload = read_verified_payload(it->path);
+      payload = read_verified_payload(*d, it->name);
     } catch (const NotRegularFile& e) {
-      warn(std::string("skipping ") + e.what());
+      warn(std::string(e.what()) + "; skipped");
       continue;
     } catch (const DamagedCheckpoint& e) {
       warn("skipping damaged " + where + ": " + e.what());
@@ -274,7 +295,7 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
     }
     for (auto& a : apply) a();
     s.commit_count = commit_count;
-    return CheckpointInfo{it->sequence, commit_count, it->path.string()};
+    return CheckpointInfo{it->sequence, commit_count, it->path};
   }
   return std::nullopt;
 }

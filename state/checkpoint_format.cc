@@ -151,12 +151,26 @@ std::span<const std::byte> verified_payload(std::span<const std::byte> file) {
 }
 
 std::vector<std::byte> read_verified_payload(const std::filesystem::path& path) {
-  InputFile file(path);
+  try {
+    auto [dir, name] = files::Directory::of_file(path.string());
+    return read_verified_payload(dir, name);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const DamagedCheckpoint&) {
+    throw;
+  } catch (const Error& e) {
+    throw CheckpointError("checkpoint " + path.string() + ": " + e.what());
+  }
+}
+
+std::vector<std::byte> read_verified_payload(const files::Directory& dir, const std::string& name) {
+  InputFile file(dir, name);
+  const std::string& path = file.path();
   std::array<std::byte, kHeaderSize> head{};
   size_t got = file.read_at(0, head);
   CheckpointHeader h = parse_checkpoint_header(std::span(head).first(got), file.size());
   if (h.payload_size > payload_cap()) {
-    throw CheckpointError("checkpoint " + path.string() + ": its payload of " +
+    throw CheckpointError("checkpoint " + path + ": its payload of " +
                           std::to_string(h.payload_size) + " bytes is more than this host's " +
                           std::to_string(payload_cap()) + " bytes of memory");
   }
@@ -164,7 +178,7 @@ std::vector<std::byte> read_verified_payload(const std::filesystem::path& path) 
   try {
     payload.resize(static_cast<size_t>(h.payload_size));
   } catch (const std::bad_alloc&) {
-    throw CheckpointError("checkpoint " + path.string() + ": cannot allocate " +
+    throw CheckpointError("checkpoint " + path + ": cannot allocate " +
                           std::to_string(h.payload_size) + " bytes to read it");
   }
   got = file.read_at(kHeaderSize, payload);

@@ -83,11 +83,13 @@ CheckpointHeader parse_checkpoint_header(std::span<const std::byte> bytes, uint6
 // otherwise.
 std::span<const std::byte> verified_payload(std::span<const std::byte> file);
 
-// Reads the checkpoint file at `path` and returns its verified payload. Reads are bounded by the
-// file's size at open and by this host's memory; the payload is read only after its header
+// Reads the checkpoint file `name` of `dir` and returns its verified payload. Reads are bounded by
+// the file's size at open and by this host's memory; the payload is read only after its header
 // passed. Throws DamagedCheckpoint (a file that is not a good checkpoint), NotRegularFile (a path
 // that is not a regular file: never followed, opened without blocking), or CheckpointError (it
 // cannot be read).
+std::vector<std::byte> read_verified_payload(const files::Directory& dir, const std::string& name);
+// The same for the file `path` names (its directory as the system resolves it).
 std::vector<std::byte> read_verified_payload(const std::filesystem::path& path);
 
 }  // namespace cohort::elastic::detail

@@ -1,15 +1,13 @@
 #include "state/durable_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <optional>
 
-#include "cohort/errors.h"
+#include "base/file_kind.h"
+#include "base/read_file.h"
 
 namespace cohort::elastic::detail {
 namespace {
@@ -21,45 +19,20 @@ std::string cause() {
   return std::strerror(errno);
 }
 
-std::string kind_of(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "of an unknown kind";
-}
-
-// What `path` is when it is not a regular file, without following a link; nothing for a regular
-// file, or when lstat fails (the open then says why).
-std::optional<std::string> non_regular_kind(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return std::nullopt;
-  return kind_of(st.st_mode);
-}
-
 }  // namespace
 
-DurableFile::DurableFile(const std::filesystem::path& dir, const std::string& name,
-                         Progress progress)
-    : dir_(dir),
-      temp_(dir / ("." + name + ".tmp")),
-      final_(dir / name),
-      progress_(std::move(progress)) {
-  if (::unlink(temp_.c_str()) != 0 && errno != ENOENT) fail("cannot remove a leftover");
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail("cannot create");
+DurableFile::DurableFile(const files::Directory& dir, const std::string& name, Progress progress)
+    : dir_(dir), temp_path_(dir.path_of("." + name + ".tmp")), progress_(std::move(progress)) {
+  try {
+    file_.emplace(dir_, name, files::ReplaceOptions{.temp_name = "." + name + ".tmp"});
+  } catch (const Error& e) {
+    throw CheckpointError("checkpoint " + temp_path_ + ": cannot create: " + e.what());
+  }
   report(SaveStage::kCreated);
 }
 
-DurableFile::~DurableFile() {
-  if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
-}
-
 void DurableFile::fail(const std::string& what) const {
-  throw CheckpointError("checkpoint " + temp_.string() + ": " + what + " (after " +
+  throw CheckpointError("checkpoint " + temp_path_ + ": " + what + " (after " +
                         std::to_string(size_) + " bytes): " + cause());
 }
 
@@ -69,7 +42,7 @@ void DurableFile::report(SaveStage stage) const {
 
 void DurableFile::append(std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), std::min(bytes.size(), kMaxWrite));
+    ssize_t n = ::write(file_->fd(), bytes.data(), std::min(bytes.size(), kMaxWrite));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail("write failed");
     size_ += static_cast<uint64_t>(n);
@@ -80,7 +53,7 @@ void DurableFile::append(std::span<const std::byte> bytes) {
 
 void DurableFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
-    ssize_t n = ::pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    ssize_t n = ::pwrite(file_->fd(), bytes.data(), bytes.size(), static_cast<off_t>(offset));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail("write failed");
     offset += static_cast<uint64_t>(n);
@@ -90,65 +63,41 @@ void DurableFile::write_at(uint64_t offset, std::span<const std::byte> bytes) {
 }
 
 void DurableFile::commit() {
-  if (::fsync(fd_) != 0) fail("fsync failed");
-  int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) fail("close failed");
-  report(SaveStage::kSynced);
-  if (::rename(temp_.c_str(), final_.c_str()) != 0)
-    fail("rename to " + final_.string() + " failed");
-  committed_ = true;
-  report(SaveStage::kRenamed);
-  fsync_directory(dir_);
+  if (::fsync(file_->fd()) != 0) fail("fsync failed");
+  try {
+    file_->close();
+    report(SaveStage::kSynced);
+    file_->publish();
+    report(SaveStage::kRenamed);
+    dir_.sync();
+  } catch (const Error& e) {
+    throw CheckpointError("checkpoint " + temp_path_ + ": " + e.what());
+  }
   report(SaveStage::kDirectorySynced);
 }
 
-void fsync_directory(const std::filesystem::path& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    std::string why = cause();
-    if (fd >= 0) ::close(fd);
-    throw CheckpointError("checkpoint directory " + dir.string() + ": fsync failed: " + why);
+InputFile::InputFile(const files::Directory& dir, const std::string& name)
+    : path_(dir.path_of(name)) {
+  try {
+    files::RegularFile file = files::open_regular(dir, name);
+    fd_ = std::move(file.fd);
+    size_ = file.size;
+  } catch (const files::RefusedFile& e) {
+    throw NotRegularFile("checkpoint " + std::string(e.what()));
+  } catch (const Error& e) {
+    throw CheckpointError("checkpoint " + std::string(e.what()));
   }
-  ::close(fd);
-}
-
-InputFile::InputFile(const std::filesystem::path& path) : path_(path) {
-  auto refuse = [&](const std::string& kind) {
-    throw NotRegularFile("checkpoint " + path_.string() + ": it is " + kind +
-                         ", not a regular file");
-  };
-  // Checked before the open too, so that a device node is never opened (opening some has effects).
-  if (auto kind = non_regular_kind(path_)) refuse(*kind);
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd_ < 0 && errno == ELOOP) refuse("a symbolic link");
-  if (fd_ < 0) throw CheckpointError("checkpoint " + path_.string() + ": cannot open: " + cause());
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    std::string why = cause();
-    ::close(fd_);
-    throw CheckpointError("checkpoint " + path_.string() + ": cannot stat: " + why);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    refuse(kind_of(st.st_mode));
-  }
-  size_ = static_cast<uint64_t>(st.st_size);
-}
-
-InputFile::~InputFile() {
-  ::close(fd_);
 }
 
 size_t InputFile::read_at(uint64_t offset, std::span<std::byte> out) const {
   size_t done = 0;
   while (done < out.size() && offset + done < size_) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(out.size() - done, size_ - offset - done));
-    ssize_t n = ::pread(fd_, out.data() + done, std::min(want, kMaxWrite),
+    ssize_t n = ::pread(fd_.get(), out.data() + done, std::min(want, kMaxWrite),
                         static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      throw CheckpointError("checkpoint " + path_.string() + ": read failed at byte " +
+      throw CheckpointError("checkpoint " + path_ + ": read failed at byte " +
                             std::to_string(offset + done) + ": " + cause());
     }
     if (n == 0) break;  // cut since it was opened

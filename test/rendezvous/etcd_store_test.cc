@@ -1,10 +1,14 @@
 // What only the etcd store must do, against a real etcd (test/rendezvous/etcd_server.h): refuse
 // values that this job did not write for their key, from clients that do not hold the secret, and
 // fail clearly when etcd cannot be reached.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <string>
@@ -16,6 +20,7 @@
 #include "rendezvous/protocol.h"
 #include "rendezvous/signed_value.h"
 #include "test/common/captured_stderr.h"
+#include "test/common/scratch_dir.h"
 #include "test/rendezvous/etcd_server.h"
 
 using namespace cohort;
@@ -191,6 +196,29 @@ TEST_CASE("etcd: an endpoint is scheme://host[:port] with a port from 1 to 65535
     INFO(row.list);
     CHECK_THROWS_WITH(parse_etcd_endpoints(row.list), Contains(row.message));
   }
+}
+
+TEST_CASE("etcd: TLS files that are not regular files of at most 4 MiB are refused at once") {
+  cohort::testing::ScratchDir dir("etcd_tls");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+  { std::ofstream(dir / "big"); }
+  std::filesystem::resize_file(dir / "big", (4 << 20) + 1);
+  cohort::testing::write_text(dir / "ca.pem", "-----BEGIN CERTIFICATE-----\n");
+  const std::string https = "https://127.0.0.1:1";  // nothing is sent: refused before
+  auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(EtcdClient({.endpoints = {https}, .ca_file = dir / "fifo"}),
+                    "etcd: etcd CA file '" + (dir / "fifo") +
+                        "' is a FIFO; Cohort reads it only from a regular file of at most 4 MiB");
+  CHECK_THROWS_WITH(EtcdClient({.endpoints = {https}, .cert_file = "/dev/zero"}),
+                    Contains("etcd certificate file '/dev/zero' is a character device"));
+  CHECK_THROWS_WITH(EtcdClient({.endpoints = {https}, .key_file = dir / "big"}),
+                    Contains("etcd key file '" + (dir / "big") +
+                             "' holds 4194305 bytes, more than the 4 MiB Cohort reads of it"));
+  CHECK_THROWS_WITH(EtcdClient({.endpoints = {https}, .key_file = dir / "absent"}),
+                    Contains("cannot read etcd key file '" + (dir / "absent") + "'"));
+  CHECK_THROWS_AS(EtcdClient({.endpoints = {https}, .key_file = dir / "absent"}), InvalidArgument);
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+  CHECK_NOTHROW(EtcdClient({.endpoints = {https}, .ca_file = dir / "ca.pem"}));
 }
 
 TEST_CASE("etcd: base64 round trip") {

@@ -97,10 +97,10 @@ event_log_fifo)  # --event-log on a FIFO nobody reads: refused at once, never a 
   set_hosts localhost:1
   rc=$(bounded 10 "$cohortrun" "${discovery[@]}" --event-log "$tmp/fifo" "$worker" "${trainer[@]}")
   [[ $rc == 2 ]] || fail "cohortrun exited $rc, expected 2 at once"
-  expect "$tmp/err" "cohortrun: --event-log: '$tmp/fifo' is a FIFO; cohortrun writes only regular files"
+  expect "$tmp/err" "cohortrun: --event-log: '$tmp/fifo' is a FIFO; Cohort writes only regular files"
   rc=$(bounded 10 "$cohortrun" -np 1 --event-log "$tmp/fifo" "$worker" "${trainer[@]}")
   [[ $rc == 2 ]] || fail "static: cohortrun exited $rc, expected 2 at once"
-  expect "$tmp/err" "cohortrun: --event-log: '$tmp/fifo' is a FIFO; cohortrun writes only regular files"
+  expect "$tmp/err" "cohortrun: --event-log: '$tmp/fifo' is a FIFO; Cohort writes only regular files"
   ;;
 metrics_links)  # --metrics-file and --event-log never written through a symbolic link
   echo precious >"$tmp/victim"
@@ -110,11 +110,11 @@ metrics_links)  # --metrics-file and --event-log never written through a symboli
   rc=$(bounded 10 "$cohortrun" "${discovery[@]}" --metrics-file "$tmp/metrics.prom" "$worker" \
     "${trainer[@]}")
   [[ $rc == 2 ]] || fail "cohortrun exited $rc, expected 2"
-  expect "$tmp/err" "cohortrun: --metrics-file: '$tmp/metrics.prom' is a symbolic link; cohortrun writes only regular files"
+  expect "$tmp/err" "cohortrun: --metrics-file: '$tmp/metrics.prom' is a symbolic link; Cohort writes only regular files"
   rc=$(bounded 10 "$cohortrun" "${discovery[@]}" --event-log "$tmp/events.jsonl" "$worker" \
     "${trainer[@]}")
   [[ $rc == 2 ]] || fail "cohortrun exited $rc, expected 2"
-  expect "$tmp/err" "cohortrun: --event-log: '$tmp/events.jsonl' is a symbolic link; cohortrun writes only regular files"
+  expect "$tmp/err" "cohortrun: --event-log: '$tmp/events.jsonl' is a symbolic link; Cohort writes only regular files"
   [[ $(cat "$tmp/victim") == precious ]] || fail "the link's target was written"
   ;;
 short_timeout)  # COHORT_TIMEOUT_SECONDS=5 alone: the peer timeout is lowered, the job runs

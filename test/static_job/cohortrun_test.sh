@@ -158,7 +158,7 @@ check_error "cohortrun: host list entry 'localhost:x': slot count 'x' is not a w
 check_error "cohortrun: host list entry 'a b': 'a b' is not a valid host name" -H "a b" "$probe"
 check_error "cohortrun: host 'localhost' is listed twice; give it one entry with the sum of its slots" \
   -H localhost,localhost:2 "$probe"
-check_error "cohortrun: cannot read hostfile '$tmp/missing'" --hostfile "$tmp/missing" "$probe"
+check_error "cohortrun: cannot read hostfile '$tmp/missing': No such file or directory" --hostfile "$tmp/missing" "$probe"
 printf 'localhost slots=1\n# fine\nlocalhost slots=two\n' >"$tmp/bad"
 check_error "cohortrun: $tmp/bad:3: slot count 'two' is not a whole number between 1 and 4096" \
   --hostfile "$tmp/bad" "$probe"
@@ -222,7 +222,7 @@ done
 check_error "cohortrun: --console-ranks: '1-' is not a list of ranks such as 0 or 0,2-3" \
   --console-ranks 1- -np 1 "$probe" env
 : >"$tmp/a_file"
-check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file/logs': Not a directory" \
+check_error "cohortrun: --output-filename: cannot create directory '$tmp/a_file' (above '$tmp/a_file/logs'): Not a directory" \
   --output-filename "$tmp/a_file/logs" -np 1 "$probe" env
 # The tunables' flags set their variables for the workers, over -x; horovodrun's names work too.
 "$cohortrun" -x COHORT_CYCLE_TIME=9 --cycle-time-ms 2.5 --no-stall-check --hierarchical 0 -np 1 \
@@ -241,7 +241,7 @@ python3 "$(dirname "$0")/../launcher/check_event_log.py" "$tmp/events.jsonl" \
   >"$tmp/events" || fail "the static event log does not match docs/operations.md"
 grep '"event":"worker_exit"' "$tmp/events.jsonl" | grep '"rank":1,' | grep '"verdict":"failed"' |
   grep -q '"exit_code":3' || { cat "$tmp/events.jsonl"; fail "no failed worker_exit of rank 1"; }
-check_error "cohortrun: --event-log: cannot open '$tmp/no/such/dir/log': No such file or directory" \
+check_error "cohortrun: --event-log: cannot write '$tmp/no/such/dir/log': its directory '$tmp/no/such/dir' cannot be opened: No such file or directory" \
   --event-log "$tmp/no/such/dir/log" -np 1 "$probe" env
 # -np=N is --np=N (CLI11 alone would read it as -n with the value 'p=N').
 "$cohortrun" -np=2 "$probe" env >"$tmp/out" 2>&1 || { cat "$tmp/out"; fail "-np=2 exited $?"; }

@@ -51,11 +51,14 @@ struct CheckpointInfo {
 };
 
 // Collective. Rank 0 writes the State's last commit (not the values as they are now) into `dir`
-// (created if needed); the other ranks wait for it. Throws on every rank if it fails:
-// CheckpointError for I/O errors (disk full, permission, ...) and when `dir` holds a checkpoint
-// name at the largest sequence (2^64 - 1, which no save can follow), InvalidArgument if there is
-// no commit yet or a value was tracked after it. A failed save leaves the earlier checkpoints as
-// they were.
+// (created if needed); the other ranks wait for it. `dir` is written into by its own name: it
+// must be a directory itself, never a symbolic link to one (the directories above it are
+// followed), and every file in it is made, renamed and removed relative to it. Throws on every
+// rank if it fails: CheckpointError for I/O errors (disk full, permission, ...), when `dir` is
+// not a directory (a symbolic link, a FIFO, a file, a device: nothing is written) and when `dir`
+// holds a checkpoint name at the largest sequence (2^64 - 1, which no save can follow);
+// InvalidArgument if there is no commit yet or a value was tracked after it. A failed save leaves
+// the earlier checkpoints as they were.
 CheckpointInfo save(const State& state, const std::filesystem::path& dir,
                     const CheckpointOptions& options = {});
 
@@ -65,7 +68,8 @@ CheckpointInfo save(const State& state, const std::filesystem::path& dir,
 // rank takes rank 0's values as in sync(), drops its samplers' uncommitted records, and takes the
 // result as its last commit. Returns nothing, changing nothing, if `dir` holds no good checkpoint.
 // Throws CheckpointError on every rank, changing nothing, if the newest good checkpoint does not
-// match the tracked values (names, kinds, types, sizes) or cannot be read.
+// match the tracked values (names, kinds, types, sizes) or cannot be read, and when `dir` exists
+// and is not a directory itself (a symbolic link to one included), as for save().
 std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::path& dir);
 
 }  // namespace cohort::elastic
