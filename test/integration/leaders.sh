@@ -8,13 +8,13 @@ cohortrun=$1 worker=$2
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 COHORT_CONTROL_LEADERS=1 COHORT_LOG_LEVEL=debug \
-  "$cohortrun" -np 4 -H localhost:2,127.0.0.1:2 "$worker" >"$out" 2>&1 ||
+  "$cohortrun" -np 4 -H 127.0.0.1:2,127.0.0.2:2 "$worker" >"$out" 2>&1 ||
   { cat "$out"; echo "FAIL: the job failed"; exit 1; }
-expect() { grep -qxF -- "$1" "$out" || { cat "$out"; echo "FAIL: missing: $1"; exit 1; }; }
-expect "[0] cohort DEBUG: control: leading 2 rank(s) connected here"
-expect "[1] cohort DEBUG: control: through rank 0, this host's leader"
-expect "[2] cohort DEBUG: control: leading 1 rank(s) connected here"
-expect "[3] cohort DEBUG: control: through rank 2, this host's leader"
+expect() { grep -qF -- "$1" "$out" || { cat "$out"; echo "FAIL: missing: $1"; exit 1; }; }
+expect "[0] cohort DEBUG: control: rank 0 on host 127.0.0.1: leading 2 rank(s) connected here (ranks 1 to 2)"
+expect "[1] cohort DEBUG: control: rank 1 on host 127.0.0.1: through rank 0, this host's leader at 127.0.0.1:"
+expect "[2] cohort DEBUG: control: rank 2 on host 127.0.0.2: leading 1 rank(s) connected here (rank 3)"
+expect "[3] cohort DEBUG: control: rank 3 on host 127.0.0.2: through rank 2, this host's leader at 127.0.0.2:"
 for r in 0 1 2 3; do
   grep -qx "\[$r\] rank $r: [0-9]* checks passed" "$out" || { cat "$out"; echo "FAIL: rank $r"; exit 1; }
 done
