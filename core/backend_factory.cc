@@ -52,12 +52,12 @@ std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
   return ops::make_gloo_backend(gloo_options(c), *mpi);
 }
 
+}  // namespace
+
 bool some_host_shared(const std::vector<std::string>& hosts) {
   std::set<std::string> distinct(hosts.begin(), hosts.end());
   return distinct.size() > 1 && distinct.size() < hosts.size();
 }
-
-}  // namespace
 
 std::vector<std::string> host_names(ops::Backend& world, const Config& c) {
   constexpr size_t kBlock = 256;

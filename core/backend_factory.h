@@ -26,6 +26,9 @@ std::unique_ptr<ops::Backend> make_backend(const Config& config,
 // Collective over `world`'s ranks. The shared-memory backends and the host leaders
 // (core/leader.h) group a host's ranks by it.
 std::vector<std::string> host_names(ops::Backend& world, const Config& config);
+// Whether `hosts` (host_names()) are several and some has several ranks: where COHORT_HIERARCHICAL
+// and COHORT_CONTROL_LEADERS, both automatic by default, turn themselves on.
+bool some_host_shared(const std::vector<std::string>& hosts);
 
 // Moves `world`'s collectives to shared memory where it is a Gloo world of several ranks and
 // COHORT_SHARED_MEMORY_DISABLE is not set: all of them when every rank shares this host

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cohort/errors.h"
+#include "core/backend_factory.h"
 #include "core/coordinator.h"
 
 namespace cohort {
@@ -17,6 +18,11 @@ std::vector<int> host_leaders(std::span<const std::string> hosts) {
     leader_of[r] = first_on.try_emplace(hosts[r], static_cast<int>(r)).first->second;
   }
   return leader_of;
+}
+
+bool leaders_wanted(Config::Hierarchy setting, const std::vector<std::string>& hosts) {
+  if (setting == Config::Hierarchy::kOff || hosts.size() < 2) return false;
+  return setting == Config::Hierarchy::kOn || some_host_shared(hosts);
 }
 
 std::vector<int> led_by(int leader, std::span<const int> leader_of) {

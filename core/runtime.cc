@@ -142,8 +142,13 @@ std::unique_ptr<Role> Runtime::make_role() {
 }
 
 void Runtime::connect_control_channel() {
-  if (config_.control_leaders && topology_.size > 1) {
-    connect_control_leaders();
+  // Every rank decides alike, from every rank's host.
+  std::vector<std::string> hosts;
+  if (topology_.size > 1 && config_.control_leaders != Config::Hierarchy::kOff) {
+    hosts = host_names(*backend_, config_);
+  }
+  if (leaders_wanted(config_.control_leaders, hosts)) {
+    connect_control_leaders(hosts);
   } else {
     control_ = connect_star("control");
   }
@@ -213,9 +218,8 @@ std::vector<std::string> Runtime::allgather_strings(const std::string& block) {
   return out;
 }
 
-void Runtime::connect_control_leaders() {
+void Runtime::connect_control_leaders(const std::vector<std::string>& hosts) {
   int rank = topology_.rank;
-  auto hosts = host_names(*backend_, config_);
   leader_of_ = host_leaders(hosts);
   int leader = leader_of_[rank];
   std::optional<ControlChannel> hub;

@@ -1,6 +1,6 @@
 // Rule 4 of the elastic policy (elastic_policy/elastic_policy.h), the part both elastic modes
 // share: the members of a round keep each host's ranks consecutive. Host leaders
-// (COHORT_CONTROL_LEADERS=1, core/leader.h) and the hierarchical collectives serve a host's ranks
+// (COHORT_CONTROL_LEADERS, core/leader.h) and the hierarchical collectives serve a host's ranks
 // through one of them, and the local ranks a launcher hands out count a host's ranks in rank
 // order, so a worker that joins a host with survivors takes its rank among them, not after the
 // last host's.

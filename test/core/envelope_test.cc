@@ -125,6 +125,21 @@ TEST_CASE("host leaders: each rank's leader is the lowest rank on its host") {
   CHECK(led_by(0, interleaved) == std::vector<int>{0, 2});
 }
 
+TEST_CASE("host leaders: automatic over several hosts where some host has several ranks") {
+  using H = Config::Hierarchy;
+  using Hosts = std::vector<std::string>;
+  Hosts shared{"a", "a", "b"}, one_host{"a", "a"}, one_each{"a", "b", "c"};
+  CHECK(leaders_wanted(H::kAuto, shared));
+  CHECK(leaders_wanted(H::kAuto, Hosts{"a", "b", "a"}));  // not consecutive: grouped by host
+  CHECK_FALSE(leaders_wanted(H::kAuto, one_host));
+  CHECK_FALSE(leaders_wanted(H::kAuto, one_each));
+  CHECK(leaders_wanted(H::kOn, one_host));
+  CHECK(leaders_wanted(H::kOn, one_each));
+  CHECK_FALSE(leaders_wanted(H::kOff, shared));
+  CHECK_FALSE(leaders_wanted(H::kOn, Hosts{}));  // a world of one gathers no hosts
+  CHECK_FALSE(leaders_wanted(H::kOn, Hosts{"a"}));
+}
+
 TEST_CASE("host leaders: rank lists as the logs name them") {
   CHECK(describe_ranks(std::vector<int>{4}) == "rank 4");
   CHECK(describe_ranks(std::vector<int>{2, 3}) == "ranks 2 to 3");

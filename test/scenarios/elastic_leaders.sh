@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Host leaders (--control-leaders) in cohortrun's elastic mode, end to end with the real trainer:
-# three hosts on loopback, 127.0.0.1:1, 127.0.0.2:2 and 127.0.0.3:2. A worker that replaces a
-# lost one, or joins a host that grows, takes its rank among its host's survivors (rule 4,
-# docs/elastic-policy.md), so that every rank's control channel goes through a leader on its own
-# host (the routes are checked against the launcher's rounds: check_control_routes.py). Each
-# scenario ends with exit 0 and rank 0's "exactly once" check.
+# Host leaders (--control-leaders, or by default) in cohortrun's elastic mode, end to end with the
+# real trainer: three hosts on loopback, 127.0.0.1:1, 127.0.0.2:2 and 127.0.0.3:2. A worker that
+# replaces a lost one, or joins a host that grows, takes its rank among its host's survivors
+# (rule 4, docs/elastic-policy.md), so that every rank's control channel goes through a leader on
+# its own host (the routes are checked against the launcher's rounds: check_control_routes.py).
+# Each scenario ends with exit 0 and rank 0's "exactly once" check.
 #   elastic_leaders.sh COHORTRUN SCENARIO_TRAINER SCENARIO
 set -euo pipefail
 cohortrun=$1 worker=$2 scenario=$3
@@ -53,9 +53,9 @@ leaders_kill_leader)  # SIGKILL of 127.0.0.2's leader; its slot returns after th
   start "${discovery[@]}" "${leaders[@]}" -- "${trainer[@]}" $(fail_at 5 1 kill)
   replaced_leader
   ;;
-leaders_kill_member)  # SIGKILL of rank 2, the other rank of 127.0.0.2
+leaders_kill_member)  # SIGKILL of rank 2, the other rank of 127.0.0.2; leaders by default
   set_hosts "${three[@]}"
-  start "${discovery[@]}" "${leaders[@]}" -- "${trainer[@]}" $(fail_at 5 2 kill)
+  start "${discovery[@]}" "${leaders[@]:1}" -- "${trainer[@]}" $(fail_at 5 2 kill)
   wait_for "$tmp/err" "$(round 1 "$(members "0 127.0.0.1:0" "1 127.0.0.2:0" "3 127.0.0.3:0" \
     "4 127.0.0.3:1")")"
   wait_for "$tmp/err" "$(round 2 "$(members "0 127.0.0.1:0" "1 127.0.0.2:0" "5 127.0.0.2:1" \
