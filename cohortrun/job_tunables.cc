@@ -127,7 +127,12 @@ const JobTunable kTunables[] = {
     {.flag = "--control-leaders",
      .variable = "COHORT_CONTROL_LEADERS",
      .kind = Kind::kSwitch,
-     .help = "each host's ranks reach rank 0 through their host's leader"},
+     .help = "each host's ranks reach rank 0 through their host's leader, on one host too"},
+    {.flag = "--no-control-leaders",
+     .variable = "COHORT_CONTROL_LEADERS",
+     .kind = Kind::kSwitch,
+     .given = "0",
+     .help = "every rank reaches rank 0 directly, over several hosts too"},
 };
 
 std::vector<std::string> words(const char* text) {
@@ -154,7 +159,7 @@ std::string checked(const JobTunable& t, const std::string& text) {
       if (text.empty()) env::invalid(t.variable, text, "expected a value");
       return text;
     case Kind::kSwitch:
-      return "1";
+      return t.given;
   }
   return text;
 }
@@ -175,9 +180,20 @@ std::string tunable_value(const JobTunable& tunable, const std::string& text) {
 
 void apply_tunables(const std::map<std::string, std::string>& given) {
   std::vector<std::pair<const char*, std::string>> exports;
+  std::map<std::string, const char*> flag_of;  // variable -> the flag that set it
   for (const auto& t : kTunables) {
     auto it = given.find(t.flag);
-    if (it != given.end()) exports.emplace_back(t.variable, tunable_value(t, it->second));
+    if (it == given.end()) continue;
+    std::string value = tunable_value(t, it->second);
+    for (const auto& [variable, earlier] : exports) {
+      if (variable == std::string(t.variable) && earlier != value) {
+        throw InvalidArgument(std::string(flag_of[t.variable]) + " and " + t.flag +
+                              " contradict each other (" + t.variable + "=" + earlier + " or " +
+                              value + ")");
+      }
+    }
+    flag_of[t.variable] = t.flag;
+    exports.emplace_back(t.variable, value);
   }
   for (const auto& [name, value] : exports) ::setenv(name, value.c_str(), 1);
 }

@@ -23,17 +23,19 @@ struct JobTunable {
   long long lo = 0, hi = 0;  // kCount
   const char* choices = "";  // kChoice: "gloo mpi"
   const char* value = "";    // what --help shows for the value: "MS"
+  const char* given = "1";   // kSwitch: the value its variable gets
   const char* help = "";
 };
 
 std::span<const JobTunable> job_tunables();
 
-// The value text the flag's variable gets; for a kSwitch flag, whether it was given ("1").
+// The value text the flag's variable gets; for a kSwitch flag, its `given` value.
 // Throws InvalidArgument naming the flag and the variable when the workers would refuse it.
 std::string tunable_value(const JobTunable& tunable, const std::string& text);
 
 // Exports every given flag's variable (`given`: flag -> text, as typed). Throws InvalidArgument
-// for the first bad value, before anything is exported.
+// for the first bad value, or for two flags that give one variable different values
+// (--control-leaders with --no-control-leaders), before anything is exported.
 void apply_tunables(const std::map<std::string, std::string>& given);
 
 }  // namespace cohort::discovery

@@ -52,8 +52,13 @@ std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
   return ops::make_gloo_backend(gloo_options(c), *mpi);
 }
 
-// Rank r's host at [r]: the address cohortrun placed it on (hosts that are one machine in tests
-// stay apart), or this machine's name under mpirun.
+}  // namespace
+
+bool some_host_shared(const std::vector<std::string>& hosts) {
+  std::set<std::string> distinct(hosts.begin(), hosts.end());
+  return distinct.size() > 1 && distinct.size() < hosts.size();
+}
+
 std::vector<std::string> host_names(ops::Backend& world, const Config& c) {
   constexpr size_t kBlock = 256;
   std::string mine = c.hosts_placed ? c.hostname : net::local_host_name();
@@ -66,13 +71,6 @@ std::vector<std::string> host_names(ops::Backend& world, const Config& c) {
   for (int r = 0; r < world.size(); ++r) hosts.emplace_back(all.data() + r * kBlock);
   return hosts;
 }
-
-bool some_host_shared(const std::vector<std::string>& hosts) {
-  std::set<std::string> distinct(hosts.begin(), hosts.end());
-  return distinct.size() > 1 && distinct.size() < hosts.size();
-}
-
-}  // namespace
 
 std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& rendezvous_scope,
                                            const Cancellation* cancel,

@@ -3,6 +3,8 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "base/cancellation.h"
 #include "base/placement.h"
@@ -18,6 +20,15 @@ std::unique_ptr<ops::Backend> make_backend(const Config& config,
                                            const std::string& rendezvous_scope = "",
                                            const Cancellation* cancel = nullptr,
                                            std::function<void()> on_published = {});
+
+// Every rank's host identity, `[r]` rank r's: the address cohortrun placed it on (COHORT_HOSTNAME,
+// so hosts that are one machine in tests stay apart), or this machine's name under mpirun.
+// Collective over `world`'s ranks. The shared-memory backends and the host leaders
+// (core/leader.h) group a host's ranks by it.
+std::vector<std::string> host_names(ops::Backend& world, const Config& config);
+// Whether `hosts` (host_names()) are several and some has several ranks: where COHORT_HIERARCHICAL
+// and COHORT_CONTROL_LEADERS, both automatic by default, turn themselves on.
+bool some_host_shared(const std::vector<std::string>& hosts);
 
 // Moves `world`'s collectives to shared memory where it is a Gloo world of several ranks and
 // COHORT_SHARED_MEMORY_DISABLE is not set: all of them when every rank shares this host

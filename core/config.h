@@ -82,10 +82,11 @@ struct Config {
   // own), how long the background thread looks for a control message in shared memory before
   // it sleeps (pausing while its spins keep missing: base/spin_policy.h); 0 sleeps at once.
   std::chrono::microseconds control_spin{50};
-  // COHORT_CONTROL_LEADERS=1: the control plane is hierarchical: each host's local rank 0 leads
+  // COHORT_CONTROL_LEADERS: 1 makes the control plane hierarchical: each host's lowest rank leads
   // its host, the host's other ranks send their requests through it, and only the leaders talk
-  // to rank 0 (core/leader.h). 0, the default, keeps the star.
-  bool control_leaders = false;
+  // to rank 0 (core/leader.h); 0 keeps the star. Automatic (the default): leaders where the world
+  // spans several hosts and some host has several ranks (leaders_wanted, core/leader.h).
+  Hierarchy control_leaders = Hierarchy::kAuto;
   // COHORT_HIERARCHICAL: in a Gloo world over several hosts, allreduce, broadcast, allgather and
   // reducescatter within each host through shared memory and across hosts among one rank per host
   // (ops/hierarchical_backend.h). Automatic: where some host has several ranks.

@@ -67,13 +67,13 @@ class ControlChannel {
   // Any other rank: connect to rank 0 at `address` and introduce ourselves. Connecting (retried
   // while refused: rank 0 may not listen yet) and sending the hello end within `timeout`, or at
   // once with `cancel`'s reason once it fires; both as InternalError.
-  // With COHORT_CONTROL_LEADERS=1 a rank connects to its host's leader instead: `to` names it.
+  // With COHORT_CONTROL_LEADERS a rank connects to its host's leader instead: `to` names it.
   static ControlChannel connect(int rank, int size, const std::string& address,
                                 const std::string& token, std::chrono::milliseconds timeout,
                                 std::string label = "control", const Cancellation* cancel = nullptr,
                                 int to = 0);
 
-  // Host leaders (COHORT_CONTROL_LEADERS=1, core/leader.h). A leader listens like rank 0, then,
+  // Host leaders (COHORT_CONTROL_LEADERS, core/leader.h). A leader listens like rank 0, then,
   // before accept_workers, expects only its host's ranks, and opens its own connection to rank 0
   // at `address` (the same bounds and errors as connect()); rank 0 expects the other leaders and
   // its own host's ranks. Messages from rank 0 then arrive as peer 0 beside the host's ranks'.

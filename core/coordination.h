@@ -5,7 +5,7 @@
 // sends that list to every other rank and runs it; bench/scale/coordinator_bench drives this class
 // alone with thousands of simulated ranks.
 //
-// With host leaders (COHORT_CONTROL_LEADERS=1, core/leader.h) a leader's message is an envelope
+// With host leaders (COHORT_CONTROL_LEADERS, core/leader.h) a leader's message is an envelope
 // (core/envelope.h) of its ranks' RequestLists: each list is decoded once and taken for every rank
 // it names, exactly as if each of those ranks had sent it, so that ordering, mismatch errors and
 // stall reports name the same ranks as with the star.

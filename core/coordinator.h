@@ -1,6 +1,6 @@
 // Rank 0's role (core/role.h): each cycle it lets its Coordination (core/coordination.h) negotiate
 // every rank's requests, sends every other rank the resulting ResponseList and runs it itself.
-// When the job fails here, it tells the others why. With host leaders (COHORT_CONTROL_LEADERS=1,
+// When the job fails here, it tells the others why. With host leaders (COHORT_CONTROL_LEADERS,
 // core/leader.h) "every other rank" is the ranks connected to it: the other hosts' leaders, which
 // forward the list, and its own host's ranks.
 #pragma once

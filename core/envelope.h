@@ -1,4 +1,4 @@
-// A host leader's message to rank 0 (COHORT_CONTROL_LEADERS=1, docs/scaling.md): the RequestLists
+// A host leader's message to rank 0 (COHORT_CONTROL_LEADERS, docs/scaling.md): the RequestLists
 // of the ranks behind it, its own included, in one frame. Lists with the same bytes from several
 // ranks (a cached step's hits, the usual case) travel once, naming those ranks, so that rank 0
 // decodes them once and counts them for every named rank. Each rank's lists keep their order.

@@ -1,26 +1,49 @@
 #include "core/leader.h"
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "cohort/errors.h"
+#include "core/backend_factory.h"
 #include "core/coordinator.h"
 
 namespace cohort {
 
-std::vector<int> host_leaders(std::span<const int> local_ranks) {
-  std::vector<int> leader_of(local_ranks.size());
-  for (size_t r = 0; r < local_ranks.size(); ++r) {
-    int local = local_ranks[r];
-    bool consecutive = local == 0 || (r > 0 && local == local_ranks[r - 1] + 1);
-    if (!consecutive) {
-      throw InvalidArgument(
-          "COHORT_CONTROL_LEADERS=1 needs the ranks of each host to be consecutive, but rank " +
-          std::to_string(r) + " has local rank " + std::to_string(local));
-    }
-    leader_of[r] = local == 0 ? static_cast<int>(r) : leader_of[r - 1];
+std::vector<int> host_leaders(std::span<const std::string> hosts) {
+  std::vector<int> leader_of(hosts.size());
+  std::map<std::string_view, int> first_on;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    leader_of[r] = first_on.try_emplace(hosts[r], static_cast<int>(r)).first->second;
   }
   return leader_of;
+}
+
+bool leaders_wanted(Config::Hierarchy setting, const std::vector<std::string>& hosts) {
+  if (setting == Config::Hierarchy::kOff || hosts.size() < 2) return false;
+  return setting == Config::Hierarchy::kOn || some_host_shared(hosts);
+}
+
+std::vector<int> led_by(int leader, std::span<const int> leader_of) {
+  std::vector<int> ranks;
+  for (int r = 0; r < static_cast<int>(leader_of.size()); ++r) {
+    if (leader_of[r] == leader) ranks.push_back(r);
+  }
+  return ranks;
+}
+
+std::string describe_ranks(std::span<const int> ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (i > 0) text += ", ";
+    text += std::to_string(ranks[i]);
+    if (j > i) text += " to " + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return text;
 }
 
 std::vector<int> control_peers(int rank, std::span<const int> leader_of) {

@@ -142,8 +142,13 @@ std::unique_ptr<Role> Runtime::make_role() {
 }
 
 void Runtime::connect_control_channel() {
-  if (config_.control_leaders && topology_.size > 1) {
-    connect_control_leaders();
+  // Every rank decides alike, from every rank's host.
+  std::vector<std::string> hosts;
+  if (topology_.size > 1 && config_.control_leaders != Config::Hierarchy::kOff) {
+    hosts = host_names(*backend_, config_);
+  }
+  if (leaders_wanted(config_.control_leaders, hosts)) {
+    connect_control_leaders(hosts);
   } else {
     control_ = connect_star("control");
   }
@@ -213,12 +218,9 @@ std::vector<std::string> Runtime::allgather_strings(const std::string& block) {
   return out;
 }
 
-void Runtime::connect_control_leaders() {
+void Runtime::connect_control_leaders(const std::vector<std::string>& hosts) {
   int rank = topology_.rank;
-  auto locals = allgather_strings(std::to_string(topology_.local_rank));
-  std::vector<int> local_ranks;
-  for (const auto& l : locals) local_ranks.push_back(std::stoi(l));
-  leader_of_ = host_leaders(local_ranks);
+  leader_of_ = host_leaders(hosts);
   int leader = leader_of_[rank];
   std::optional<ControlChannel> hub;
   if (leader == rank && refusal_.empty()) {
@@ -237,12 +239,14 @@ void Runtime::connect_control_leaders() {
   }
   auto address = [&](int r) { return published[r].substr(0, published[r].find(' ')); };
   auto token = [&](int r) { return published[r].substr(published[r].find(' ') + 1); };
+  // Which way this rank's control channel goes, with the hosts it was grouped by.
+  std::string here = "control: rank " + std::to_string(rank) + " on host " + hosts[rank] + ": ";
   if (leader != rank) {
     control_ = ControlChannel::connect(rank, topology_.size, address(leader), token(leader),
                                        config_.timeout, "control", formation_, leader);
     control_.name_peer(
         leader, "rank " + std::to_string(leader) + ", this host's leader at " + address(leader));
-    log::debug("control: through rank ", leader, ", this host's leader");
+    log::debug(here, "through rank ", leader, ", this host's leader at ", address(leader));
     return;
   }
   auto peers = control_peers(rank, leader_of_);
@@ -251,14 +255,12 @@ void Runtime::connect_control_leaders() {
   hub->accept_workers(config_.timeout, formation_);
   for (int p : peers) {
     if (leader_of_[p] != p) continue;
-    int last = p;
-    while (last + 1 < topology_.size && leader_of_[last + 1] == p) ++last;
-    leader_names_.emplace_back(p, "rank " + std::to_string(p) + ", the leader of host " +
-                                      address(p).substr(0, address(p).rfind(':')) + " (ranks " +
-                                      std::to_string(p) + " to " + std::to_string(last) + ")");
+    leader_names_.emplace_back(p, "rank " + std::to_string(p) + ", the leader of host " + hosts[p] +
+                                      " (" + describe_ranks(led_by(p, leader_of_)) + ")");
   }
   for (const auto& [p, name] : leader_names_) hub->name_peer(p, name);
-  log::debug("control: leading ", peers.size(), " rank(s) connected here");
+  log::debug(here, "leading ", peers.size(), " rank(s) connected here (",
+             peers.empty() ? "none" : describe_ranks(peers), ")");
   control_ = std::move(*hub);
 }
 

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "base/cancellation.h"
 #include "base/mutex.h"
@@ -100,9 +101,10 @@ class Runtime {
   void share_control_rings();
   // A TCP star between rank 0 and every rank, rank 0's address published over the backend.
   ControlChannel connect_star(const std::string& label);
-  // COHORT_CONTROL_LEADERS=1 (core/leader.h): each rank's control connection to its host's
-  // leader, and the leaders' to rank 0; the leaders' addresses published over the backend.
-  void connect_control_leaders();
+  // Host leaders (COHORT_CONTROL_LEADERS, core/leader.h): each rank's control connection to its
+  // host's leader, and the leaders' to rank 0; the leaders' addresses published over the backend.
+  // `hosts`: every rank's host (host_names()).
+  void connect_control_leaders(const std::vector<std::string>& hosts);
   // Publishes this rank's `block` (under kAddressBlock bytes) and returns every rank's.
   std::vector<std::string> allgather_strings(const std::string& block);
   // COHORT_FAULT_KILL_AT, while this elastic worker joins its round (core/fault_injection.h).
@@ -139,7 +141,7 @@ class Runtime {
   std::unique_ptr<ops::Backend> backend_;
   std::string backend_name_;
   Placement topology_;
-  std::vector<int> leader_of_;  // COHORT_CONTROL_LEADERS=1: each rank's host leader; else empty
+  std::vector<int> leader_of_;  // with host leaders: each rank's host leader; else empty
   // Rank 0 with leaders: how its control and heartbeat connections name the other leaders ("rank
   // 8, the leader of host H (ranks 8 to 15)").
   std::vector<std::pair<int, std::string>> leader_names_;

@@ -1,7 +1,7 @@
 // The role of every rank but 0 (core/role.h): it sends rank 0 its new requests (as response-cache
 // hits where it can, core/response_cache.h) and runs the ResponseLists rank 0 sends back, in
 // order. An abort notice from rank 0 fails it with rank 0's reason. With host leaders
-// (COHORT_CONTROL_LEADERS=1) its messages go to its host's leader instead, which forwards them
+// (COHORT_CONTROL_LEADERS) its messages go to its host's leader instead, which forwards them
 // (core/leader.h), and a leader runs its own share of the work through a Worker too.
 #pragma once
 

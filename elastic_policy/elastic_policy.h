@@ -15,8 +15,11 @@
 //     then stops). Kept as is: the unit differs because of what each mode can see.
 //  3. Cooldown expiry: at the penalty's end the slots are usable again (if still discovered), and
 //     the next round takes them (S: next_wakeup() wakes the loop; A: the agent registers again).
-//  4. Forming a round. Survivors (alive workers of the last round on usable slots) keep their rank
-//     order, then free slots follow host by host, up to --max-np. S: a round forms once every
+//  4. Forming a round. Survivors (alive workers of the last round on usable slots) are taken in
+//     their rank order, then free slots host by host, up to --max-np; the round then keeps each
+//     host's ranks consecutive (launcher/host_groups.h): hosts in the order of their lowest
+//     surviving rank (the lowest surviving rank becomes rank 0), each host's survivors in rank
+//     order then its new workers, then the hosts with new workers only. S: a round forms once every
 //     wanted worker has checked in and at least min_size() of them are there. A: the same, per
 //     node. min_size() is --min-np, or 1 once a worker has finished (the rest of its last round
 //     may end with fewer): the same rule in both modes (round_size_needed).

@@ -4,6 +4,7 @@
 
 #include "elastic_policy/elastic_policy.h"
 #include "elastic_policy/node_rounds.h"
+#include "launcher/host_groups.h"
 
 namespace cohort::elastic_policy {
 namespace {
@@ -104,6 +105,8 @@ NodePlan plan_node_round(const NodeJobView& view, const NodePlanOptions& options
     plan.round.members.push_back({m.worker, m.node, m.entry + 1});
   }
   add_newcomers(view, order, plan.round);
+  // A node's newcomers take their ranks after its survivors, before the next node's.
+  discovery::group_by_host(plan.round.members, [](const NodeMember& m) { return m.node; });
   return plan;
 }
 

@@ -71,8 +71,10 @@ struct NodePlan {
 // The next round: the survivors of the last one (its members still listed that did not drain) in
 // their old rank order, then the checked-in new workers (each at its latest check-in's entry) node
 // by node (round_node_order: survivors' nodes first, then the others by name), each node whole, up
-// to max_nodes nodes. A stop when the reset limit is exceeded (rule 6). Check `waiting`
-// (non-empty: not yet) and the round's nodes against decide_planning before publishing.
+// to max_nodes nodes; a node's ranks consecutive (group_by_host, launcher/host_groups.h): a new
+// worker on a survivor's node takes its rank after that node's survivors. A stop when the reset
+// limit is exceeded (rule 6). Check `waiting` (non-empty: not yet) and the round's nodes against
+// decide_planning before publishing.
 NodePlan plan_node_round(const NodeJobView& view, const NodePlanOptions& options);
 
 // How many nodes `round` spans.

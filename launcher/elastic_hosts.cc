@@ -7,6 +7,7 @@
 #include "base/host_port.h"
 #include "base/log.h"
 #include "cohort/errors.h"
+#include "launcher/host_groups.h"
 #include "launcher/seconds_text.h"
 
 namespace cohort::discovery {
@@ -233,6 +234,7 @@ RoundPlan ElasticHosts::plan_round(const std::vector<SlotRef>& survivors,
     if (plan.slots.size() >= cap) break;
     if (!taken.contains(s)) plan.slots.push_back({.assignment = {.host = s.host}, .slot = s.slot});
   }
+  group_by_host(plan.slots, [](const RoundSlot& s) { return s.assignment.host; });
   number_ranks(plan.slots);
   return plan;
 }

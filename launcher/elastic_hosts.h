@@ -101,10 +101,13 @@ class ElasticHosts {
   bool draining(const std::string& host) const;
 
   // The ranks of a new round. `survivors` are the slots whose workers are alive, in their old
-  // rank order; they keep that order (the lowest surviving rank becomes rank 0), then free
-  // usable slots follow, host by host in job order, slot by slot, up to max_np. Fewer than
-  // min_np slots is not an error here: check enough_slots() first. Without `fill_free_slots`
-  // the round holds survivors only (a job whose workers are finishing starts no new ones).
+  // rank order (then workers not yet in a round); they are taken first, then free usable slots,
+  // host by host in job order, slot by slot, up to max_np. The round then keeps each host's ranks
+  // consecutive (group_by_host, launcher/host_groups.h): hosts in the order of their first taken
+  // slot (so the lowest surviving rank becomes rank 0), each host's survivors in their order, then
+  // its free slots. Fewer than min_np slots is not an error here: check enough_slots() first.
+  // Without `fill_free_slots` the round holds survivors only (a job whose workers are finishing
+  // starts no new ones).
   RoundPlan plan_round(const std::vector<SlotRef>& survivors, bool fill_free_slots = true) const;
 
   // The discovered hosts in job order (blacklisted ones included).

@@ -3,7 +3,9 @@
 // values the workers accept, so a value cohortrun lets through never fails a worker at init().
 #include "cohortrun/job_tunables.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <set>
 
 #include "cohort/errors.h"
@@ -71,9 +73,12 @@ TEST_CASE("job tunables: each flag accepts exactly what the workers accept") {
     const config_table::Setting* s = setting_named(t.variable);
     REQUIRE(s != nullptr);
     if (t.kind == JobTunable::Kind::kSwitch) {
-      // A switch sets its variable to 1: a setting that turns something off or on.
+      // A switch sets its variable to a value that turns something off or on: 1, or 0 for a
+      // switch that forces an automatic setting off (--no-control-leaders).
       CHECK((std::holds_alternative<config_table::Disable>(s->field) ||
-             std::holds_alternative<config_table::Enable>(s->field)));
+             std::holds_alternative<config_table::Enable>(s->field) ||
+             std::holds_alternative<config_table::Parsed<Config::Hierarchy>>(s->field)));
+      CHECK((tunable_value(t, "") == "1" || tunable_value(t, "") == "0"));
       CHECK(workers_accept(*s, tunable_value(t, "")));
       continue;
     }
@@ -104,4 +109,21 @@ TEST_CASE("job tunables: a refused value names the flag and the variable") {
   CHECK_THROWS_WITH(tunable_value(cycle, "soon"),
                     "--cycle-time: COHORT_CYCLE_TIME='soon' is invalid: expected a number of "
                     "milliseconds");
+}
+
+TEST_CASE("job tunables: --control-leaders and --no-control-leaders force the setting") {
+  auto flag = [](const std::string& name) {
+    return *std::find_if(job_tunables().begin(), job_tunables().end(),
+                         [&](const JobTunable& t) { return name == t.flag; });
+  };
+  CHECK(tunable_value(flag("--control-leaders"), "") == "1");
+  CHECK(tunable_value(flag("--no-control-leaders"), "") == "0");
+  ::unsetenv("COHORT_CONTROL_LEADERS");
+  CHECK_THROWS_WITH(apply_tunables({{"--control-leaders", "1"}, {"--no-control-leaders", "1"}}),
+                    "--control-leaders and --no-control-leaders contradict each other "
+                    "(COHORT_CONTROL_LEADERS=1 or 0)");
+  CHECK(std::getenv("COHORT_CONTROL_LEADERS") == nullptr);  // nothing exported
+  apply_tunables({{"--no-control-leaders", "1"}});
+  CHECK(std::string(std::getenv("COHORT_CONTROL_LEADERS")) == "0");
+  ::unsetenv("COHORT_CONTROL_LEADERS");
 }

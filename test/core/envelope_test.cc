@@ -2,6 +2,8 @@
 // encoding round trip, merged lists, malformed envelopes refused naming the leader, and the same
 // responses and errors as when every rank sends its own list.
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "cohort/errors.h"
 #include "core/coordination.h"
@@ -104,14 +106,45 @@ TEST_CASE("a malformed envelope is refused naming its leader") {
              Catch::Matchers::StartsWith(name + "not an envelope"));
 }
 
-TEST_CASE("host leaders: each rank's leader is its host's first rank") {
-  CHECK(host_leaders(std::vector<int>{0, 1, 0, 1, 2, 0}) == std::vector<int>{0, 0, 2, 2, 2, 5});
+TEST_CASE("host leaders: each rank's leader is the lowest rank on its host") {
+  using Hosts = std::vector<std::string>;
+  CHECK(host_leaders(Hosts{"a", "a", "b", "b", "b", "c"}) == std::vector<int>{0, 0, 2, 2, 2, 5});
+  // A host's ranks need not be consecutive: each still goes through a leader on its own host.
+  CHECK(host_leaders(Hosts{"a", "b", "a", "c", "b"}) == std::vector<int>{0, 1, 0, 3, 1});
+  CHECK(host_leaders(Hosts{"a", "b", "b", "a"}) == std::vector<int>{0, 1, 1, 0});
+  CHECK(host_leaders(Hosts{"x"}) == std::vector<int>{0});
   std::vector<int> leader_of{0, 0, 2, 2, 4, 4};
   CHECK(control_peers(0, leader_of) == std::vector<int>{1, 2, 4});
   CHECK(control_peers(2, leader_of) == std::vector<int>{3});
   CHECK(control_peers(3, leader_of).empty());
-  CHECK_THROWS_AS(host_leaders(std::vector<int>{0, 1, 0, 2}), InvalidArgument);
-  CHECK_THROWS_AS(host_leaders(std::vector<int>{1, 0}), InvalidArgument);
+  std::vector<int> interleaved{0, 1, 0, 3, 1};
+  CHECK(control_peers(0, interleaved) == std::vector<int>{1, 2, 3});
+  CHECK(control_peers(1, interleaved) == std::vector<int>{4});
+  CHECK(control_peers(3, interleaved).empty());
+  CHECK(led_by(1, interleaved) == std::vector<int>{1, 4});
+  CHECK(led_by(0, interleaved) == std::vector<int>{0, 2});
+}
+
+TEST_CASE("host leaders: automatic over several hosts where some host has several ranks") {
+  using H = Config::Hierarchy;
+  using Hosts = std::vector<std::string>;
+  Hosts shared{"a", "a", "b"}, one_host{"a", "a"}, one_each{"a", "b", "c"};
+  CHECK(leaders_wanted(H::kAuto, shared));
+  CHECK(leaders_wanted(H::kAuto, Hosts{"a", "b", "a"}));  // not consecutive: grouped by host
+  CHECK_FALSE(leaders_wanted(H::kAuto, one_host));
+  CHECK_FALSE(leaders_wanted(H::kAuto, one_each));
+  CHECK(leaders_wanted(H::kOn, one_host));
+  CHECK(leaders_wanted(H::kOn, one_each));
+  CHECK_FALSE(leaders_wanted(H::kOff, shared));
+  CHECK_FALSE(leaders_wanted(H::kOn, Hosts{}));  // a world of one gathers no hosts
+  CHECK_FALSE(leaders_wanted(H::kOn, Hosts{"a"}));
+}
+
+TEST_CASE("host leaders: rank lists as the logs name them") {
+  CHECK(describe_ranks(std::vector<int>{4}) == "rank 4");
+  CHECK(describe_ranks(std::vector<int>{2, 3}) == "ranks 2 to 3");
+  CHECK(describe_ranks(std::vector<int>{1, 4}) == "ranks 1, 4");
+  CHECK(describe_ranks(std::vector<int>{1, 4, 5, 6, 9}) == "ranks 1, 4 to 6, 9");
 }
 
 namespace {

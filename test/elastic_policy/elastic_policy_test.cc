@@ -108,6 +108,31 @@ TEST_CASE("a cooldown that ends gives its slot back at next_wakeup") {
         std::vector<SlotRef>{{"a", 1}});
 }
 
+TEST_CASE("a worker that replaces a failed one takes its rank among its host's survivors") {
+  Job job(options(3));
+  job.policy.fixed_hosts({{"a", 1}, {"b", 2}, {"c", 2}});
+  auto all = job.policy.slots_to_start({});
+  REQUIRE(job.all_in(all).round == 0);
+  job.advance(1s);
+  job.policy.worker_failed("b", 0, /*others_on_host_alive=*/true);  // b's leader
+  std::vector<SlotRef> survivors{{"a", 0}, {"b", 1}, {"c", 0}, {"c", 1}};
+  REQUIRE(slots_of(job.all_in(survivors).plan) == survivors);
+  job.advance(10s);
+  CHECK(job.policy.tick().added == std::vector<SlotRef>{{"b", 0}});
+  REQUIRE(job.policy.slots_to_start(survivors) == std::vector<SlotRef>{{"b", 0}});
+  // The wanted workers as the job passes them: the last round's in rank order, then the new one.
+  auto wanted = survivors;
+  wanted.push_back({"b", 0});
+  auto d = job.all_in(wanted);
+  REQUIRE(d.kind == Kind::kForm);
+  CHECK(d.round == 2);
+  CHECK(slots_of(d.plan) == std::vector<SlotRef>{{"a", 0}, {"b", 1}, {"b", 0}, {"c", 0}, {"c", 1}});
+  std::vector<int> local_ranks;
+  for (const auto& s : d.plan.slots) local_ranks.push_back(s.assignment.placement.local_rank);
+  CHECK(local_ranks == std::vector<int>{0, 0, 1, 0, 1});
+  CHECK(d.plan.slots[0].survivor);  // the lowest surviving rank is rank 0 still
+}
+
 TEST_CASE("the round past --reset-limit is not formed: the job stops") {
   auto o = options(1);
   o.reset_limit = 1;

@@ -82,7 +82,9 @@ TEST_CASE(
   CHECK(round_needed(v, 2) == row.why);
 }
 
-TEST_CASE("plan_node_round: survivors keep their ranks then newcomers node by node up to max") {
+TEST_CASE(
+    "plan_node_round: survivors keep their order and newcomers join their node's ranks node by "
+    "node up to max") {
   struct Row {
     const char* event;
     void (*apply)(NodeJobView&);
@@ -112,6 +114,24 @@ TEST_CASE("plan_node_round: survivors keep their ranks then newcomers node by no
                           {"a.0.0", "a.1.0"},
                           {"a.0.0", "a.1.0"},
                           {"b.0.0", "b.1.0"}},
+                      Row{"a.1.0 is gone and a.1.1 replaced it: a's ranks stay together",
+                          [](NodeJobView& v) {
+                            v.nodes["a"].workers = {"a.0.0", "a.1.1"};
+                            v.checkins["a.1.1"] = {0};
+                          },
+                          8,
+                          {"a.0.0", "a.1.1", "b.0.0", "b.1.0"},
+                          {"a.0.0", "b.0.0", "b.1.0"},
+                          {}},
+                      Row{"b.0.0 is gone and b.0.1 replaced it: after b.1.0, b's survivor",
+                          [](NodeJobView& v) {
+                            v.nodes["b"].workers = {"b.0.1", "b.1.0"};
+                            v.checkins["b.0.1"] = {0};
+                          },
+                          8,
+                          {"a.0.0", "a.1.0", "b.1.0", "b.0.1"},
+                          {"a.0.0", "a.1.0", "b.1.0"},
+                          {}},
                       Row{"a newcomer that has not checked in waits outside",
                           [](NodeJobView& v) { v.nodes["a"].workers.push_back("a.2.0"); },
                           8,

@@ -1,5 +1,6 @@
-// The elastic host manager, on a fake clock: stable host order, rounds with survivors first,
-// slot retirement versus host blacklisting, cooldowns, and the checks that stop a job.
+// The elastic host manager, on a fake clock: stable host order, rounds with survivors first and
+// each host's ranks consecutive, slot retirement versus host blacklisting, cooldowns, and the
+// checks that stop a job.
 #include <catch2/catch.hpp>
 
 #include "cohort/errors.h"
@@ -26,6 +27,18 @@ std::vector<SlotRef> slots_of(const RoundPlan& plan) {
 
 ElasticHostsOptions with_cooldown(int min_np = 1) {
   return {.min_np = min_np, .cooldown = CooldownRange{10s, 60s}};
+}
+
+// Each host's ranks in `plan` are consecutive, and its local ranks count them 0, 1, ...
+void check_hosts_consecutive(const RoundPlan& plan) {
+  for (size_t r = 0; r < plan.slots.size(); ++r) {
+    const auto& here = plan.slots[r].assignment;
+    CAPTURE(r, here.host);
+    CHECK(here.placement.rank == static_cast<int>(r));
+    bool same_as_before = r > 0 && plan.slots[r - 1].assignment.host == here.host;
+    CHECK(here.placement.local_rank ==
+          (same_as_before ? plan.slots[r - 1].assignment.placement.local_rank + 1 : 0));
+  }
 }
 
 }  // namespace
@@ -81,22 +94,59 @@ TEST_CASE("a first round fills hosts in order slot by slot up to max-np") {
   for (const auto& s : plan.slots) CHECK_FALSE(s.survivor);
 }
 
-TEST_CASE("survivors keep their order and new slots follow them") {
+TEST_CASE("survivors' hosts keep their order and each host's new slots follow its survivors") {
   FakeClock clock;
   ElasticHosts hosts({}, clock.fn());
   hosts.update({{"a", 2}, {"b", 2}});
   // Old ranks: b:1 was rank 1 and a:0 rank 3; the lowest surviving rank becomes rank 0.
   auto plan = hosts.plan_round({{"b", 1}, {"a", 0}});
-  CHECK(slots_of(plan) == std::vector<SlotRef>{{"b", 1}, {"a", 0}, {"a", 1}, {"b", 0}});
+  CHECK(slots_of(plan) == std::vector<SlotRef>{{"b", 1}, {"b", 0}, {"a", 0}, {"a", 1}});
   CHECK(plan.slots[0].survivor);
-  CHECK(plan.slots[1].survivor);
-  CHECK_FALSE(plan.slots[2].survivor);
+  CHECK_FALSE(plan.slots[1].survivor);
+  CHECK(plan.slots[2].survivor);
+  CHECK_FALSE(plan.slots[3].survivor);
   CHECK(plan.slots[0].assignment.placement.rank == 0);
   CHECK(plan.slots[0].assignment.placement.local_rank == 0);  // first rank on b
-  CHECK(plan.slots[3].assignment.placement.local_rank == 1);  // b:0 comes after b:1 in rank order
-  CHECK(plan.slots[1].assignment.placement.cross_rank == 1);  // a:0 is the second local rank 0
+  CHECK(plan.slots[1].assignment.placement.local_rank == 1);  // b:0 after b:1, before a's ranks
+  CHECK(plan.slots[2].assignment.placement.cross_rank == 1);  // a:0 is the second local rank 0
   CHECK(plan.dropped.empty());
   CHECK_THROWS_WITH(hosts.plan_round({{"a", 0}, {"a", 0}}), Contains("listed twice"));
+}
+
+TEST_CASE("a worker that replaces one on a host with survivors takes its rank among them") {
+  FakeClock clock;
+  ElasticHosts hosts(with_cooldown(), clock.fn());
+  hosts.update({{"a", 1}, {"b", 2}, {"c", 2}});
+  hosts.worker_failed("b", 0, /*others_on_host_alive=*/true);  // b's first rank, its leader
+  auto without = hosts.plan_round({{"a", 0}, {"b", 1}, {"c", 0}, {"c", 1}});
+  CHECK(slots_of(without) == std::vector<SlotRef>{{"a", 0}, {"b", 1}, {"c", 0}, {"c", 1}});
+  clock.now += 10s;
+  CHECK(hosts.refresh().describe() == "added b:0");
+  // The old ranks 0 to 3: b:0 joins b's survivor, not after c's ranks.
+  auto plan = hosts.plan_round({{"a", 0}, {"b", 1}, {"c", 0}, {"c", 1}});
+  CHECK(slots_of(plan) == std::vector<SlotRef>{{"a", 0}, {"b", 1}, {"b", 0}, {"c", 0}, {"c", 1}});
+  CHECK_FALSE(plan.slots[2].survivor);
+  CHECK(plan.slots[2].assignment.placement.local_rank == 1);
+  CHECK(plan.slots[3].assignment.placement.rank == 3);  // c's survivors move up one rank
+  check_hosts_consecutive(plan);
+}
+
+TEST_CASE("a host that grows takes its new slot among its ranks") {
+  FakeClock clock;
+  ElasticHosts hosts({}, clock.fn());
+  hosts.update({{"a", 1}, {"b", 2}, {"c", 2}});
+  CHECK(hosts.update({{"a", 1}, {"b", 3}, {"c", 2}}).describe() == "added b:2");
+  auto plan = hosts.plan_round({{"a", 0}, {"b", 0}, {"b", 1}, {"c", 0}, {"c", 1}});
+  CHECK(slots_of(plan) ==
+        std::vector<SlotRef>{{"a", 0}, {"b", 0}, {"b", 1}, {"b", 2}, {"c", 0}, {"c", 1}});
+  CHECK(plan.slots[3].assignment.placement.local_rank == 2);
+  check_hosts_consecutive(plan);
+  // Workers that started but are not in a round yet come after the ranked ones, and join their
+  // hosts the same way (ElasticPolicy::decide_round passes them so).
+  auto joined = hosts.plan_round({{"a", 0}, {"b", 0}, {"b", 1}, {"c", 0}, {"c", 1}, {"b", 2}},
+                                 /*fill_free_slots=*/false);
+  CHECK(slots_of(joined) == slots_of(plan));
+  check_hosts_consecutive(joined);
 }
 
 TEST_CASE("survivors without a usable slot or past max-np are dropped") {
