@@ -370,7 +370,7 @@ void ElasticJob::start_worker(const SlotRef& slot) {
 }
 
 void ElasticJob::plan_round_when_ready() {
-  std::vector<ElasticWorker*> wanted = roster_.wanted(policy_.hosts());
+  std::vector<ElasticWorker*> wanted = roster_.wanted(policy_.hosts(), policy_.takes_newcomers());
   bool all_in = std::all_of(wanted.begin(), wanted.end(),
                             [](const ElasticWorker* w) { return w->checkin.has_value(); });
   auto decision = policy_.decide_round(ElasticRoster::slots_of(wanted), all_in);

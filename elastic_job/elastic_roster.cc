@@ -39,10 +39,10 @@ bool ElasticRoster::others_running_on(const std::string& host, int id) const {
   });
 }
 
-std::vector<ElasticWorker*> ElasticRoster::wanted(const ElasticHosts& hosts) {
+std::vector<ElasticWorker*> ElasticRoster::wanted(const ElasticHosts& hosts, bool newcomers) {
   std::vector<ElasticWorker*> out;
   for (ElasticWorker* w : alive_in_order()) {
-    if (hosts.usable(w->slot)) out.push_back(w);
+    if (hosts.usable(w->slot) && (newcomers || w->rank)) out.push_back(w);
   }
   return out;
 }

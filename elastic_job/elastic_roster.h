@@ -47,7 +47,9 @@ class ElasticRoster {
   bool others_running_on(const std::string& host, int id) const;
   // Running workers not told to exit and not finished, on slots `hosts` can use: the ones a
   // round waits for.
-  std::vector<ElasticWorker*> wanted(const ElasticHosts& hosts);
+  // Without `newcomers`, only workers that had a rank in a round (rule 10, once a worker finished:
+  // ElasticPolicy::takes_newcomers).
+  std::vector<ElasticWorker*> wanted(const ElasticHosts& hosts, bool newcomers = true);
   // Running workers not finished and not leaving (slot usable or not): what plan_round() takes
   // as survivors. Members of the last round in rank order first, then the others by id.
   std::vector<ElasticWorker*> alive_in_order();

@@ -40,7 +40,10 @@
 //     regroup without it (both modes).
 // 10. Finish. A worker that exits 0 ends nobody: no new workers start (S), the rest of its round
 //     regroup; the job is done when every member of the last round finished (both), or (S) when
-//     a worker finished and none runs any more.
+//     a worker finished and none runs any more. Once a worker finished, only members of the last
+//     round form the next one (both): a worker started before the finish that never joined a
+//     round (or, A, one re-joining from an earlier round) would sync from a fresh or older state
+//     and train again what the others committed; it is told to exit (S) or left out (A).
 #pragma once
 
 #include <chrono>
@@ -134,6 +137,9 @@ class ElasticPolicy {
   std::optional<TimePoint> next_wakeup() const;
 
   bool finishing() const { return finishing_; }
+  // Rule 10: whether a worker that has not been in a round yet may join one. Not once a worker
+  // finished: it would start from a fresh state and train again what the others committed.
+  bool takes_newcomers() const { return !finishing_; }
   int round() const { return round_; }
   int resets() const { return resets_; }
   const discovery::ElasticHosts& hosts() const { return hosts_; }

@@ -51,6 +51,9 @@ std::vector<NodeMember> survivors_of(const NodeJobView& view) {
 // The checked-in workers of `order`'s nodes that were not in the last round, node by node.
 void add_newcomers(const NodeJobView& view, const std::vector<std::string>& order,
                    NodeRound& round) {
+  // Rule 10: once a worker finished, only the last round's members go on. A newcomer would start
+  // from a fresh state (or, re-joining, from an older commit) and train again what they committed.
+  if (!view.finished.empty()) return;
   for (const auto& node : order) {
     for (const auto& worker : view.nodes.at(node).workers) {
       if (view.last_round && in_round(*view.last_round, worker)) continue;

@@ -48,3 +48,18 @@ TEST_CASE("a round waits only for running workers on usable slots, and ids are n
   CHECK(roster.on_slot({"a", 1}) == nullptr);  // its worker is gone
   CHECK(roster.add({"a", 1}).id == 3);
 }
+
+TEST_CASE("once a worker finished, a round is offered only workers that had a rank (rule 10)") {
+  ElasticHosts hosts({.min_np = 1});
+  hosts.update({{"a", 2}, {"b", 1}});
+  ElasticRoster roster;
+  ElasticWorker& member = roster.add({"a", 0});
+  ElasticWorker& finished = roster.add({"a", 1});
+  roster.add({"b", 0});  // started to replace a failed worker, not in a round yet
+  member.rank = 0;
+  finished.rank = 1;
+  finished.finished = true;
+  CHECK(ElasticRoster::slots_of(roster.wanted(hosts)) == std::vector<SlotRef>{{"a", 0}, {"b", 0}});
+  CHECK(ElasticRoster::slots_of(roster.wanted(hosts, /*newcomers=*/false)) ==
+        std::vector<SlotRef>{{"a", 0}});
+}

@@ -159,3 +159,18 @@ TEST_CASE("plan_node_round: the round past --reset-limit is a stop") {
   CHECK(plan.round.members.empty());
   CHECK_FALSE(plan_node_round(v, {}).round.stop);
 }
+
+TEST_CASE("plan_node_round: once a worker finished, newcomers are left out (rule 10)") {
+  NodeJobView v = after_round0();
+  v.finished.insert("a.0.0");
+  v.nodes["a"].workers = {"a.1.0"};
+  v.nodes.erase("b");  // b is gone
+  v.nodes["c"] = {1, {"c.0.0"}};
+  v.checkins["c.0.0"] = {0};
+  v.checkins["a.1.0"].insert(1);
+  NodePlan plan = plan_node_round(v, {.max_nodes = 8, .generation = 2});
+  CHECK(workers_of(plan.round) == std::vector<std::string>{"a.1.0"});
+  v.finished.clear();
+  plan = plan_node_round(v, {.max_nodes = 8, .generation = 2});
+  CHECK(workers_of(plan.round) == std::vector<std::string>{"a.1.0", "c.0.0"});
+}
