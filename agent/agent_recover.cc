@@ -22,7 +22,7 @@ namespace cohort::discovery {
 
 std::unique_ptr<rendezvous::EtcdLease> Agent::grant_lease() {
   return std::make_unique<rendezvous::EtcdLease>(
-      options_.etcd, options_.lease_ttl, [this](const std::string& why) {
+      store_options_.etcd, options_.lease_ttl, [this](const std::string& why) {
         log::warning("agent: its etcd lease is gone (", why,
                      "); it takes a new one unless the job went on without this node");
         lease_lost_ = true;
