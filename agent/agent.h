@@ -1,7 +1,7 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
 // agent_job.cc (its loop and the job's rounds), agent_start.cc (joining the job, and stopping on a
 // signal before it did), agent_drain.cc (leaving the job gracefully) and agent_recover.cc (going
-// on after etcd lost its lease, its record or the job's keys), agent_read.cc (reading
+// on after etcd lost its lease, its record, its marker or the job's keys), agent_read.cc (reading
 // the job in etcd) and agent_lead.cc (which agent plans the rounds).
 // Private to agent/: nothing outside includes it.
 #pragma once
@@ -112,7 +112,8 @@ class Agent {
   // agent_recover.cc
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
   bool keep_round(AgentSnapshot& s, bool job_keys_lost);
-  void reclaim_job_id();
+  // Sets the job's marker again if the mirror does not hold it (agent_job_id.h, keep_job_marker).
+  void keep_marker();
   bool counted_as_gone(const AgentSnapshot& s) const;
   bool lease_gone(const AgentSnapshot& s);
   bool recover_lease(const AgentSnapshot& s);
@@ -170,7 +171,8 @@ class Agent {
   bool watch_woke_ = false;  // the watch delivered: read, and act if the snapshot's keys changed
   std::optional<TimePoint> retry_read_at_;
   elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
-  int republished_round_ = -1;  // the last round this agent republished (keep_round)
+  int republished_round_ = -1;            // the last round this agent republished (keep_round)
+  std::optional<TimePoint> marker_kept_;  // when this agent last set the job's marker again
   // When nodes without a record count as gone (the policy's rule; recover_lease starts its grace).
   elastic_policy::AbsentNodes absent_;
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered

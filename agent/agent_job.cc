@@ -199,6 +199,7 @@ void Agent::refresh() {
     auto snapshot = this->snapshot();
     if (follow_planning(snapshot)) snapshot = this->snapshot();
     if (!keep_round(snapshot, !mirror_.value("job"))) return;
+    keep_marker();
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
