@@ -48,6 +48,17 @@ std::string foreign_keys(int count, const std::string& id) {
          "or ran, there)" + free_it(id);
 }
 
+// How many of the values `listing` left out another job sealed: bytes in a sealed value's form.
+// Not bytes that no job sealed, which are no job's record (the round keys' garbage that the job
+// replaces, docs/agents.md).
+int sealed_by_another(const rendezvous::EtcdStore::Listing& listing) {
+  int count = 0;
+  for (const auto& [key, raw] : listing.refused) {
+    if (rendezvous::unverified_value(raw)) ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 void claim_job_id(rendezvous::EtcdStore& store, const AgentOptions& options) {
@@ -74,7 +85,9 @@ void claim_job_id(rendezvous::EtcdStore& store, const AgentOptions& options) {
     if (marker.state == State::kRefused) {
       throw InvalidArgument(foreign_marker(marker.value, options.job_id));
     }
-    if (held.refused > 0) throw InvalidArgument(foreign_keys(held.refused, options.job_id));
+    if (int foreign = sealed_by_another(held)) {
+      throw InvalidArgument(foreign_keys(foreign, options.job_id));
+    }
     if (store.create_new(kMarkerKey, kRunning)) return;  // set now, or by this job meanwhile
   }
   throw Error("job id '" + options.job_id + "': its marker in etcd keeps changing");

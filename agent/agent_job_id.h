@@ -21,9 +21,9 @@ namespace cohort::discovery {
 // Claims options.job_id for options.secret before the agent writes anything else. Joins the job
 // when this secret sealed "running" at the marker; when the marker is missing or another's, joins
 // (setting the marker again) if this secret sealed a live agent's name or a round, and sets it if
-// nothing under names/ and rounds/ is there. Throws InvalidArgument naming the id when its job
-// ended, or when another secret (or a writer without any) holds the id: bytes at the marker or
-// under names/ or rounds/ that this secret did not seal, and none that it did.
+// there are none of any job's. Throws InvalidArgument naming the id when its job ended, or when
+// another secret (or a writer without any) holds the id: bytes at the marker that this secret did
+// not seal, or values under names/ or rounds/ that another secret sealed, and none that it did.
 void claim_job_id(rendezvous::EtcdStore& store, const AgentOptions& options);
 
 // Sets the marker "running" where it is missing or holds bytes this secret did not seal, with a

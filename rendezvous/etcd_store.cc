@@ -270,7 +270,7 @@ void EtcdStore::add_listed(const nlohmann::json& answer, Listing& listing) const
     if (auto value = open(kv, key)) {
       listing.values.emplace(key, std::move(*value));
     } else {
-      ++listing.refused;
+      listing.refused.emplace(key, unbase64(kv.value("value", "")));
     }
   }
 }
