@@ -108,6 +108,22 @@ start_held)  # etcd holds every byte at start (a proxy): the lease grant, then t
   wait_for "$tmp/claim.log" "accepted 2"
   stops_at_start b INT
   ;;
+start_name_held)  # SIGTERM while the agent waits for its node name's holder's lease to expire
+  lease_flags=(--rdzv-lease-ttl 10 --checkin-timeout 5)  # a wait of 11 s
+  start_etcd 1
+  agent a --nnodes 1 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 1 0)"
+  # A second agent named a (as a pod restarted while its predecessor still runs), files a2.*.
+  "$cohortrun" --rdzv-backend etcd --rdzv-endpoints "$endpoints" --rdzv-id "job-$scenario" \
+    --node-name a --node-address 127.0.0.1 "${lease_flags[@]}" --nnodes 1 "$worker" \
+    "${trainer[@]}" >"$tmp/a2.out" 2>"$tmp/a2.err" &
+  agents[a2]=$!
+  wait_for "$tmp/a2.err" "\[cohortrun\] node name 'a' is held by another agent of job 'job-$scenario'; waiting up to 11 s for its etcd lease to expire (a restarted agent's predecessor)"
+  stops_at_start a2 TERM
+  touch "$tmp/stop"
+  expect_exit a 0
+  trained_once a
+  ;;
 running_held)  # etcd holds every byte while the job runs: SIGTERM is not held up by etcd
   start_etcd 1
   start_proxy proxy
