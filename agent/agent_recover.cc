@@ -72,19 +72,20 @@ bool Agent::keep_round(AgentSnapshot& s, bool job_keys_lost) {
 // (another secret's marker, forged ones), or lost with etcd's data. The running job keeps its id
 // (agent_job_id.h): every agent that notices sets the marker again, whatever is there, so that a
 // job of another secret started later is refused at once. At most once per lease TTL: a marker
-// taken again at once is set at a read after that (one a lease TTL at least), so that two jobs that
-// both hold the id (docs/agents.md) do not overwrite each other's marker as fast as etcd allows; a
-// job of another secret that starts meanwhile is refused by the names and rounds of this job.
+// taken again sooner is set at this agent's first read after that (it reads etcd at least once a
+// lease TTL), so that two jobs that both hold the id (docs/agents.md) do not overwrite each
+// other's marker as fast as etcd allows; a job of another secret that starts meanwhile is refused
+// by this job's names and rounds.
 void Agent::keep_marker() {
   if (mirror_.value("job")) return;
   TimePoint now = steady_now();
   if (marker_kept_ && now - *marker_kept_ < options_.lease_ttl) return;
-  marker_kept_ = now;
   log::limited(log::Level::kWarning, "agent-marker-repair", "agent: the job's marker ",
                store_options_.prefix, "job is missing from etcd or was refused (deleted, ",
                "overwritten without this job's secret, or lost with etcd's data); setting it ",
                "again, so that a job of another secret is refused the id");
-  keep_job_marker(store_);
+  keep_job_marker(store_);  // throws while etcd cannot be reached: tried again at the next read
+  marker_kept_ = now;
 }
 
 // While this node's lease was gone, the job went on without it: a later round than the one its
