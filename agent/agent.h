@@ -35,9 +35,9 @@
 namespace cohort::discovery {
 
 // What an agent stopping on a signal still gives etcd (deregistering its node, telling its workers
-// to exit, and again for revoking its lease): past it, every request ends at once, so that an etcd
-// that does not answer delays neither the workers' signal nor the agent's exit by more. Before it
-// started any worker, the agent gives etcd nothing.
+// to exit, and again for revoking its lease; stopped before it started anything, the revocation
+// alone): past it, every request ends at once, so that an etcd that does not answer delays neither
+// the workers' signal nor the agent's exit by more.
 inline constexpr std::chrono::milliseconds kStopBudget{500};
 
 struct LocalWorker {

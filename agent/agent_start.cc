@@ -43,14 +43,16 @@ void Agent::start() {
   }
 }
 
-// Nothing was started, so nothing is stopped or told; a lease granted and its name, if claimed,
-// expire within the lease TTL unless the revocation is answered at once.
+// Nothing was started, so nothing is stopped or told but the lease's revocation, if a lease was
+// granted: given kStopBudget, unanswered the lease (and the node's name, if claimed) expires within
+// its TTL.
 int Agent::stopped_at_start() {
   auto signals = read_job_signals(signals_.get(), workers_);
-  if (signals.empty())
+  if (signals.empty()) {
     throw Error("agent: a request to etcd was interrupted with no signal pending");
+  }
   int sig = signals.front();
-  interrupt_.stop_within(std::chrono::milliseconds(0));
+  interrupt_.stop_within(kStopBudget);
   std::string why = std::string("received SIG") + sigabbrev_np(sig) + " while waiting for etcd";
   report(why + " at start; stopping (no worker was started)");
   events_.job_stopping(why);
