@@ -1,7 +1,8 @@
 // The agent of agent mode (agent_job.h) as a class, shared by the files that implement it:
-// agent_job.cc (its loop and the job's rounds), agent_drain.cc (leaving the job gracefully) and
-// agent_recover.cc (going on after etcd lost its lease, its record or the job's keys),
-// agent_read.cc (reading the job in etcd) and agent_lead.cc (which agent plans the rounds).
+// agent_job.cc (its loop and the job's rounds), agent_start.cc (joining the job, and stopping on a
+// signal before it did), agent_drain.cc (leaving the job gracefully) and agent_recover.cc (going
+// on after etcd lost its lease, its record, its marker or the job's keys), agent_read.cc (reading
+// the job in etcd) and agent_lead.cc (which agent plans the rounds).
 // Private to agent/: nothing outside includes it.
 #pragma once
 
@@ -22,7 +23,9 @@
 #include "elastic_policy/node_rounds.h"
 #include "elastic_policy/store_outage.h"
 #include "launcher/clock.h"
+#include "launcher/job_signals.h"
 #include "launcher/round_board.h"
+#include "launcher/stop_interrupt.h"
 #include "launcher/wakeup.h"
 #include "launcher/worker_group.h"
 #include "rendezvous/etcd_lease.h"
@@ -30,6 +33,12 @@
 #include "rendezvous/scoped_store.h"
 
 namespace cohort::discovery {
+
+// What an agent stopping on a signal still gives etcd (deregistering its node, telling its workers
+// to exit, and again for revoking its lease; stopped before it started anything, the revocation
+// alone): past it, every request ends at once, so that an etcd that does not answer delays neither
+// the workers' signal nor the agent's exit by more.
+inline constexpr std::chrono::milliseconds kStopBudget{500};
 
 struct LocalWorker {
   std::string id;
@@ -48,6 +57,11 @@ class Agent {
   int run();
 
  private:
+  // agent_start.cc
+  // Takes a lease, claims the job's id and the node's name, and reads the job for the first time.
+  void start();
+  // A stop signal interrupted start(): the signal's exit status.
+  int stopped_at_start();
   void on_signals();
   void on_exit(const WorkerExit& exit);
   void on_failure(const std::string& worker, const std::string& how);
@@ -98,7 +112,8 @@ class Agent {
   // agent_recover.cc
   std::unique_ptr<rendezvous::EtcdLease> grant_lease();
   bool keep_round(AgentSnapshot& s, bool job_keys_lost);
-  void reclaim_job_id();
+  // Sets the job's marker again if the mirror does not hold it (agent_job_id.h, keep_job_marker).
+  void keep_marker();
   bool counted_as_gone(const AgentSnapshot& s) const;
   bool lease_gone(const AgentSnapshot& s);
   bool recover_lease(const AgentSnapshot& s);
@@ -106,6 +121,11 @@ class Agent {
   bool workers_running() const;
 
   const AgentOptions& options_;
+  Fd signals_ = block_job_signals();  // before any thread, so that every thread inherits the mask
+  // Ends this thread's requests to etcd on a stop signal, and once the stop's time for etcd is
+  // over (kStopBudget); the watch's and the lease renewals' threads are never interrupted.
+  StopInterrupt interrupt_;
+  bool signalled_ = false;  // a stop signal came: the lease's revocation gets kStopBudget too
   rendezvous::EtcdStoreOptions store_options_;
   rendezvous::EtcdStore store_;
   // The workers' elastic protocol, through a store of its own: what the agent writes there
@@ -113,7 +133,6 @@ class Agent {
   rendezvous::EtcdStore board_store_{store_options_};
   rendezvous::ScopedStore elastic_store_{board_store_, rendezvous::kElasticScope};
   RoundBoard board_{elastic_store_};  // the launcher's side of the workers' elastic protocol
-  Fd signals_;
   Wakeup wake_;
   std::atomic<bool> lease_lost_{false};
   std::unique_ptr<rendezvous::EtcdLease> lease_;
@@ -152,7 +171,8 @@ class Agent {
   bool watch_woke_ = false;  // the watch delivered: read, and act if the snapshot's keys changed
   std::optional<TimePoint> retry_read_at_;
   elastic_policy::StoreOutage outage_{options_.elastic_timeout};  // etcd's, if it cannot be reached
-  int republished_round_ = -1;  // the last round this agent republished (keep_round)
+  int republished_round_ = -1;            // the last round this agent republished (keep_round)
+  std::optional<TimePoint> marker_kept_;  // when this agent last set the job's marker again
   // When nodes without a record count as gone (the policy's rule; recover_lease starts its grace).
   elastic_policy::AbsentNodes absent_;
   TimePoint last_answer_ = steady_now();  // the last read that etcd answered

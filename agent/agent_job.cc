@@ -39,6 +39,11 @@ namespace {
 // How soon a read of etcd that failed is tried again.
 constexpr std::chrono::milliseconds kRetryRead{500};
 
+rendezvous::EtcdOptions interruptible(rendezvous::EtcdOptions etcd, int interrupt_fd) {
+  etcd.interrupt_fd = interrupt_fd;
+  return etcd;
+}
+
 std::string exit_text(int status) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "0" : describe_exit(status);
 }
@@ -47,7 +52,7 @@ std::string exit_text(int status) {
 
 Agent::Agent(const AgentOptions& options)
     : options_(options),
-      store_options_{.etcd = options.etcd,
+      store_options_{.etcd = interruptible(options.etcd, interrupt_.fd()),
                      .prefix = agent_job_prefix(options.job_id),
                      .secret = options.secret},
       store_(store_options_),
@@ -57,31 +62,18 @@ Agent::Agent(const AgentOptions& options)
               .reset_limit = options.reset_limit,
               .checkin_timeout = options.checkin_timeout,
               .elastic_timeout = options.elastic_timeout} {
-  signals_ = block_job_signals();  // before any thread, so that every thread inherits the mask
-  try {
-    lease_ = grant_lease();
-  } catch (const Error& e) {
-    throw Error("agent for node '" + options_.node + "' of job '" + options_.job_id +
-                "' cannot start: " + e.what());
-  }
-  watch_ = std::make_unique<AgentWatch>(store_options_, wake_);
+  // Its own thread: a stop signal ends the agent's requests, not the watch that follows the job.
+  auto watched = store_options_;
+  watched.etcd.interrupt_fd = -1;
+  watch_ = std::make_unique<AgentWatch>(watched, wake_);
   wanted_ = follower_ranges(options_.node);
 }
 
 int Agent::run() {
-  announce("agent for node " + options_.node + " of job " + options_.job_id + " on " +
-           store_.describe());
-  claim_job_id(store_, options_);  // first: nothing is written for a job of another secret
-  claim_node_name(store_, options_, lease_->id());
-  events_.job_start(options_);
-  std::map<std::string, std::string> startup;  // once: what its node's earlier agents left
-  read_all("", &startup);
-  slot_spawns_ = first_spawns(startup, options_.node);
-  auto first = parse_agent_snapshot(startup);
-  if (first.view.last_round &&
-      (first.view.last_round->stop || elastic_policy::node_job_done(first.view))) {
-    throw Error("job '" + options_.job_id + "' already ended in etcd (round " +
-                std::to_string(first.view.last_round_number) + "): give a new job a new --rdzv-id");
+  try {
+    start();
+  } catch (const rendezvous::EtcdInterrupted&) {
+    return stopped_at_start();
   }
   refresh();
   while (!(stopping_ && workers_.finished())) {
@@ -103,6 +95,7 @@ int Agent::run() {
     bool retry = retry_read_at_ && steady_now() >= *retry_read_at_;
     if (!stopping_ && (dirty_ || watch_woke_ || retry)) refresh();
   }
+  if (signalled_) interrupt_.stop_within(kStopBudget);  // for the lease's revocation
   events_.job_end(exit_code_);
   return exit_code_;
 }
@@ -112,6 +105,8 @@ int Agent::run() {
 void Agent::on_signals() {
   for (int sig : read_job_signals(signals_.get(), workers_)) {
     std::string why = std::string("received SIG") + sigabbrev_np(sig);
+    if (!signalled_) interrupt_.stop_within(kStopBudget);  // what the stop still tells etcd
+    signalled_ = true;
     if (exit_code_ == 0) exit_code_ = 128 + sig;
     if (!stopping_) {
       stop_job(exit_code_, why, sig);
@@ -204,6 +199,7 @@ void Agent::refresh() {
     auto snapshot = this->snapshot();
     if (follow_planning(snapshot)) snapshot = this->snapshot();
     if (!keep_round(snapshot, !mirror_.value("job"))) return;
+    keep_marker();
     if (lease_gone(snapshot) && !recover_lease(snapshot)) return;
     act(snapshot);
   } catch (const rendezvous::EtcdLeaseNotFound& e) {
@@ -213,6 +209,8 @@ void Agent::refresh() {
     retry_read_at_ = steady_now();
   } catch (const rendezvous::StoreUnreachable& e) {
     on_etcd_unreachable(e.what());
+  } catch (const rendezvous::EtcdInterrupted&) {
+    dirty_ = true;  // a stop signal came: the loop takes it next, and stops
   } catch (const Error& e) {
     // etcd answered, or this agent failed: no outage to wait out, a fault to report now.
     stop_job(1, "agent for node " + options_.node + ": " + e.what());

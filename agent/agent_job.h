@@ -52,7 +52,8 @@ std::string agent_job_prefix(const std::string& job_id);
 
 // Runs this node's part of the job to its end. Returns 0 when every worker of the job's last
 // round exited 0, 1 when the job stopped (the reason is printed) or this node left it, 128+sig
-// after SIGINT or SIGTERM. Throws cohort::Error when etcd cannot be reached at the start.
+// after SIGINT, SIGTERM or SIGHUP (at once when it comes while the agent waits for etcd at the
+// start). Throws cohort::Error when etcd cannot be reached at the start.
 int run_agent(const AgentOptions& options);
 
 }  // namespace cohort::discovery

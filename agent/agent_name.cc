@@ -10,6 +10,8 @@
 #include "base/decimal.h"
 #include "cohort/errors.h"
 #include "launcher/clock.h"
+#include "launcher/job_report.h"
+#include "launcher/seconds_text.h"
 
 namespace cohort::discovery {
 namespace {
@@ -29,9 +31,16 @@ void for_each_word(std::string_view text, Each each) {
 }  // namespace
 
 void claim_node_name(rendezvous::EtcdStore& store, const AgentOptions& options, int64_t lease) {
-  auto deadline = steady_now() + options.lease_ttl + std::chrono::seconds(1);
+  auto patience = options.lease_ttl + std::chrono::seconds(1);  // the predecessor's lease, and more
+  auto deadline = steady_now() + patience;
   std::string key = name_key(options.node);
-  while (!store.create(key, std::to_string(::getpid()), lease)) {
+  for (bool waiting = false; !store.create(key, std::to_string(::getpid()), lease);
+       waiting = true) {
+    if (!waiting) {
+      announce("node name '" + options.node + "' is held by another agent of job '" +
+               options.job_id + "'; waiting up to " + seconds_text(patience) +
+               " for its etcd lease to expire (a restarted agent's predecessor)");
+    }
     auto listing = store.list(key);
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now());
     if (left.count() <= 0 || !store.wait_for_change(key, listing.revision, left)) {

@@ -5,7 +5,8 @@
 //   takes a new lease and registers again; one whose lease alone expired is counted as gone;
 // - its record was deleted or overwritten (no secret needed): it writes the record again;
 // - etcd restarted without its data: the agent publishes the round its workers are in again
-//   from memory, with its workers' exits, then registers as above.
+//   from memory, with its workers' exits, then registers as above;
+// - the job's marker was deleted or overwritten: it sets the marker again.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +23,7 @@ namespace cohort::discovery {
 
 std::unique_ptr<rendezvous::EtcdLease> Agent::grant_lease() {
   return std::make_unique<rendezvous::EtcdLease>(
-      options_.etcd, options_.lease_ttl, [this](const std::string& why) {
+      store_options_.etcd, options_.lease_ttl, [this](const std::string& why) {
         log::warning("agent: its etcd lease is gone (", why,
                      "); it takes a new one unless the job went on without this node");
         lease_lost_ = true;
@@ -54,7 +55,6 @@ bool Agent::keep_round(AgentSnapshot& s, bool job_keys_lost) {
     announce("etcd lost the job's keys (round " + std::to_string(number) +
              " is gone from it); this node's workers train on in that round, and the agent "
              "publishes it again");
-    reclaim_job_id();
   }
   if (republished_round_ != number) {
     republished_round_ = number;
@@ -68,14 +68,24 @@ bool Agent::keep_round(AgentSnapshot& s, bool job_keys_lost) {
   return true;
 }
 
-// The job's marker went with etcd's data: set it again, so that a job of another secret is still
-// refused its id (agent/agent_job_id.h).
-void Agent::reclaim_job_id() {
-  try {
-    claim_job_id(store_, options_);
-  } catch (const InvalidArgument& e) {
-    log::warning("agent: the job's marker could not be set again: ", e.what());
-  }
+// The marker is missing from the mirror: deleted, overwritten by bytes this job did not seal
+// (another secret's marker, forged ones), or lost with etcd's data. The running job keeps its id
+// (agent_job_id.h): every agent that notices sets the marker again, whatever is there, so that a
+// job of another secret started later is refused at once. At most once per lease TTL: a marker
+// taken again sooner is set at this agent's first read after that (it reads etcd at least once a
+// lease TTL), so that two jobs that both hold the id (docs/agents.md) do not overwrite each
+// other's marker as fast as etcd allows; a job of another secret that starts meanwhile is refused
+// by this job's names and rounds.
+void Agent::keep_marker() {
+  if (mirror_.value("job")) return;
+  TimePoint now = steady_now();
+  if (marker_kept_ && now - *marker_kept_ < options_.lease_ttl) return;
+  log::limited(log::Level::kWarning, "agent-marker-repair", "agent: the job's marker ",
+               store_options_.prefix, "job is missing from etcd or was refused (deleted, ",
+               "overwritten without this job's secret, or lost with etcd's data); setting it ",
+               "again, so that a job of another secret is refused the id");
+  keep_job_marker(store_);  // throws while etcd cannot be reached: tried again at the next read
+  marker_kept_ = now;
 }
 
 // While this node's lease was gone, the job went on without it: a later round than the one its

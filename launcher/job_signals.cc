@@ -12,13 +12,19 @@
 
 namespace cohort::discovery {
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  return set;
+}
+
 Fd block_job_signals() {
   // A closed stdout (cohortrun | head) must not kill cohortrun and orphan the workers; the
   // workers get the default disposition back when they are spawned.
   ::signal(SIGPIPE, SIG_IGN);
-  sigset_t set;
-  sigemptyset(&set);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
+  sigset_t set = stop_signal_set();
+  for (int sig : {SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&set, sig);
   if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) throw Error("cannot block job signals");
   Fd fd(signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
   if (!fd.valid()) throw Error(std::string("signalfd: ") + std::strerror(errno));

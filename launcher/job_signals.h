@@ -5,12 +5,16 @@
 // poll() on them.
 #pragma once
 
+#include <csignal>
 #include <vector>
 
 #include "base/fd.h"
 #include "launcher/worker_group.h"
 
 namespace cohort::discovery {
+
+// SIGINT, SIGTERM and SIGHUP: the signals that stop the job.
+sigset_t stop_signal_set();
 
 // Blocks those signals in the calling thread (call before starting any thread or
 // worker), ignores SIGPIPE, and returns a signalfd that receives them.

@@ -89,27 +89,35 @@ std::unique_ptr<CURL, EasyDeleter> make_request(const EtcdOptions& o, const std:
   return easy;
 }
 
-enum class Ended { kFinished, kSatisfied, kDeadline };
+enum class Ended { kFinished, kSatisfied, kDeadline, kInterrupted };
 
-// Runs `easy` until it finishes, the stream is satisfied or `deadline`; waits in curl_multi_poll
-// beside the cancellation's descriptor.
+// Whether `fd` (not -1) is readable now.
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return fd >= 0 && ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+// Runs `easy` until it finishes, the stream is satisfied, `deadline`, or `interrupt_fd` is
+// readable; waits in curl_multi_poll beside the cancellation's descriptor and `interrupt_fd`.
 Ended run(CURL* easy, Transfer& t, EtcdClient::Clock::time_point deadline,
-          const Cancellation* cancel, CURLcode& result) {
+          const Cancellation* cancel, int interrupt_fd, CURLcode& result) {
   std::unique_ptr<CURLM, MultiDeleter> multi(curl_multi_init());
   curl_multi_add_handle(multi.get(), easy);
+  curl_waitfd extra[2];
+  unsigned extras = 0;
+  if (cancel) extra[extras++] = {cancel->fd(), CURL_WAIT_POLLIN, 0};
+  if (interrupt_fd >= 0) extra[extras++] = {interrupt_fd, CURL_WAIT_POLLIN, 0};
   for (;;) {
     int running = 0;
     curl_multi_perform(multi.get(), &running);
     if (t.satisfied) break;
     if (running == 0) break;
     int left = poll_millis(deadline);
-    if (left == 0) {
+    if (left == 0 || readable(interrupt_fd)) {
       curl_multi_remove_handle(multi.get(), easy);
-      return Ended::kDeadline;
+      return left == 0 ? Ended::kDeadline : Ended::kInterrupted;
     }
-    curl_waitfd extra{cancel_fd(cancel), CURL_WAIT_POLLIN, 0};
-    curl_multi_poll(multi.get(), cancel ? &extra : nullptr, cancel ? 1 : 0,
-                    left < 0 ? 1 << 30 : left, nullptr);
+    curl_multi_poll(multi.get(), extra, extras, left < 0 ? 1 << 30 : left, nullptr);
     throw_if_cancelled(cancel);
   }
   result = CURLE_OK;
@@ -193,6 +201,7 @@ std::string EtcdClient::post(const std::string& path, const std::string& body,
   // without a leader while the cluster elects a new one, is a moment to wait out, not an error.
   for (;;) {
     for (const auto& endpoint : options_.endpoints) {
+      throw_if_interrupted(path);
       if (auto answer =
               post_once(endpoint, path, body, deadline, cancel, on_message, satisfied, failures)) {
         return std::move(*answer);
@@ -200,8 +209,8 @@ std::string EtcdClient::post(const std::string& path, const std::string& body,
     }
     auto now = Clock::now();
     if (now >= deadline) break;
-    pollfd fd{cancel_fd(cancel), POLLIN, 0};
-    ::poll(&fd, 1, poll_millis(now, std::min(deadline, now + kRetryPause)));
+    pollfd fds[2] = {{cancel_fd(cancel), POLLIN, 0}, {options_.interrupt_fd, POLLIN, 0}};
+    ::poll(fds, 2, poll_millis(now, std::min(deadline, now + kRetryPause)));
     throw_if_cancelled(cancel);
   }
   std::string why;
@@ -222,8 +231,9 @@ std::optional<std::string> EtcdClient::post_once(
   t.on_message = on_message;
   auto easy = make_request(options_, endpoint + path, t, headers.get());
   CURLcode result = CURLE_OK;
-  Ended ended = run(easy.get(), t, deadline, cancel, result);
+  Ended ended = run(easy.get(), t, deadline, cancel, options_.interrupt_fd, result);
   if (t.error) std::rethrow_exception(t.error);
+  if (ended == Ended::kInterrupted) throw interrupted(path);
   if (ended == Ended::kSatisfied) {
     satisfied = true;
     return std::string();
@@ -264,6 +274,15 @@ std::optional<std::string> EtcdClient::post_once(
     throw StoreUnreachable(describe() + ": " + path + " at " + endpoint + " ended early");
   }
   return std::move(t.response);
+}
+
+EtcdInterrupted EtcdClient::interrupted(const std::string& path) const {
+  return EtcdInterrupted(describe() + ": " + path +
+                         ": interrupted, unanswered (this process is stopping)");
+}
+
+void EtcdClient::throw_if_interrupted(const std::string& path) const {
+  if (readable(options_.interrupt_fd)) throw interrupted(path);
 }
 
 void check_etcd_endpoint(std::string_view endpoint) {

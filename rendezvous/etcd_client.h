@@ -6,8 +6,9 @@
 // would need etcd's .proto files (not packaged) and a code generator in the build.
 //
 // Every request is bounded: by the client's timeout, or for a watch by the caller's deadline, and
-// a Cancellation ends it at once (curl_multi_poll waits on its descriptor beside the sockets:
-// nothing polls). Keys and values travel base64-encoded, as the gateway wants them.
+// a Cancellation, or the client's interrupt descriptor, ends it at once (curl_multi_poll waits on
+// their descriptors beside the sockets: nothing polls). Keys and values travel base64-encoded, as
+// the gateway wants them.
 #pragma once
 
 #include <chrono>
@@ -33,6 +34,14 @@ class EtcdLeaseNotFound : public Error {
   using Error::Error;
 };
 
+// A request ended, unanswered, because the client's interrupt descriptor was readable
+// (EtcdOptions::interrupt_fd: for an agent, a signal that stops it arrived). Whether etcd applied
+// it is not known.
+class EtcdInterrupted : public Error {
+ public:
+  using Error::Error;
+};
+
 struct EtcdOptions {
   // "http://host:port" or "https://host:port"; tried in order until one answers.
   std::vector<std::string> endpoints;
@@ -43,6 +52,10 @@ struct EtcdOptions {
   std::string key_file;
   // Bounds each request (connecting included).
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  // Not -1: while this descriptor is readable, every request of the client ends at once with
+  // EtcdInterrupted, and none is sent (an agent's launcher/stop_interrupt.h). Polled beside the
+  // request's sockets, on the thread that makes the request; the caller keeps it open.
+  int interrupt_fd = -1;
 };
 
 class EtcdClient {
@@ -56,8 +69,8 @@ class EtcdClient {
 
   // POSTs `body` to `path` and returns etcd's answer. Throws StoreUnreachable naming the path
   // and every endpoint tried when none answers in time, cohort::Error when etcd answers with an
-  // error (for a lease it does not know: EtcdLeaseNotFound), and InternalError with the reason
-  // once `cancel` fires.
+  // error (for a lease it does not know: EtcdLeaseNotFound), InternalError with the reason once
+  // `cancel` fires, and EtcdInterrupted once the interrupt descriptor is readable.
   nlohmann::json call(const std::string& path, const nlohmann::json& body,
                       const Cancellation* cancel = nullptr) const;
 
@@ -84,6 +97,10 @@ class EtcdClient {
                                        const Cancellation* cancel, const OnMessage* on_message,
                                        bool& satisfied,
                                        std::map<std::string, std::string>& failures) const;
+
+  // Throws EtcdInterrupted about `path` while the interrupt descriptor is readable.
+  void throw_if_interrupted(const std::string& path) const;
+  EtcdInterrupted interrupted(const std::string& path) const;
 
   // Between two rounds over the endpoints.
   static constexpr std::chrono::milliseconds kRetryPause{100};

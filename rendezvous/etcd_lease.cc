@@ -17,10 +17,16 @@ EtcdOptions bounded(EtcdOptions etcd, std::chrono::seconds ttl) {
   return etcd;
 }
 
+EtcdOptions uninterrupted(EtcdOptions etcd) {
+  etcd.interrupt_fd = -1;
+  return etcd;
+}
+
 }  // namespace
 
 EtcdLease::EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost)
     : client_(etcd),
+      renew_client_(uninterrupted(etcd)),
       revoke_client_(bounded(std::move(etcd), ttl)),
       ttl_(ttl),
       on_lost_(std::move(on_lost)) {
@@ -62,11 +68,11 @@ bool EtcdLease::lost() const {
 }
 
 bool EtcdLease::alive() {
-  return renew() > 0;
+  return renew(client_) > 0;
 }
 
-int64_t EtcdLease::renew() {
-  auto answer = client_.call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}}, &stop_);
+int64_t EtcdLease::renew(const EtcdClient& client) {
+  auto answer = client.call("/v3/lease/keepalive", {{"ID", std::to_string(id_)}}, &stop_);
   return json_integer(answer.value("result", nlohmann::json::object()), "TTL");
 }
 
@@ -91,7 +97,7 @@ void EtcdLease::keep_alive() {
   while (!stop_cv_.wait_for(mutex_, ttl_ / 3, [&]() REQUIRES(mutex_) { return stopping_; })) {
     lock.unlock();
     try {
-      if (renew() <= 0) return lose("etcd says it has expired");
+      if (renew(renew_client_) <= 0) return lose("etcd says it has expired");
       renewed = Clock::now();
       if (warned) log::warning("etcd lease ", id_, " renewed again");
       warned = false;

@@ -25,8 +25,11 @@ class EtcdLease {
 
   // Grants a lease of `ttl` (whole seconds, at least 1; etcd may grant more) and starts renewing
   // it every third of the TTL granted. Throws cohort::Error naming etcd when the grant fails.
+  // `etcd.interrupt_fd` ends the requests made on the caller's thread (the grant, alive(), the
+  // revocation), never the renewals on the lease's own thread.
   EtcdLease(EtcdOptions etcd, std::chrono::seconds ttl, OnLost on_lost);
-  // Stops renewing and revokes the lease (best effort: unrevoked, it expires within the TTL).
+  // Stops renewing and revokes the lease (best effort: unrevoked, it expires within the TTL; the
+  // interrupt descriptor ends the revocation too).
   ~EtcdLease();
   EtcdLease(const EtcdLease&) = delete;
   EtcdLease& operator=(const EtcdLease&) = delete;
@@ -41,11 +44,13 @@ class EtcdLease {
 
  private:
   void keep_alive();
-  // One renewal; the TTL etcd still gives the lease (0: it has expired).
-  int64_t renew();
   void lose(const std::string& reason);
 
-  EtcdClient client_;
+  // One renewal through `client`; the TTL etcd still gives the lease (0: it has expired).
+  int64_t renew(const EtcdClient& client);
+
+  EtcdClient client_;         // the caller's thread: the grant, alive()
+  EtcdClient renew_client_;   // the lease's thread: never interrupted
   EtcdClient revoke_client_;  // its requests last at most a TTL
   std::chrono::seconds ttl_;  // as etcd granted it
   OnLost on_lost_;

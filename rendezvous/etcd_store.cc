@@ -267,7 +267,11 @@ nlohmann::json EtcdStore::range_request(const KeyRange& range) const {
 void EtcdStore::add_listed(const nlohmann::json& answer, Listing& listing) const {
   for (const auto& kv : answer.value("kvs", nlohmann::json::array())) {
     std::string key = unbase64(kv.value("key", "")).substr(prefix_.size());
-    if (auto value = open(kv, key)) listing.values.emplace(key, std::move(*value));
+    if (auto value = open(kv, key)) {
+      listing.values.emplace(key, std::move(*value));
+    } else {
+      listing.refused.emplace(key, unbase64(kv.value("value", "")));
+    }
   }
 }
 

@@ -90,6 +90,7 @@ class EtcdStore final : public Store {
   struct Listing {
     std::map<std::string, std::string> values;
     int64_t revision = 0;
+    std::map<std::string, std::string> refused;  // the values left out: key -> raw bytes
   };
   Listing list(const std::string& key_prefix, const Cancellation* cancel = nullptr);
   // The keys in `ranges`, all read at one revision (one transaction).

@@ -142,6 +142,28 @@ start_etcd_on_free_ports() {
   done
   fail "etcd did not become healthy within 30 s"
 }
+# start_proxy NAME [CUT_AFTER]: etcd_proxy.py in front of $endpoints' first member (kept in
+# $direct); $endpoints becomes the proxy's. It holds every byte while $tmp/NAME.cut exists, logs
+# each connection it accepts to $tmp/NAME.log, and with CUT_AFTER creates $tmp/NAME.cut itself as
+# it accepts connection CUT_AFTER + 1.
+start_proxy() {
+  direct=${direct:-$endpoints}
+  python3 "$(dirname "$0")/etcd_proxy.py" "${direct##*:}" "$tmp/$1.cut" "$tmp/$1.log" ${2:+"$2"} \
+    >"$tmp/$1.port" &
+  agents[proxy-$1]=$!  # ended with the agents by cleanup
+  wait_for "$tmp/$1.port" "[0-9][0-9]*"
+  endpoints=http://127.0.0.1:$(<"$tmp/$1.port")
+}
+# closed_port: $endpoints becomes a loopback port that refuses connections for the test's length
+# (bound, not listening: nothing else can answer on it).
+closed_port() {
+  python3 -c "import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True); time.sleep(120)" \
+    >"$tmp/closed.port" &
+  agents[closed]=$!  # ended with the agents by cleanup
+  wait_for "$tmp/closed.port" "[0-9][0-9]*"
+  endpoints=http://127.0.0.1:$(<"$tmp/closed.port")
+}
 restart_etcd() {  # restart_etcd I: member I again, on its ports and data
   eval "$(cat "$tmp/etcd$1.command")" >/dev/null 2>&1 &
   etcd_pids[$1]=$!

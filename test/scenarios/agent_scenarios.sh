@@ -271,15 +271,10 @@ netns_partition)  # agents in three network namespaces; one is cut off: the othe
   expect "$tmp/$victim.err" "cohortrun: node $victim leaves the job after worker $victim.0.0 failed (no --blacklist-cooldown-range); stopping the workers"
   ;;
 etcd_unreachable)  # nothing listens at the endpoint: a clear error within the request timeout
-  # A port held bound but not listening for the test's length: nothing else can answer on it.
-  coproc closed { python3 -c "import socket, time
-s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1], flush=True); time.sleep(60)" 2>/dev/null; }
-  read -r port <&"${closed[0]}"
-  agents[closed]=$closed_PID  # ended with the agents by cleanup
-  endpoints=http://127.0.0.1:$port
+  closed_port
   agent a --nnodes 1 -- "${trainer[@]}"
   expect_exit a 2
-  expect "$tmp/a.err" "cohortrun: agent for node 'a' of job 'job-etcd_unreachable' cannot start: .*127.0.0.1:$port.*"
+  expect "$tmp/a.err" "cohortrun: agent for node 'a' of job 'job-etcd_unreachable' cannot start: .*${endpoints#http://}.*"
   ;;
 *)
   fail "unknown scenario"

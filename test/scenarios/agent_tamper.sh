@@ -29,6 +29,40 @@ else:
 PY
 }
 b64() { printf '%s' "$1" | base64 -w0; }
+# sealed SECRET KEY VALUE: VALUE sealed for KEY with SECRET (hex), in base64, as a job of that
+# secret writes it (rendezvous/signed_value.h): "CV1", HMAC-SHA256(secret, u64 length of the key,
+# the key, the value), the value.
+sealed() {
+  python3 - "$@" <<'PY'
+import base64, hashlib, hmac, struct, sys
+secret, key, value = bytes.fromhex(sys.argv[1]), sys.argv[2].encode(), sys.argv[3].encode()
+mac = hmac.new(secret, struct.pack("<Q", len(key)) + key + value, hashlib.sha256).digest()
+print(base64.b64encode(b"CV1" + mac + value).decode())
+PY
+}
+own=$COHORT_SECRET
+other=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# reuse_id NODE SECRET MS: an agent with the id job-$scenario and SECRET, refused (exit 2) within
+# MS ms; waiting for a second node, it would stop after --elastic-timeout 5 s instead.
+reuse_id() {
+  local began
+  began=$(date +%s%N)
+  COHORT_SECRET=$2
+  agent "$1" --nnodes 2 --elastic-timeout 5 -- "${trainer[@]}"
+  COHORT_SECRET=$own
+  expect_exit "$1" 2
+  local took=$((($(date +%s%N) - began) / 1000000))
+  echo "agent $1 refused ${took} ms after its start"
+  ((took < $3)) || fail "agent $1 was refused only after ${took} ms"
+}
+keys="its keys under $prefix/ are sealed with another secret: a second job given the same id, or a re-run with a new secret"
+free="give this job a new --rdzv-id, or free the id once nothing uses it (etcdctl del --prefix $prefix/)"
+# wrote_nothing NODE: the refused agent of NODE wrote none of its keys to the job's.
+wrote_nothing() {
+  grep -qE "/(names|agents)/$1$" <<<"$(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" get --prefix --keys-only "$prefix/")" &&
+    fail "the refused agent $1 wrote to the job's keys"
+  return 0
+}
 # wait_value KEY BASE64: KEY holds exactly those bytes again within 20 s.
 wait_value() {
   for _ in $(seq 200); do
@@ -110,29 +144,16 @@ same_id_other_secret)  # a second job with the id of a running, then an ended, j
   start_etcd 1
   agent a --nnodes 1 -- "${trainer[@]}" "${until_stop[@]}"
   wait_for "$tmp/a.out" "$(epoch_at 1 0)"
-  own=$COHORT_SECRET
-  other=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  reuse_id() {  # reuse_id NODE SECRET: an agent with the id job-$scenario; refused within 10 s
-    local began=$SECONDS
-    COHORT_SECRET=$2
-    agent "$1" --nnodes 2 -- "${trainer[@]}"
-    COHORT_SECRET=$own
-    expect_exit "$1" 2
-    ((SECONDS - began < 10)) || fail "agent $1 was refused only after $((SECONDS - began)) s"
-  }
-  reuse_id b "$other"
-  keys="its keys under $prefix/ are sealed with another secret: a second job given the same id, or a re-run with a new secret"
-  free="give this job a new --rdzv-id, or free the id once nothing uses it (etcdctl del --prefix $prefix/)"
+  reuse_id b "$other" 10000
   expect "$tmp/b.err" "cohortrun: job id 'job-$scenario' is in use with another COHORT_SECRET ($keys); $free"
-  grep -qE "/(names|agents)/b$" <<<"$(ETCDCTL_API=3 etcdctl --endpoints "$endpoints" get --prefix --keys-only "$prefix/")" &&
-    fail "the refused agent wrote to the job's keys"
+  wrote_nothing b
   touch "$tmp/stop"
   expect_exit a 0
   trained_once a
   # A re-run after the job ended: with its secret, and with another.
-  reuse_id c "$own"
+  reuse_id c "$own" 10000
   expect "$tmp/c.err" "cohortrun: job 'job-$scenario' already ended in etcd: give a new job a new --rdzv-id (or remove the old job's keys: etcdctl del --prefix $prefix/)"
-  reuse_id d "$other"
+  reuse_id d "$other" 10000
   expect "$tmp/d.err" "cohortrun: job id 'job-$scenario' was used by a job that has ended with another COHORT_SECRET ($keys); $free"
   # An id squatted with bytes that no job sealed: refused at start too, saying so.
   etcd_kv put /cohort/job-squatted/job "$(b64 junk)"
@@ -142,6 +163,58 @@ same_id_other_secret)  # a second job with the id of a running, then an ended, j
     >"$tmp/squatted.log" 2>&1 || rc=$?
   [[ $rc == 2 ]] || fail "an agent for a squatted id exited $rc, expected 2"
   expect "$tmp/squatted.log" "cohortrun: job id 'job-squatted' is taken in etcd: /cohort/job-squatted/job holds bytes that no Cohort job sealed (written without any job's secret); give this job a new --rdzv-id, or free the id once nothing uses it (etcdctl del --prefix /cohort/job-squatted/)"
+  ;;
+marker_deleted)  # the marker deleted, overwritten mid-job: restored; another secret refused < 2 s
+  start_etcd 1
+  agent a --nnodes 1 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 1 0)"
+  marker=$(etcd_kv get "$prefix/job")
+  [[ $marker == "$(sealed "$own" "$prefix/job" running)" ]] || fail "the marker is not 'running'"
+  etcd_kv del "$prefix/job"
+  # At once: refused by the marker that a set again, or by a's name and round if it came first.
+  reuse_id b "$other" 2000
+  expect "$tmp/b.err" "cohortrun: job id 'job-$scenario' is in use with another COHORT_SECRET (.*); $free"
+  wrote_nothing b
+  wait_value "$prefix/job" "$marker"
+  # Bytes no job sealed, then another secret's own marker (a second job's, as it would write it).
+  for bad in "$(b64 junk)" "$(sealed "$other" "$prefix/job" running)"; do
+    etcd_kv put "$prefix/job" "$bad"
+    wait_value "$prefix/job" "$marker"
+  done
+  reuse_id c "$other" 2000
+  expect "$tmp/c.err" "cohortrun: job id 'job-$scenario' is in use with another COHORT_SECRET ($keys); $free"
+  expect "$tmp/a.err" ".*agent: the job's marker $prefix/job is missing from etcd or was refused .*; setting it again, so that a job of another secret is refused the id"
+  touch "$tmp/stop"
+  expect_exit a 0
+  trained_once a
+  expect "$tmp/a.out" "\[0\] trainer: finished epochs=[0-9]* resets=0"
+  ;;
+marker_gap)  # a second job comes while the marker is gone and the job cannot set it: the job wins
+  lease_flags=(--rdzv-lease-ttl 10 --checkin-timeout 5)  # a's lease outlasts its stop below
+  start_etcd 1
+  agent a --nnodes 1:2 --rdzv-last-call 0 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_for "$tmp/a.out" "$(epoch_at 1 0)"
+  marker=$(etcd_kv get "$prefix/job")
+  kill -STOP "${agents[a]}"  # its worker trains on; the agent cannot set the marker again
+  etcd_kv del "$prefix/job"
+  # The second job finds a's live name and its round, sealed with another secret: refused, before
+  # it writes anything, the marker included.
+  reuse_id b "$other" 2000
+  expect "$tmp/b.err" "cohortrun: job id 'job-$scenario' is in use with another COHORT_SECRET (its marker $prefix/job is missing, but [0-9]* of its agents' names and rounds under $prefix/ are sealed with another secret: a job of that secret runs, or ran, there); $free"
+  wrote_nothing b
+  [[ -z $(etcd_kv get "$prefix/job") ]] || fail "the refused agent wrote the job's marker"
+  # A node of the job itself, with bytes no job sealed at the marker: it finds its job's name and
+  # round, sets the marker again, and joins.
+  etcd_kv put "$prefix/job" "$(b64 junk)"
+  agent c --nnodes 1:2 -- "${trainer[@]}" "${until_stop[@]}"
+  wait_value "$prefix/job" "$marker"
+  expect "$tmp/c.err" ".*agent: the marker $prefix/job is missing or not sealed by this job, whose agents or rounds are there; setting it again"
+  kill -CONT "${agents[a]}"
+  wait_for "$tmp/a.out" "$(epoch_at 2 1)"
+  touch "$tmp/stop"
+  expect_exit a 0
+  expect_exit c 0
+  trained_once a
   ;;
 *)
   fail "unknown scenario"
