@@ -7,6 +7,7 @@
 
 #include "base/net.h"
 #include "cohort/errors.h"
+#include "core/agreement.h"
 #include "core/job_store.h"
 #include "ops/gloo_backend.h"
 #include "ops/hierarchical_backend.h"
@@ -36,8 +37,12 @@ std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& s
   try {
     auto job_store = open_job_store(c, scope);
     rendezvous::GlooStore store(*job_store, c.timeout, cancel);
-    return ops::make_gloo_backend(gloo_options(c, cancel, std::move(on_published)), store);
+    auto gloo = ops::make_gloo_backend(gloo_options(c, cancel, std::move(on_published)), store);
+    check_agreement(*gloo, c);
+    return gloo;
   } catch (const InternalError&) {
+    throw;
+  } catch (const InvalidArgument&) {
     throw;
   } catch (const Error& e) {
     throw InternalError(std::string("rendezvous failed: ") + e.what());
@@ -49,7 +54,15 @@ std::unique_ptr<ops::Backend> connect_gloo(const Config& c, const std::string& s
 std::unique_ptr<ops::Backend> gloo_over_mpi_bootstrap(Config c) {
   auto mpi = ops::make_mpi_backend();
   if (mpi->size() == 1) return std::make_unique<ops::LoneBackend>();
+  // Over MPI first: a rank that chose MPI's operations would never join Gloo's bootstrap.
+  check_agreement(*mpi, c);
   return ops::make_gloo_backend(gloo_options(c), *mpi);
+}
+
+std::unique_ptr<ops::Backend> mpi_operations(const Config& c) {
+  auto mpi = ops::make_mpi_backend();
+  check_agreement(*mpi, c);
+  return mpi;
 }
 
 }  // namespace
@@ -80,7 +93,7 @@ std::unique_ptr<ops::Backend> make_backend(const Config& c, const std::string& r
       return std::make_unique<ops::LoneBackend>();
     case Config::Launcher::kMpirun:
       if (c.cpu_operations == Config::CpuOperations::kGloo) return gloo_over_mpi_bootstrap(c);
-      return ops::make_mpi_backend();
+      return mpi_operations(c);
     case Config::Launcher::kCohortrun:
       if (c.placement.size == 1) return std::make_unique<ops::LoneBackend>();
       return connect_gloo(c, rendezvous_scope, cancel, std::move(on_published));

@@ -1,4 +1,5 @@
-// Builds the data-plane backend that the configuration asks for, joining the other ranks.
+// Builds the data-plane backend that the configuration asks for, joining the other ranks; its
+// first exchange checks that every rank holds the same alike settings (core/agreement.h).
 #pragma once
 
 #include <functional>

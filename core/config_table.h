@@ -63,10 +63,15 @@ using Field =
                  Parsed<ops::DeviceOperations>, Parsed<log::Level>,
                  Parsed<std::optional<FaultPoint>>, Parsed<std::chrono::seconds>>;
 
+// Whether every rank of a job must hold the same value: the settings that change the wire
+// protocol, the topology or which collectives init() and the collectives run (core/agreement.h).
+enum class Scope { kRank, kAlike };
+
 struct Setting {
   const char* name;
   Field field;
   const char* doc;  // one line
+  Scope scope = Scope::kRank;
 };
 
 std::span<const Setting> settings();

@@ -9,6 +9,7 @@
 
 int main() {
   const char* env_rank = std::getenv("COHORT_RANK");
+  if (!env_rank) env_rank = std::getenv("OMPI_COMM_WORLD_RANK");  // under mpirun
   std::string rank = env_rank ? env_rank : "-";
   try {
     cohort::init();
