@@ -164,7 +164,7 @@ class Agent {
   std::optional<RoundPlanning> planning_;
   RoundGuard round_guard_;  // the last round record read, republished if etcd loses it (keep_round)
   PlanningLimits limits_;
-  LastCall last_call_{options_.last_call, options_.max_nodes};
+  AgentLastCall last_call_{options_.last_call, options_.max_nodes};
   elastic_policy::NodeCooldown cooldown_{options_.cooldown};  // after this node's failures
   const TimePoint started_ = steady_now();
   bool dirty_ = true;        // something besides etcd's keys changed: act on the next read

@@ -98,7 +98,7 @@ void RoundPlanning::publish(const AgentRound& round) {
            std::to_string(round.members.size()) + ": " + describe_members(round));
 }
 
-bool LastCall::over(const AgentJobView& view, TimePoint now) {
+bool AgentLastCall::over(const AgentJobView& view, TimePoint now) {
   int nodes = static_cast<int>(view.nodes.size());
   bool over = rule_.over(nodes, now);
   if (rule_.began_now()) {

@@ -66,13 +66,14 @@ class RoundPlanning {
   std::string cause_;
 };
 
-// The first round's last call (--rdzv-last-call, torchrun's last_call_timeout): once MIN nodes
-// are ready, the first round waits this long for more, unless MAX are there already. Without it,
-// agents started together form the first round with whichever MIN registered first, and the rest
-// join one reset later.
-class LastCall {
+// The agent's first-round last call (--rdzv-last-call, torchrun's last_call_timeout): rule 5
+// (elastic_policy::LastCall) over the nodes ready in the job's view. Once MIN nodes are ready, the
+// first round waits this long for more, unless MAX are there already. Without it, agents started
+// together form the first round with whichever MIN registered first, and the rest join one reset
+// later.
+class AgentLastCall {
  public:
-  LastCall(std::chrono::milliseconds length, int max_nodes)
+  AgentLastCall(std::chrono::milliseconds length, int max_nodes)
       : length_(length), max_(max_nodes), rule_(length, max_nodes) {}
   // Whether the first round may form now; `view` has MIN nodes ready for it.
   bool over(const AgentJobView& view, TimePoint now);

@@ -43,15 +43,15 @@ TEST_CASE("agent plan: the last call holds the first round back until MAX nodes 
   using std::chrono::seconds;
   const TimePoint t0 = steady_now();
   AgentJobView v = two_nodes_ready();
-  LastCall last_call(seconds(30), /*max_nodes=*/3);
+  AgentLastCall last_call(seconds(30), /*max_nodes=*/3);
   CHECK_FALSE(last_call.deadline());
   CHECK_FALSE(last_call.over(v, t0));  // it begins when MIN are first ready
   REQUIRE(last_call.deadline() == t0 + seconds(30));
   CHECK_FALSE(last_call.over(v, t0 + seconds(29)));
   CHECK(last_call.over(v, t0 + seconds(30)));
   v.nodes["c"] = {1, {"c.0.0"}};
-  CHECK(LastCall(seconds(30), 3).over(v, t0));  // MAX nodes are there: no wait at all
-  CHECK(LastCall(seconds(0), 4).over(v, t0));   // --rdzv-last-call 0
+  CHECK(AgentLastCall(seconds(30), 3).over(v, t0));  // MAX nodes are there: no wait at all
+  CHECK(AgentLastCall(seconds(0), 4).over(v, t0));   // --rdzv-last-call 0
 }
 
 TEST_CASE("agent plan: the first round ranks nodes by name, slots in order") {

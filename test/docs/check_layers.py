@@ -20,12 +20,14 @@ it. core may not include the rendezvous server (the launcher's part), torch may 
 header-only mutex, and the public headers include only public headers. Tests, benchmarks and
 examples may include what they link.
 
-The layers have no cycle, and neither has the include graph of the project's own files.
+The layers have no cycle, and neither has the include graph of the project's own files, nor the
+import graph of the Python package's modules (python/cohort).
 
 Every source file of the project (C++, Python, shell, CMake) has at most 500 lines.
 
 Usage: check_layers.py SOURCE_DIR. Exits 1 naming every violation.
 """
+import ast
 import pathlib
 import re
 import subprocess
@@ -142,6 +144,69 @@ def include_cycles(root, files):
     return problems
 
 
+def python_modules(root, files):
+    """The Python package's modules: their dotted names, and the files they are in."""
+    modules = {}
+    for rel in files:
+        if rel.suffix != ".py" or rel.parts[:2] != ("python", "cohort"):
+            continue
+        parts = list(rel.with_suffix("").parts[1:])
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = root / rel
+    return modules
+
+
+def python_imports(module, path, modules):
+    """The package's modules that a module imports (anywhere in it, functions included).
+
+    `from a.b import c` imports a.b.c when that is a module, else a.b. A module's own packages are
+    imported before it, so an import of one of them (`from cohort import _C`) is no edge.
+    """
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(errors="replace"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package upwards
+                package = module.split(".")
+                if path.name != "__init__.py":
+                    package.pop()
+                package = package[:len(package) - node.level + 1]
+                base = ".".join(package + ([base] if base else []))
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                     for alias in node.names]
+        for name in names:
+            if name in modules and name != module and not module.startswith(name + "."):
+                found.add(name)
+    return found
+
+
+def python_import_cycles(root, files):
+    """Cycles in the import graph of the Python package: a module that imports one that imports
+    it back, through any chain, runs against a partly initialized module."""
+    modules = python_modules(root, files)
+    graph = {m: sorted(python_imports(m, path, modules)) for m, path in modules.items()}
+    problems, state = [], {}
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                problems.append("python import cycle: " + " -> ".join(cycle))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return problems
+
+
 def length_violations(root, files):
     problems = []
     for rel in files:
@@ -160,7 +225,7 @@ def main():
     root = pathlib.Path(sys.argv[1]).resolve()
     files = tracked_files(root)
     problems = (folder_cycles() + layer_violations(root, files) + include_cycles(root, files) +
-                length_violations(root, files))
+                python_import_cycles(root, files) + length_violations(root, files))
     for p in problems:
         print(p)
     checked = sum(1 for f in files if f.suffix in {".h", ".cc"})

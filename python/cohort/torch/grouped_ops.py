@@ -1,4 +1,4 @@
-"""Horovod's grouped allgather and reducescatter and its sparse allreduce, over Cohort's runtime.
+"""Horovod's grouped allgather and reducescatter, over Cohort's runtime.
 
 The core has no grouped allgather or reducescatter: a grouped call submits one collective per
 tensor at once (the runtime negotiates and runs them side by side) and its handle completes when
@@ -6,25 +6,12 @@ all have. A given ``name`` becomes ``<op>.<name>.<i>`` for the i-th tensor; unna
 numbered like single unnamed calls. ``mpi_ops`` re-exports every name here, as Horovod's has them.
 """
 
-import torch
-
 from cohort import _C
 from cohort.torch import autograd_ops as _ag
 from cohort.torch.basics import _set_id, global_process_set
 from cohort.torch.compression import Compression
-from cohort.torch.mpi_ops import (Average, Handle, _check_all, _check_device, _check_op,
-                                  allgather_async, synchronize)
-
-
-class _GroupWork:
-    """The Works of a grouped call, polled as one."""
-
-    def __init__(self, name, works):
-        self.name = name
-        self.works = works
-
-    def poll(self):
-        return all(w.poll() for w in self.works)
+from cohort.torch.op_common import (Average, Handle, _check_all, _check_op, _GroupWork,
+                                    synchronize)
 
 
 def _wait_all(group):
@@ -79,29 +66,3 @@ def grouped_reducescatter(tensors, name=None, compression=Compression.none, op=A
         outs = synchronize(grouped_reducescatter_async(inputs, name, op, process_set,
                                                        prescale_factor, postscale_factor))
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, compressed)]
-
-
-def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
-    """Starts the allreduce of a sparse COO tensor as Horovod does: an allgather of its indices
-    and one of its values (duplicates are summed when the result is coalesced; Average divides the
-    values by the set's size). ``synchronize(handle)``, or ``handle()`` as in Horovod, returns the
-    sparse result."""
-    _check_device(tensor, "sparse_allreduce_async")
-    if not tensor.is_sparse:
-        raise _C.InvalidArgument("cohort.torch.sparse_allreduce_async: expected a sparse COO "
-                                 f"tensor, got layout {tensor.layout}")
-    op = _check_op(op)
-    if op not in (Average, _C.ReduceOp.SUM):
-        raise _C.InvalidArgument("cohort.torch.sparse_allreduce_async: op must be Sum or Average")
-    base = "sparse_allreduce" if name is None else name
-    indices = allgather_async(tensor._indices().t().contiguous(), f"{base}.indices", process_set)
-    values = allgather_async(tensor._values().contiguous(), f"{base}.values", process_set)
-    size = len(_C.process_set_ranks(_set_id(process_set)))
-
-    def finish(group):
-        all_values, all_indices = synchronize(values), synchronize(indices)
-        if op == Average:
-            all_values = all_values / size
-        return torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.size())
-
-    return Handle(_GroupWork(f"sparse_allreduce.{base}", [indices._work, values._work]), finish)

@@ -9,7 +9,7 @@ they must come in the same order on every rank, as in Horovod.
 import torch
 
 from cohort import _C
-from cohort._errors import InvalidArgument
+from cohort._errors import InvalidArgument  # noqa: F401  (as before the move)
 from cohort.torch.basics import (  # noqa: F401  (re-exported)
     _GlobalProcessSet,
     _set_id,
@@ -38,121 +38,40 @@ from cohort.torch.basics import (  # noqa: F401  (re-exported)
 )
 from cohort.torch import autograd_ops as _ag
 from cohort.torch.compression import Compression
-
-# The reduction operators. Adasum is named so that scripts that mention it import, and refused
-# precisely when used.
-Sum = _C.ReduceOp.SUM
-Average = _C.ReduceOp.AVERAGE
-Min = _C.ReduceOp.MIN
-Max = _C.ReduceOp.MAX
-Product = _C.ReduceOp.PRODUCT
-
-
-class _UnsupportedOp:
-    """A Horovod reduction operator that Cohort does not implement."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return self.name
-
-
-Adasum = _UnsupportedOp("Adasum")
-
-
-def _check_op(op):
-    if isinstance(op, _UnsupportedOp):
-        raise NotImplementedError(
-            f"cohort.torch: op={op.name} is not supported by Cohort "
-            "(supported: Sum, Average, Min, Max, Product)")
-    if not isinstance(op, _C.ReduceOp):
-        raise InvalidArgument(f"cohort.torch: op must be one of Sum, Average, Min, Max, Product, "
-                              f"not {op!r}")
-    return op
-
-
-def _resolve_op(average, op, default=Average):
-    """Horovod's rules: ``average`` is the deprecated form of ``op`` and may not come with it."""
-    if average is not None:
-        if op is not None:
-            raise ValueError("The op parameter supersedes average. Please provide only one of them.")
-        return Average if average else Sum
-    return _check_op(default if op is None else op)
-
-
-# --- Handles -------------------------------------------------------------------------------------
-
-class Handle:
-    """An asynchronous collective in flight: pass it to ``poll`` or ``synchronize``."""
-
-    __slots__ = ("_work", "_finish", "_result", "_done")
-
-    def __init__(self, work, finish):
-        self._work = work
-        self._finish = finish
-        self._done = False
-        self._result = None
-
-    def __repr__(self):
-        return f"<cohort.torch handle {self._work.name}>"
-
-    def __call__(self):
-        """``synchronize(handle)``: Horovod's sparse allreduce handle is called this way."""
-        return synchronize(self)
-
-
-def poll(handle):
-    """True once the collective has completed (or failed); never blocks."""
-    return handle._done or handle._work.poll()
-
-
-def synchronize(handle):
-    """Waits for the collective and returns its output (raises its error)."""
-    if not handle._done:
-        handle._result = handle._finish(handle._work)
-        handle._done = True
-        handle._work = _Finished(handle._work.name)
-    return handle._result
-
-
-class _Finished:
-    """What a handle keeps once synchronized: its name, and a poll that says done."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def poll(self):
-        return True
-
-
-def _check_device(tensor, what):
-    if not isinstance(tensor, torch.Tensor):
-        raise InvalidArgument(f"cohort.torch.{what}: expected a torch.Tensor, got "
-                              f"{type(tensor).__name__}")
-    if tensor.device.type not in ("cpu", "cuda"):
-        raise InvalidArgument(f"cohort.torch.{what}: tensor on device '{tensor.device}'; only CPU "
-                              f"tensors (and CUDA ones in NCCL builds) are supported")
-
-
-def _name(op, name):
-    return "" if name is None else f"{op}.{name}"
+# Horovod's mpi_ops has the grouped allgather and reducescatter too.
+from cohort.torch.grouped_ops import (  # noqa: F401  (re-exported)
+    grouped_allgather,
+    grouped_allgather_async,
+    grouped_reducescatter,
+    grouped_reducescatter_async,
+)
+from cohort.torch.op_common import (  # noqa: F401  (re-exported)
+    Adasum,
+    Average,
+    Handle,
+    Max,
+    Min,
+    Product,
+    Sum,
+    _check_all,
+    _check_device,
+    _check_op,
+    _Finished,
+    _GroupWork,
+    _name,
+    _output,
+    _outputs,
+    _resolve_op,
+    _UnsupportedOp,
+    poll,
+    synchronize,
+)
 
 
 def _reduce_args(kind, average, op, prescale_factor, postscale_factor, process_set, name):
     """The checked arguments a reduction passes after its tensor(s): op, scales, set id, name."""
     return (_resolve_op(average, op), prescale_factor, postscale_factor, _set_id(process_set),
             _name(kind, name))
-
-
-def _output(work):
-    """A single-tensor handle's result: the output tensor."""
-    return work.wait()
-
-
-def _outputs(work):
-    """A grouped handle's result: the list of output tensors."""
-    return work.wait_all()
 
 
 # --- Allreduce -----------------------------------------------------------------------------------
@@ -199,13 +118,6 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
 
 
 # --- Grouped allreduce ---------------------------------------------------------------------------
-
-def _check_all(tensors, what):
-    tensors = list(tensors)
-    for t in tensors:
-        _check_device(t, what)
-    return tensors
-
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                             postscale_factor=1.0, process_set=global_process_set):
@@ -360,6 +272,32 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     return compression.decompress(out, ctx)
 
 
+def sparse_allreduce_async(tensor, name, op, process_set=global_process_set):
+    """Starts the allreduce of a sparse COO tensor as Horovod does: an allgather of its indices
+    and one of its values (duplicates are summed when the result is coalesced; Average divides the
+    values by the set's size). ``synchronize(handle)``, or ``handle()`` as in Horovod, returns the
+    sparse result."""
+    _check_device(tensor, "sparse_allreduce_async")
+    if not tensor.is_sparse:
+        raise _C.InvalidArgument("cohort.torch.sparse_allreduce_async: expected a sparse COO "
+                                 f"tensor, got layout {tensor.layout}")
+    op = _check_op(op)
+    if op not in (Average, _C.ReduceOp.SUM):
+        raise _C.InvalidArgument("cohort.torch.sparse_allreduce_async: op must be Sum or Average")
+    base = "sparse_allreduce" if name is None else name
+    indices = allgather_async(tensor._indices().t().contiguous(), f"{base}.indices", process_set)
+    values = allgather_async(tensor._values().contiguous(), f"{base}.values", process_set)
+    size = len(_C.process_set_ranks(_set_id(process_set)))
+
+    def finish(group):
+        all_values, all_indices = synchronize(values), synchronize(indices)
+        if op == Average:
+            all_values = all_values / size
+        return torch.sparse_coo_tensor(all_indices.t(), all_values, tensor.size())
+
+    return Handle(_GroupWork(f"sparse_allreduce.{base}", [indices._work, values._work]), finish)
+
+
 # --- Barrier and join ----------------------------------------------------------------------------
 
 def barrier(process_set=global_process_set):
@@ -375,12 +313,3 @@ def join(device=-1):
     del device  # CPU collectives only need the rank
     return _C.join()
 
-
-# Horovod's mpi_ops has the grouped allgather and reducescatter and the sparse allreduce too.
-from cohort.torch.grouped_ops import (  # noqa: E402,F401  (after the names it imports from here)
-    grouped_allgather,
-    grouped_allgather_async,
-    grouped_reducescatter,
-    grouped_reducescatter_async,
-    sparse_allreduce_async,
-)
