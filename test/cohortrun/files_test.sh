@@ -32,7 +32,7 @@ zero="cohortrun: hostfile '/dev/zero' is a character device; Cohort reads it onl
 # A sanitizer build reserves terabytes of shadow memory at start and cannot run under the limit:
 # there the refusal alone is checked.
 limit=1048576
-if ldd "$cohortrun" | grep -qE 'lib(a|t)san'; then limit=unlimited; fi
+if grep -qE 'lib(a|t)san' < <(ldd "$cohortrun"); then limit=unlimited; fi
 (ulimit -v "$limit" && refused "$zero" --hostfile /dev/zero -np 1 "${worker[@]}")
 (ulimit -v "$limit" && OMPI_MCA_orte_default_hostfile=/dev/zero refused "$zero" -np 1 "${worker[@]}")
 python3 -c 'import sys; sys.stdout.write("localhost slots=1\n" * 116509)' >"$tmp/big.hosts"
