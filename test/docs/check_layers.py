@@ -61,6 +61,25 @@ SOURCE_SUFFIXES = {".h", ".cc", ".py", ".sh", ".cmake"}
 MAX_LINES = 500
 
 
+
+def cycles(graph, label):
+    """Every cycle a depth-first walk of `graph` (node -> successors) meets, as "LABEL: a -> b -> a"."""
+    problems, state = [], {}  # state: 1 while on the current path, 2 when done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                problems.append(f"{label}: " + " -> ".join(path[path.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return problems
+
 def tracked_files(root):
     out = subprocess.run(["git", "-C", str(root), "ls-files", "--cached", "--others",
                           "--exclude-standard"], capture_output=True, text=True)
@@ -126,22 +145,7 @@ def include_cycles(root, files):
             continue
         targets = INCLUDE.findall(path.read_text(errors="replace"))
         graph[str(rel)] = [t for t in targets if (root / t).is_file()]
-    problems, state = [], {}  # state: 1 while on the current path, 2 when done
-
-    def visit(node, path):
-        state[node] = 1
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
-                problems.append("include cycle: " + " -> ".join(cycle))
-            elif nxt not in state:
-                visit(nxt, path + [nxt])
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
-    return problems
+    return cycles(graph, "include cycle")
 
 
 def python_modules(root, files):
@@ -189,22 +193,7 @@ def python_import_cycles(root, files):
     it back, through any chain, runs against a partly initialized module."""
     modules = python_modules(root, files)
     graph = {m: sorted(python_imports(m, path, modules)) for m, path in modules.items()}
-    problems, state = [], {}
-
-    def visit(node, path):
-        state[node] = 1
-        for nxt in graph.get(node, []):
-            if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt]
-                problems.append("python import cycle: " + " -> ".join(cycle))
-            elif nxt not in state:
-                visit(nxt, path + [nxt])
-        state[node] = 2
-
-    for node in sorted(graph):
-        if node not in state:
-            visit(node, [node])
-    return problems
+    return cycles(graph, "python import cycle")
 
 
 def length_violations(root, files):
