@@ -14,8 +14,8 @@
 #include <string>
 
 #include "agent/agent_events.h"
-#include "agent/agent_job.h"
 #include "agent/agent_mirror.h"
+#include "agent/agent_options.h"
 #include "agent/agent_planner.h"
 #include "agent/agent_ranges.h"
 #include "agent/agent_round_guard.h"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <utility>
 
-#include "agent/agent_job.h"
+#include "agent/agent_options.h"
 
 namespace cohort::discovery {
 

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "agent/agent_job.h"
+#include "agent/agent_options.h"
 #include "agent/agent_records.h"
 #include "agent/agent_view.h"
 #include "launcher/job_events.h"

@@ -13,7 +13,7 @@
 // writes anything, and the running job's agents put their marker back over whatever is there.
 #pragma once
 
-#include "agent/agent_job.h"
+#include "agent/agent_options.h"
 #include "rendezvous/etcd_store.h"
 
 namespace cohort::discovery {

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "agent/agent_job.h"
+#include "agent/agent_options.h"
 #include "rendezvous/etcd_store.h"
 
 namespace cohort::discovery {
