@@ -35,7 +35,7 @@ inline constexpr const char* kSecret = "COHORT_SECRET";
 // Elastic mode: the worker's id for the whole job, given instead of the rank and size, which the
 // launcher assigns for each round (see rendezvous/elastic_protocol.h).
 inline constexpr const char* kWorkerId = "COHORT_WORKER_ID";
-// Read by cohortrun's agents, for tests: ROUND:MARKER_FILE (agent/agent_options.h).
+// Read by cohortrun's agents, for tests: ROUND:MARKER_FILE (agent/agent_job.h).
 inline constexpr const char* kFaultAgentKillAt = "COHORT_FAULT_AGENT_KILL_AT";
 
 // Horovod's names for the same placement, set beside COHORT_RANK ... in a static job, so that
