@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "agent/agent_cli.h"
+#include "agent/agent_job.h"
 #include "base/decimal.h"
 #include "base/launch_env.h"
 #include "base/log.h"
