@@ -32,7 +32,9 @@ def _wait_all(group):
 
 
 def _names(op, name, count):
-    return [""] * count if name is None else [f"{op}.{name}.{i}" for i in range(count)]
+    # Each tensor its own collective, numbered under the user's name, without the operation (as
+    # mpi_ops._name): a name used by different grouped operations on different ranks mismatches.
+    return [""] * count if name is None else [f"{name}.{i}" for i in range(count)]
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
