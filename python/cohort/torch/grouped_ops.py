@@ -2,7 +2,7 @@
 
 The core has no grouped allgather or reducescatter: a grouped call submits one collective per
 tensor at once (the runtime negotiates and runs them side by side) and its handle completes when
-all have. A given ``name`` becomes ``<op>.<name>.<i>`` for the i-th tensor; unnamed members are
+all have. A given ``name`` becomes ``<name>.<i>`` for the i-th tensor; unnamed members are
 numbered like single unnamed calls. ``mpi_ops`` re-exports every name here, as Horovod's has them.
 """
 
