@@ -53,6 +53,7 @@ int Negotiator::add(int rank, Request request) {
   entry.by_rank[rank] = std::move(request);
   int count = ++entry.count;
   mark_if_ready(key, entry);
+  if (sets_.size() > 1 && fail_if_deadlocked_across_sets(key)) return 0;
   if (join) record_join(rank);
   return count;
 }

@@ -145,6 +145,16 @@ class Negotiator {
   void prune_hits();
   void record_join(int rank);
   std::optional<Response> reject(int rank, const Request& request) const;
+  // One name pending in two process sets (core/negotiator_names.cc): whether another set has the
+  // key's name pending (in table_ or in a slot).
+  bool pending_elsewhere(const Key& key) const;
+  // Whether `waiting` still needs ranks, all of which have submitted `busy` instead.
+  bool waits_for_busy(const Entry& waiting, const Entry& busy) const;
+  // Fails the key's entry, and the same name's in another set, when each waits only for ranks
+  // busy with the other: neither can complete, and every rank of both has submitted one of them.
+  // True if it did.
+  bool fail_if_deadlocked_across_sets(const Key& key);
+  void fail_together(const Key& a, const Key& b);
 
   Response construct(const std::string& name, const Entry& entry) const;
   std::optional<std::string> cannot_run(const Entry& entry) const;

@@ -113,6 +113,8 @@ bool Negotiator::open(Hits& hits) {
   const Key& key = hits.key;
   auto set = sets_.find(key.first);
   if (set == sets_.end() || removed_.contains(key.first) || table_.contains(key)) return false;
+  // The same name pending in another set: the full way checks that the two can both complete.
+  if (sets_.size() > 1 && pending_elsewhere(key)) return false;
   for (size_t other : *hits.named) {
     if (other == hits.slot || !hits_[other].pending) continue;
     // Ranks hit two ids of one name (one evicted, one live): compare them request by request.

@@ -5,6 +5,7 @@ process sets and objects.
 """
 
 import threading
+import time
 
 import pytest
 import torch
@@ -290,6 +291,36 @@ def test_mismatched_shapes_raise_on_every_rank_and_runtime_goes_on():
     with pytest.raises(hvd.MismatchError):
         hvd.synchronize(handle)
     torch.testing.assert_close(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="after"),
+                               torch.full((2,), float(hvd.size())))
+
+
+def _wait_bounded(handle, seconds=15.0):
+    """synchronize(handle), failing the test rather than waiting past `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not hvd.poll(handle):
+        assert time.monotonic() < deadline, f"no result within {seconds} s"
+        time.sleep(0.005)
+    return hvd.synchronize(handle)
+
+
+@pytest.mark.multi_rank
+def test_one_name_for_different_operations_raises_on_every_rank():
+    # Rank 0 allreduces what the others broadcast: one name, so a mismatch on every rank at once
+    # (Horovod's prefixes made them two names that waited for each other).
+    x = torch.ones(3)
+    if hvd.rank() == 0:
+        handle = hvd.allreduce_async(x, name="one.name")
+    else:
+        handle = hvd.broadcast_async(x, 0, name="one.name")
+    with pytest.raises(hvd.MismatchError, match="mismatched operations: rank 0 allreduce, rank 1 "
+                                                "broadcast"):
+        _wait_bounded(handle)
+    dtype = torch.float32 if hvd.rank() == 0 else torch.float64
+    handle = hvd.allreduce_async(torch.ones(3, dtype=dtype), name="one.name")
+    with pytest.raises(hvd.MismatchError, match="mismatched data types: rank 0 float32, rank 1 "
+                                                "float64"):
+        _wait_bounded(handle)
+    torch.testing.assert_close(hvd.allreduce(torch.ones(2), op=hvd.Sum, name="one.name"),
                                torch.full((2,), float(hvd.size())))
 
 

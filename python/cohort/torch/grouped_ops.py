@@ -2,7 +2,7 @@
 
 The core has no grouped allgather or reducescatter: a grouped call submits one collective per
 tensor at once (the runtime negotiates and runs them side by side) and its handle completes when
-all have. A given ``name`` becomes ``<op>.<name>.<i>`` for the i-th tensor; unnamed members are
+all have. A given ``name`` becomes ``<name>.<i>`` for the i-th tensor; unnamed members are
 numbered like single unnamed calls. ``mpi_ops`` re-exports every name here, as Horovod's has them.
 """
 
@@ -19,7 +19,9 @@ def _wait_all(group):
 
 
 def _names(op, name, count):
-    return [""] * count if name is None else [f"{op}.{name}.{i}" for i in range(count)]
+    # Each tensor its own collective, numbered under the user's name, without the operation (as
+    # mpi_ops._name): a name used by different grouped operations on different ranks mismatches.
+    return [""] * count if name is None else [f"{name}.{i}" for i in range(count)]
 
 
 def grouped_allgather_async(tensors, name=None, process_set=global_process_set):

@@ -2,8 +2,10 @@
 
 Every collective has Horovod's signature. The ``*_async`` forms return an opaque handle for
 ``poll(handle)`` and ``synchronize(handle)`` (which returns the output); the forms ending in ``_``
-work in place. A given ``name`` becomes ``<op>.<name>``; unnamed calls are numbered per kind, so
-they must come in the same order on every rank, as in Horovod.
+work in place. A given ``name`` is the collective's name as it is, whatever the operation (Horovod
+makes it ``<op>.<name>``), so ranks that submit different operations under one name fail with
+``MismatchError``; unnamed calls are numbered per kind, so they must come in the same order on
+every rank, as in Horovod.
 """
 
 import torch

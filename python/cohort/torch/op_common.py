@@ -126,7 +126,11 @@ def _check_all(tensors, what):
 
 
 def _name(op, name):
-    return "" if name is None else f"{op}.{name}"
+    # The user's name as it is (None: the runtime numbers it, "<op>.noname.<n>"): one name is one
+    # collective in flight whatever its operation, so ranks that submit different operations under
+    # it fail with MismatchError rather than wait for each other (Horovod prefixes the operation,
+    # docs/horovod-compatibility.md#one-name-one-collective).
+    return "" if name is None else name
 
 
 def _output(work):
