@@ -100,6 +100,8 @@ struct Config {
   ops::DeviceOperations device_operations = ops::DeviceOperations::kAuto;
   // COHORT_STAGED_CHUNK_BYTES: the staged backend's pipeline step (ops/staged_backend.h).
   size_t staged_chunk_bytes = size_t{4} << 20;
+  // How many other ranks keep a copy of each rank's range of a sharded State value.
+  size_t state_replicas = 1;
   // The two above as the device backend takes them.
   ops::DeviceOptions device_options() const { return {device_operations, staged_chunk_bytes}; }
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.

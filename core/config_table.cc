@@ -134,6 +134,10 @@ constexpr Setting kSettings[] = {
     {"COHORT_STAGED_CHUNK_BYTES", Count{&Config::staged_chunk_bytes, 8, int64_t{1} << 30},
      "The staged device backend's pipeline step: bytes copied to the host per chunk.",
      Scope::kAlike},
+    {"COHORT_STATE_REPLICAS", Count{&Config::state_replicas, 0, 1024},
+     "How many other ranks keep a copy of each rank's range of a sharded State value (fewer than "
+     "the world size).",
+     Scope::kAlike},
     {"COHORT_TIMELINE", Text{&Config::timeline_path},
      "A file where rank 0 writes a Chrome-trace timeline."},
     {"COHORT_ELASTIC_TIMEOUT_SECONDS",

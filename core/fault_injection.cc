@@ -24,10 +24,10 @@ FaultPoint parse_fault_point(std::string_view text) {
                    stop};
   if (std::find(std::begin(kFaultPhases), std::end(kFaultPhases), point.phase) ==
       std::end(kFaultPhases)) {
-    throw InvalidArgument(
-        "unknown phase '" + point.phase +
-        "' (checkin, assignment, gloo-store, gloo-pairs, shared-memory, control, heartbeat, sync, "
-        "collective)");
+    std::string known;
+    for (std::string_view phase : kFaultPhases)
+      known += (known.empty() ? "" : ", ") + std::string(phase);
+    throw InvalidArgument("unknown phase '" + point.phase + "' (" + known + ")");
   }
   std::string entry(text.substr(first + 1, second - first - 1));
   auto value = parse_decimal<int>(entry, 0, 1'000'000);

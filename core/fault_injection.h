@@ -19,9 +19,14 @@ namespace cohort {
 //   control     before the control star       heartbeat   before the heartbeat star
 //   sync        before elastic::run's state sync that follows the entry
 //   collective  as its first collective of the entry starts to run (the other ranks are in it)
-inline constexpr std::string_view kFaultPhases[] = {"checkin",    "assignment",    "gloo-store",
-                                                    "gloo-pairs", "shared-memory", "control",
-                                                    "heartbeat",  "sync",          "collective"};
+// and, where the State holds sharded values (state/shard_sync.h), in any of its commits:
+//   replicas    as the commit's replica transfer starts (the other ranks are in it)
+//   promote     once its replicas arrived, before the ranks agree that every rank has them
+// and in the sync:
+//   reshard     as the transfer of the ranges that changed holder starts
+inline constexpr std::string_view kFaultPhases[] = {
+    "checkin",   "assignment", "gloo-store", "gloo-pairs", "shared-memory", "control",
+    "heartbeat", "sync",       "collective", "replicas",   "promote",       "reshard"};
 inline constexpr std::string_view kStopPrefix = "stop:";
 
 struct FaultPoint {

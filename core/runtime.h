@@ -66,6 +66,8 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const Placement& topology() const { return topology_; }
+  // COHORT_FAULT_KILL_AT at `phase` of this elastic worker's round entry (core/fault_injection.h).
+  void fault_point(std::string_view phase) const;
   // Names for collectives submitted without one (cohort::default_name).
   DefaultNames& default_names() { return default_names_; }
   std::string_view backend_name() const { return backend_name_; }
@@ -107,8 +109,6 @@ class Runtime {
   void connect_control_leaders(const std::vector<std::string>& hosts);
   // Publishes this rank's `block` (under kAddressBlock bytes) and returns every rank's.
   std::vector<std::string> allgather_strings(const std::string& block);
-  // COHORT_FAULT_KILL_AT, while this elastic worker joins its round (core/fault_injection.h).
-  void fault_point(std::string_view phase) const;
   // The heartbeat thread found the job failed: interrupt the data plane, wake the background
   // thread. Runs on the heartbeat thread.
   void on_peer_failure(const std::string& verdict);

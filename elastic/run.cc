@@ -137,6 +137,8 @@ void run(State& state, const std::function<void(State&)>& fn) {
     } catch (const HostsUpdatedInterrupt& e) {
       if (!elastic) throw;
       why = {rendezvous::CheckIn::Kind::kInterrupted, e.what()};
+    } catch (const StateLostError&) {
+      throw;  // another round would find the same ranges missing
     } catch (const InternalError& e) {
       if (!elastic) throw;
       why = {rendezvous::CheckIn::Kind::kFailed, e.what()};

@@ -106,9 +106,17 @@ void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
   }
 }
 
+// Durable checkpoints do not hold sharded values yet (each rank would write its own range).
+void refuse_sharded(const StateImpl& s, std::string_view what) {
+  if (s.sharded.empty()) return;
+  throw InvalidArgument(std::string(what) + ": '" + s.sharded.front().name() +
+                        "' is a sharded value, which durable checkpoints do not hold yet");
+}
+
 void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
   if (options.keep_last < 1) throw InvalidArgument("save: keep_last must be at least 1");
   if (!s.has_commit) throw InvalidArgument("save: there is no commit to save: commit() first");
+  refuse_sharded(s, "save");
   for (const BufferValue& b : s.buffers) {
     if (!b.has_snapshot())
       throw InvalidArgument("save: '" + b.name() + "' was tracked after the last commit");
@@ -349,6 +357,7 @@ CheckpointInfo save(const State& state, const std::filesystem::path& dir,
 
 std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::path& dir) {
   detail::StateImpl& s = detail::StateAccess::impl(state);
+  detail::refuse_sharded(s, "load_latest");
   detail::agree_on_manifest(s, "load_latest");
   std::optional<CheckpointInfo> found;
   detail::Outcome outcome;
@@ -360,7 +369,7 @@ std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::p
   wire::Reader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
   if (in.u8() == 0) return std::nullopt;
   CheckpointInfo info = detail::read_info(in);
-  detail::sync_state(s, true);
+  detail::sync_state(s, true, /*rank_zero=*/true);
   return info;
 }
 

@@ -1,7 +1,9 @@
 // State::commit(): local checks and serialization, one allgather that carries every rank's
-// outcome and sampler records, identical checks on every rank, then the snapshot.
+// outcome and sampler records, identical checks on every rank, the sharded values' replicas
+// (state/shard_sync.h), then the snapshot.
 #include "cohort/cohort.h"
 #include "state/agreement.h"
+#include "state/shard_sync.h"
 #include "state/state_impl.h"
 
 namespace cohort::elastic::detail {
@@ -10,6 +12,7 @@ namespace {
 // Everything that can fail locally, done before the collective: buffer sizes and serializers.
 Outcome prepare(const StateImpl& s, std::vector<std::string>& staged) {
   return capture([&] {
+    check_shards(s);
     for (const BufferValue& b : s.buffers) b.live();
     for (const ObjectValue& o : s.objects) {
       try {
@@ -27,6 +30,7 @@ wire::Writer contribution(const StateImpl& s, const Outcome& outcome) {
   out.u64(s.commit_count);
   out.u64(s.samplers.size());
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).write_delta(out);
+  write_shard_manifest(out, s);
   return out;
 }
 
@@ -63,6 +67,7 @@ std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<wire::Read
                           "': " + e.what());
     }
   }
+  check_shard_manifests(ranks);
   return merges;
 }
 
@@ -83,7 +88,10 @@ void commit_state(StateImpl& s) {
                                     "not parse (") +
                         e.what() + ")");
   }
+  // The replicas first: a failure while they travel leaves every value at the last commit.
+  send_shard_replicas(s, s.commit_count + 1);
   for (BufferValue& b : s.buffers) b.take_snapshot();
+  promote_shards(s);
   for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(std::move(staged[i]));
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).apply_merge(merges[i]);
   ++s.commit_count;

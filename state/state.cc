@@ -50,6 +50,9 @@ std::string describe(const ManifestEntry& e) {
   if (e.kind == static_cast<uint8_t>(ValueKind::kSampler)) {
     return kind + " over " + std::to_string(e.size) + " samples";
   }
+  if (e.kind == static_cast<uint8_t>(ValueKind::kSharded)) {
+    return kind + " of " + e.type + ", " + std::to_string(e.size) + " elements";
+  }
   return kind + " of " + e.type + ", " + std::to_string(e.size) + " bytes";
 }
 
@@ -65,6 +68,9 @@ wire::Writer StateImpl::manifest() const {
       m.size = buffers[e.index].num_bytes();
     } else if (e.kind == ValueKind::kObject) {
       m.type = objects[e.index].type_name();
+    } else if (e.kind == ValueKind::kSharded) {
+      m.type = std::string(cohort::to_string(sharded[e.index].dtype()));
+      m.size = sharded[e.index].length();
     } else {
       m.size = sampler(e.index).dataset_size();
     }
@@ -109,6 +115,7 @@ void restore_state(StateImpl& s) {
   for (BufferValue& b : s.buffers) b.restore_snapshot();
   for (auto& a : assign) a();
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).rollback();
+  for (ShardedValue& v : s.sharded) v.restore();
 }
 
 }  // namespace detail
@@ -150,6 +157,16 @@ void State::track_object(std::string name, detail::ObjectAccess access) {
   impl_->objects.emplace_back(name, std::move(access));
   impl_->entries.push_back(
       {std::move(name), detail::ValueKind::kObject, impl_->objects.size() - 1});
+}
+
+void State::track(std::string name, detail::ShardStorage& buffer) {
+  check_new_name(*impl_, name);
+  if (buffer.length() == 0) {
+    throw InvalidArgument("State::track: sharded value '" + name + "' has no elements");
+  }
+  impl_->sharded.emplace_back(name, buffer);
+  impl_->entries.push_back(
+      {std::move(name), detail::ValueKind::kSharded, impl_->sharded.size() - 1});
 }
 
 void State::track(std::string name, ElasticSampler& sampler) {

@@ -10,6 +10,8 @@
 #include "base/wire.h"
 #include "cohort/elastic/state.h"
 #include "state/sampler_core.h"
+#include "state/shard_world.h"
+#include "state/sharded_value.h"
 #include "state/values.h"
 
 namespace cohort::elastic::detail {
@@ -17,7 +19,7 @@ namespace cohort::elastic::detail {
 struct Entry {
   std::string name;
   ValueKind kind;
-  size_t index;  // into StateImpl::buffers, objects or samplers
+  size_t index;  // into StateImpl::buffers, objects, samplers or sharded
 };
 
 struct StateImpl {
@@ -26,6 +28,8 @@ struct StateImpl {
   std::vector<BufferValue> buffers;
   std::vector<ObjectValue> objects;
   std::vector<ElasticSampler*> samplers;
+  std::vector<ShardedValue> sharded;
+  ShardWorldCache shard_world;  // the sharded values' world, gathered once per runtime
   uint64_t commit_count = 0;
   bool has_commit = false;
   std::function<void()> commit_hook;
@@ -44,9 +48,9 @@ std::string manifest_difference(const StateImpl& state, std::span<const std::byt
 
 void commit_state(StateImpl& state);
 void restore_state(StateImpl& state);
-// discard_uncommitted: drop samplers' uncommitted records instead of refusing to sync
-// (a checkpoint load replaces everything).
-void sync_state(StateImpl& state, bool discard_uncommitted);
+// discard_uncommitted: drop samplers' uncommitted records instead of refusing to sync; rank_zero:
+// take rank 0's values, not the newest commit's (both: a checkpoint load into rank 0).
+void sync_state(StateImpl& state, bool discard_uncommitted, bool rank_zero = false);
 // Collective: throws on every rank unless every rank's manifest equals rank 0's.
 void agree_on_manifest(StateImpl& state, std::string_view what);
 

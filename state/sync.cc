@@ -1,8 +1,11 @@
-// State::sync(): rank 0 broadcasts its manifest, objects and sampler headers; every rank checks
-// them against its own and the outcomes are agreed; then buffers and processed sets are
-// broadcast in place and every rank takes the result as its last commit.
+// State::sync(): the ranks gather what each holds (state/shard_sync.h) and take as the root the
+// rank with the newest commit; the root broadcasts its manifest, objects and sampler headers;
+// every rank checks them against its own and the outcomes are agreed; then buffers and processed
+// sets are broadcast in place, sharded values resharded, and every rank takes the result as its
+// last commit.
 #include "cohort/cohort.h"
 #include "state/agreement.h"
+#include "state/shard_sync.h"
 #include "state/state_impl.h"
 
 namespace cohort::elastic::detail {
@@ -60,7 +63,7 @@ RootState parse_root(const StateImpl& s, std::span<const std::byte> blob) {
 
 // This rank's checks of rank 0's state against its own; stages rank 0's objects.
 void check_local(const StateImpl& s, bool discard_uncommitted, std::span<const std::byte> blob,
-                 RootState& root, std::vector<std::function<void()>>& assign) {
+                 int root_rank, RootState& root, std::vector<std::function<void()>>& assign) {
   for (const BufferValue& b : s.buffers) b.live();
   for (size_t i = 0; i < s.samplers.size() && !discard_uncommitted; ++i) {
     if (uint64_t n = s.sampler(i).uncommitted(); n > 0) {
@@ -71,19 +74,21 @@ void check_local(const StateImpl& s, bool discard_uncommitted, std::span<const s
   try {
     root = parse_root(s, blob);
   } catch (const wire::MalformedBytes& e) {
-    throw MismatchError(std::string("rank 0's state does not parse: ") + e.what());
+    throw MismatchError("rank " + std::to_string(root_rank) +
+                        "'s state does not parse: " + e.what());
   }
-  if (!root.valid || cohort::rank() == 0) return;
+  if (!root.valid || cohort::rank() == root_rank) return;
+  std::string who = "rank " + std::to_string(root_rank);
   auto manifest = std::as_bytes(std::span(root.manifest.data(), root.manifest.size()));
-  if (std::string diff = manifest_difference(s, manifest, "rank 0"); !diff.empty()) {
+  if (std::string diff = manifest_difference(s, manifest, who); !diff.empty()) {
     throw MismatchError(diff);
   }
   for (size_t i = 0; i < s.objects.size(); ++i) {
-    assign.push_back(s.objects[i].parse(root.objects[i], "rank 0's value"));
+    assign.push_back(s.objects[i].parse(root.objects[i], who + "'s value"));
   }
 }
 
-void broadcast_values(StateImpl& s) {
+void broadcast_values(StateImpl& s, int root) {
   for (const Entry& e : s.entries) {
     if (e.kind == ValueKind::kBuffer) {
       BufferValue& b = s.buffers[e.index];
@@ -91,32 +96,36 @@ void broadcast_values(StateImpl& s) {
       if (bytes.empty()) continue;
       auto count = static_cast<int64_t>(bytes.size() / element_size(b.dtype()));
       cohort::broadcast(s.collective("sync/buffer/" + e.name),
-                        Tensor{bytes.data(), b.dtype(), {count}}, 0);
+                        Tensor{bytes.data(), b.dtype(), {count}}, root);
     } else if (e.kind == ValueKind::kSampler) {
       std::span<uint64_t> words = s.sampler(e.index).bitmap_words();
       cohort::broadcast(
           s.collective("sync/sampler/" + e.name),
-          Tensor{words.data(), DataType::kInt64, {static_cast<int64_t>(words.size())}}, 0);
+          Tensor{words.data(), DataType::kInt64, {static_cast<int64_t>(words.size())}}, root);
     }
   }
 }
 
 }  // namespace
 
-void sync_state(StateImpl& s, bool discard_uncommitted) {
+void sync_state(StateImpl& s, bool discard_uncommitted, bool rank_zero) {
+  check_shards(s);
+  SyncSource source = plan_sync(s, rank_zero);
   Outcome root_outcome;
   std::vector<std::byte> blob;
-  if (cohort::rank() == 0) blob = root_blob(s, root_outcome);
-  blob = broadcast_bytes(s.collective("sync/state"), std::move(blob), 0);
+  if (cohort::rank() == source.root) blob = root_blob(s, root_outcome);
+  blob = broadcast_bytes(s.collective("sync/state"), std::move(blob), source.root);
 
   RootState root;
   std::vector<std::function<void()>> assign;
-  Outcome local = root_outcome.ok()
-                      ? capture([&] { check_local(s, discard_uncommitted, blob, root, assign); })
-                      : root_outcome;
+  Outcome local =
+      root_outcome.ok()
+          ? capture([&] { check_local(s, discard_uncommitted, blob, source.root, root, assign); })
+          : root_outcome;
   raise_if_failed("sync", gather_outcomes(s.collective("sync/outcome"), local));
 
-  broadcast_values(s);
+  broadcast_values(s, source.root);
+  reshard_shards(s, source, root.commit_count);
   for (auto& a : assign) a();
   for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(root.objects[i]);
   for (BufferValue& b : s.buffers) b.take_snapshot();

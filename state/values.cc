@@ -14,6 +14,8 @@ std::string_view to_string(ValueKind kind) {
       return "object";
     case ValueKind::kSampler:
       return "elastic sampler";
+    case ValueKind::kSharded:
+      return "sharded buffer";
   }
   return "unknown";
 }

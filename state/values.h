@@ -13,7 +13,7 @@
 
 namespace cohort::elastic::detail {
 
-enum class ValueKind : uint8_t { kBuffer = 1, kObject = 2, kSampler = 3 };
+enum class ValueKind : uint8_t { kBuffer = 1, kObject = 2, kSampler = 3, kSharded = 4 };
 std::string_view to_string(ValueKind kind);
 
 class BufferValue {

@@ -38,6 +38,14 @@ class InternalError : public Error {
   using Error::Error;
 };
 
+// Committed state that no rank holds any more: a range of a sharded State value whose rank and
+// every replica of it are gone. Raised on every rank by State::sync(); elastic::run does not
+// retry it (another round would find the same), so it ends run().
+class StateLostError : public InternalError {
+ public:
+  using InternalError::InternalError;
+};
+
 // Some ranks submitted the collective and others did not within COHORT_STALL_SHUTDOWN_TIME_SECONDS.
 // Raised on every rank that submitted it; the runtime keeps running.
 class StallError : public Error {

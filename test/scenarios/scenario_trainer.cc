@@ -8,11 +8,17 @@
 // training each sample once per epoch gives, and checks the history itself, then prints
 // "trainer: exactly once".
 //
+// With --sharded N, the State also holds N "moments" sharded over the ranks (ShardedBuffer): each
+// rank adds the step's gradient to the elements of its own range, so element g must always equal
+// model element g % model-size; every rank checks its range at the end and after every sync
+// ("trainer: sharded moments match"), which proves each reshard and restore moved the right bytes.
+//
 // Log lines (one per event) that the scenario scripts wait for:
 //   trainer: start worker=<id> rank=R size=S resets=N epoch=E
 //   trainer: epoch E done rank=R size=S resets=N
 //   trainer: finished epochs=E resets=N
 //   trainer: got SIGUSR1 worker=<id>   (with --usr1-handler 1: a handler of its own, before init)
+//   trainer: sharded moments match rank=R size=S range=B-E   (with --sharded N)
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +30,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -32,6 +39,7 @@
 #include "cohort/cohort.h"
 #include "cohort/elastic/run.h"
 #include "cohort/elastic/sampler.h"
+#include "cohort/elastic/sharded.h"
 #include "cohort/elastic/state.h"
 
 namespace {
@@ -46,6 +54,7 @@ struct Options {
   int commit_every = 2;
   int model_size = 1024;
   int step_delay_ms = 0;
+  uint64_t sharded = 0;    // elements of the sharded moments; 0: none
   std::string until_file;  // keep starting epochs until it exists (checked collectively)
   // Failure injection: the rank that is `fail_rank` at global step `fail_step` fails `fail_how`
   // (kill, throw, stop, or exit0: it leaves with status 0, as a worker that finished early), once
@@ -79,6 +88,8 @@ Options parse(int argc, char** argv) {
       o.commit_every = std::stoi(value);
     else if (flag == "--model-size")
       o.model_size = std::stoi(value);
+    else if (flag == "--sharded")
+      o.sharded = std::stoull(value);
     else if (flag == "--step-delay-ms")
       o.step_delay_ms = std::stoi(value);
     else if (flag == "--until-file")
@@ -147,6 +158,10 @@ class Trainer {
     state_.track("epoch", epoch_);
     state_.track("step", step_);
     state_.track("sampler", sampler_);
+    if (o_.sharded > 0) {
+      moments_.emplace(o_.sharded);
+      state_.track("moments", *moments_);
+    }
     state_.add_reset_callback([this] { ++resets_; });
     // A worker told to leave exits inside elastic::run (std::exit(0)): its last word is what the
     // job had committed, which the launcher's metrics must show (drain and stop scenarios).
@@ -167,6 +182,7 @@ class Trainer {
 
   // Rank 0: the committed history trains each sample once per epoch, and the model says so too.
   void verify() const {
+    check_moments();
     if (cohort::rank() != 0) return;
     for (const auto& [epoch, ids] : history_) {
       std::vector<int> seen(o_.samples, 0);
@@ -193,7 +209,24 @@ class Trainer {
     std::exit(1);
   }
 
+  // Every rank: its range of the moments equals the model elements it shadows.
+  void check_moments() const {
+    if (!moments_) return;
+    cohort::elastic::ShardRange r = moments_->range();
+    auto local = moments_->local();
+    for (uint64_t g = r.begin; g < r.end; ++g) {
+      if (local[g - r.begin] != model_[g % o_.model_size]) {
+        fail("sharded moment " + std::to_string(g) + " is off (model " +
+                 std::to_string(model_[g % o_.model_size]) + ")",
+             local[g - r.begin]);
+      }
+    }
+    std::cout << "trainer: sharded moments match rank=" << cohort::rank()
+              << " size=" << cohort::size() << " range=" << r.begin << "-" << r.end << std::endl;
+  }
+
   void train_epochs(cohort::elastic::State& s) {
+    check_moments();
     std::cout << "trainer: start worker=" << worker_id() << " rank=" << cohort::rank()
               << " size=" << cohort::size() << " resets=" << resets_ << " epoch=" << epoch_
               << std::endl;
@@ -218,6 +251,12 @@ class Trainer {
     }
     cohort::allreduce("trainer.grad", Tensor::of(grad_));
     for (int i = 0; i < o_.model_size; ++i) model_[i] += grad_[i];
+    if (moments_) {
+      auto local = moments_->local();
+      for (uint64_t g = moments_->range().begin; g < moments_->range().end; ++g) {
+        local[g - moments_->range().begin] += grad_[g % o_.model_size];
+      }
+    }
     auto all = gather_batch(batch);
     auto& trained = history_[epoch_];
     trained.insert(trained.end(), all.begin(), all.end());
@@ -238,6 +277,7 @@ class Trainer {
   cohort::elastic::ElasticSampler sampler_;
   std::vector<double> model_;
   std::vector<double> grad_;
+  std::optional<cohort::elastic::ShardedBuffer<double>> moments_;
   History history_;
   uint64_t epoch_ = 0;
   long step_ = 0;

@@ -1,6 +1,6 @@
 // What a worker keeps so that a failure costs only the work since the last commit: named values
 // registered by the program, snapshotted in memory by commit(), put back by restore(), and made
-// equal to rank 0's by sync().
+// equal on every rank by sync().
 //
 //   cohort::elastic::State state;
 //   state.track("model", weights);          // std::vector<float>: memcpy commit, broadcast sync
@@ -35,7 +35,9 @@
 #include <cereal/archives/binary.hpp>
 #include <cereal/details/traits.hpp>
 
+#include "cohort/elastic/elements.h"
 #include "cohort/elastic/sampler.h"
+#include "cohort/elastic/sharded.h"
 #include "cohort/types.h"
 
 namespace cohort::elastic {
@@ -90,13 +92,6 @@ ObjectAccess object_access(T& object) {
   return access;
 }
 
-// Element types a tracked buffer may hold (bool only through a span: std::vector<bool> is packed).
-template <typename T>
-concept BufferElement =
-    std::same_as<T, uint8_t> || std::same_as<T, int8_t> || std::same_as<T, int32_t> ||
-    std::same_as<T, int64_t> || std::same_as<T, float16> || std::same_as<T, bfloat16> ||
-    std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, bool>;
-
 template <typename T>
 inline constexpr bool is_span_v = false;
 template <typename T, size_t N>
@@ -108,8 +103,9 @@ requires(!std::same_as<T, bool>) inline constexpr bool is_buffer_vector_v<std::v
 
 // Anything tracked through cereal: not a buffer, not a sampler.
 template <typename T>
-concept SerializableObject = !is_span_v<T> && !is_buffer_vector_v<T> &&
-                             !std::same_as<T, ElasticSampler> && !std::is_const_v<T>;
+concept SerializableObject =
+    !is_span_v<T> && !is_buffer_vector_v<T> && !std::same_as<T, ElasticSampler> &&
+    !std::is_const_v<T> && !std::derived_from<T, ShardStorage>;
 }  // namespace detail
 
 // Named values that survive a failure (how to use them: the top of state.h).
@@ -140,6 +136,12 @@ class State {
   // The elastic sampler: commit merges every rank's recorded samples, restore drops this rank's
   // uncommitted ones, sync adopts rank 0's and repartitions over the current world.
   void track(std::string name, ElasticSampler& sampler);
+  // A sharded buffer (cohort/elastic/sharded.h): commit snapshots this rank's range and copies it
+  // to COHORT_STATE_REPLICAS other ranks, and counts once every copy is in place on every rank;
+  // restore puts this rank's range back; sync gives every rank its range in the current world,
+  // from the newest commit any rank holds (moving only the bytes whose holder changed). A range
+  // that no rank holds any more is an InternalError on every rank, naming it.
+  void track(std::string name, detail::ShardStorage& buffer);
   // Any other value, through cereal's binary archive: commit serializes it, restore and sync parse
   // bytes into a new T and move-assign it (T must be default-constructible and move-assignable).
   template <detail::SerializableObject T>
@@ -167,11 +169,13 @@ class State {
   // records. Throws InvalidArgument, changing nothing, if there was no commit, a value was tracked
   // after it, or a buffer was resized.
   void restore();
-  // Collective. Makes every rank's values equal to rank 0's current values, repartitions the
-  // samplers over the current world, and takes that as this rank's last commit (restore returns
-  // to it). Works after the world changed (new ranks with fresh values). Throws on every rank,
-  // changing nothing, if the ranks track different names/kinds/types/sizes, or if any rank has
-  // uncommitted sampler records (commit or restore first).
+  // Collective. Makes every rank's values equal to those of the rank with the newest commit (the
+  // lowest such rank: rank 0 unless a failure cut a commit short on some ranks, or rank 0 has
+  // never committed), reshards the sharded values from the copies of that commit, repartitions
+  // the samplers over the current world, and takes that as this rank's last commit (restore
+  // returns to it). Works after the world changed (new ranks with fresh values). Throws on every
+  // rank, changing nothing, if the ranks track different names/kinds/types/sizes, or if any rank
+  // has uncommitted sampler records (commit or restore first).
   void sync();
 
   // Callbacks for a change of world (e.g. scale the learning rate); run_reset_callbacks() runs
