@@ -3,19 +3,25 @@
 //     against one plain memcpy of the same number of bytes, in the same run;
 //  2. the elastic sampler's merge at commit (default 10,000,000 samples): a commit after a few
 //     training steps, and after each rank processed its whole share; plus the processed set's
-//     measured memory.
+//     measured memory;
+//  3. commit() of sharded float32 buffers (default 256 MiB in 4 buffers over the world: each rank
+//     holds 1/N and sends its range to COHORT_STATE_REPLICAS holders) against a memcpy of the
+//     rank's own range, with the bytes each rank sends and keeps.
 //   state_bench                     cohortrun -np 2 ./state_bench
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "bench_util.h"
 #include "cohort/cohort.h"
+#include "cohort/elastic/sharded.h"
 #include "cohort/elastic/state.h"
 
 namespace {
@@ -37,13 +43,10 @@ size_t resident_bytes() {
   return resident * 4096;
 }
 
-void bench_commit(size_t mib, size_t buffers, int trials) {
-  size_t bytes = mib << 20, floats = bytes / sizeof(float) / buffers;
-  std::vector<std::vector<float>> values(buffers, std::vector<float>(floats, 1.0f));
+// Medians over `trials` interleaved trials of a memcpy of `bytes` and of state.commit(), each
+// timed on the slowest rank.
+std::pair<double, double> commit_against_memcpy(State& state, size_t bytes, int trials) {
   std::vector<std::byte> src(bytes, std::byte{1}), dst(bytes, std::byte{0});
-  State state("bench");
-  for (size_t i = 0; i < buffers; ++i) state.track("buffer" + std::to_string(i), values[i]);
-  state.commit();  // first touch is done at track(); this warms the path
   auto copy = [&] { std::memcpy(dst.data(), src.data(), bytes); };
   auto commit = [&] { state.commit(); };
   std::vector<double> t_copy, t_commit;
@@ -51,7 +54,16 @@ void bench_commit(size_t mib, size_t buffers, int trials) {
     t_copy.push_back(time_per_op(copy, start_together, slowest, 0.3, 3));
     t_commit.push_back(time_per_op(commit, start_together, slowest, 0.3, 3));
   }
-  double c = median(t_copy), s = median(t_commit);
+  return {median(t_copy), median(t_commit)};
+}
+
+void bench_commit(size_t mib, size_t buffers, int trials) {
+  size_t bytes = mib << 20, floats = bytes / sizeof(float) / buffers;
+  std::vector<std::vector<float>> values(buffers, std::vector<float>(floats, 1.0f));
+  State state("bench");
+  for (size_t i = 0; i < buffers; ++i) state.track("buffer" + std::to_string(i), values[i]);
+  state.commit();  // first touch is done at track(); this warms the path
+  auto [c, s] = commit_against_memcpy(state, bytes, trials);
   if (cohort::rank() != 0) return;
   std::printf("commit of %zu MiB float32 in %zu buffers, %d ranks, median of %d trials:\n", mib,
               buffers, cohort::size(), trials);
@@ -59,6 +71,34 @@ void bench_commit(size_t mib, size_t buffers, int trials) {
               algbw_gbps(double(bytes), c));
   std::printf("  commit():        %8.2f ms  %6.2f GB/s   commit / memcpy = %.3f (target <= 1.5)\n",
               s * 1e3, algbw_gbps(double(bytes), s), s / c);
+}
+
+void bench_sharded_commit(size_t mib, size_t buffers, int trials) {
+  uint64_t floats = (uint64_t{mib} << 20) / sizeof(float) / buffers;
+  std::vector<std::unique_ptr<cohort::elastic::ShardedBuffer<float>>> values;
+  State state("sharded");
+  for (size_t i = 0; i < buffers; ++i) {
+    values.push_back(std::make_unique<cohort::elastic::ShardedBuffer<float>>(floats, 1.0f));
+    state.track("moments" + std::to_string(i), *values.back());
+  }
+  state.sync();  // the first copies and replicas
+  size_t own = 0;
+  for (const auto& v : values) own += v->bytes().size();
+  auto [c, s] = commit_against_memcpy(state, own, trials);
+  if (cohort::rank() != 0) return;
+  const char* env = std::getenv("COHORT_STATE_REPLICAS");
+  int replicas = env ? std::atoi(env) : 1;
+  std::printf(
+      "sharded commit of %zu MiB float32 in %zu buffers over %d ranks, %d replica(s), "
+      "median of %d trials:\n",
+      mib, buffers, cohort::size(), replicas, trials);
+  std::printf(
+      "  rank 0 holds %.1f MiB live + %.1f MiB committed + %.1f MiB of replicas "
+      "(replicated state: %zu MiB on every rank)\n",
+      double(own) / (1 << 20), double(own) / (1 << 20), double(own) * replicas / (1 << 20), mib);
+  std::printf("  memcpy of its range (%.1f MiB): %8.2f ms\n", double(own) / (1 << 20), c * 1e3);
+  std::printf("  commit():  %8.2f ms   commit / memcpy = %.2f; it sends %.1f MiB to replicas\n",
+              s * 1e3, s / c, double(own) * replicas / (1 << 20));
 }
 
 // Times one commit of the sampler after each rank recorded `per_rank` samples; the slowest rank.
@@ -125,7 +165,7 @@ void bench_merge(uint64_t samples, uint64_t per_commit, int commits, int trials)
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t mib = 256, buffers = 4;
+  size_t mib = 256, buffers = 4, sharded_mib = 256;
   uint64_t samples = 10'000'000, per_commit = 2048;
   int trials = 7, commits = 50;
   CLI::App app("Cohort state benchmark");
@@ -135,11 +175,14 @@ int main(int argc, char** argv) {
   app.add_option("--per-commit", per_commit, "samples each rank records between commits")
       ->capture_default_str();
   app.add_option("--commits", commits, "timed commits of the sampler")->capture_default_str();
+  app.add_option("--sharded-mib", sharded_mib, "MiB of sharded float32 buffers (0: skip)")
+      ->capture_default_str();
   app.add_option("--trials", trials, "interleaved trials")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   cohort::init();
   // The merge first: its memory figure needs a heap that large buffers have not grown yet.
   bench_merge(samples, per_commit, commits, trials);
   bench_commit(mib, buffers, trials);
+  if (sharded_mib > 0) bench_sharded_commit(sharded_mib, buffers, trials);
   cohort::shutdown();
 }
