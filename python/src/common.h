@@ -90,5 +90,6 @@ auto with_gil(F&& f) -> decltype(f()) {
 // Each translation unit binds its part of the module.
 void bind_collectives(py::module_& m);
 void bind_elastic(py::module_& m);
+void bind_sharded(py::module_& m);
 
 }  // namespace cohort::python

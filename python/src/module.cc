@@ -165,4 +165,5 @@ PYBIND11_MODULE(_C, m) {
   cp::bind_basics(m);
   cohort::python::bind_collectives(m);
   cohort::python::bind_elastic(m);
+  cohort::python::bind_sharded(m);
 }

@@ -7,7 +7,10 @@
 # drains at its next commit, exits 0, and its host leaves; the same checks follow.
 # With COHORT_TEST_DEVICE=cuda the workers train on the GPU (elastic_train.py), all sharing it; with
 # no usable GPU this prints one SKIP line and exits 77.
-#   elastic_test.sh COHORTRUN PYTHON [python_kill|python_drain]
+# With SCENARIO python_zero the optimizer is a ZeroRedundancyOptimizer (elastic_train.py --zero):
+# 4 workers on two hosts, rank 2 SIGKILLs itself, and the sharded Adam state of 4 ranks is
+# resharded over the 3 that are left; every step must match the unsharded shadow.
+#   elastic_test.sh COHORTRUN PYTHON [python_kill|python_drain|python_zero]
 set -euo pipefail
 cohortrun=$1 python=$2 scenario=${3:-python_kill}
 if [[ ${COHORT_TEST_DEVICE:-cpu} == cuda ]]; then
@@ -26,6 +29,16 @@ if [[ $scenario == python_kill ]]; then
   expect_exit 0
   expect "$tmp/out" "\[1\] elastic_train: failing at step 7 as rank 1"
   expect "$tmp/err" "$(round 1 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 2 localhost:2')"
+elif [[ $scenario == python_zero ]]; then
+  set_hosts localhost:2 127.0.0.2:2
+  start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 2 \
+    --epochs 2 --commit-every 3 --fail-step 7 --fail-rank 2 --fail-marker "$tmp/failed" --zero
+  expect_exit 0
+  expect "$tmp/out" "\[2\] elastic_train: failing at step 7 as rank 2"
+  expect "$tmp/err" "$(round 1 'size 3: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1, \[2\] worker 3 127.0.0.2:1')"
+  for r in 0 1 2; do
+    expect "$tmp/out" "\[$r\] elastic_train: zero matched its unsharded shadow at every step.*"
+  done
 else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and drains
   set_hosts localhost:2 127.0.0.2:1
   start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 4 \
@@ -38,7 +51,9 @@ else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and dra
   expect_no "$tmp/err" ".*exited with status.*"
 fi
 expect "$tmp/out" "\[0\] elastic_train: device ${COHORT_TEST_DEVICE:-cpu}.*"
-expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[01]"
+survivors=2
+[[ $scenario != python_zero ]] || survivors=3
+expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=$survivors resets=1 epoch=[01]"
 expect "$tmp/out" "\[0\] elastic_train: finished epochs=2 resets=1"
 expect "$tmp/out" "\[0\] elastic_train: exactly once: 2 epochs of 60 samples"
 echo "PASS ($scenario)"

@@ -11,11 +11,18 @@ live on the GPU (the rank's local rank modulo the GPUs present), so the TorchSta
 restores CUDA state and the gradients are reduced on the device; the sample ids stay host
 bookkeeping.
 
+With --zero the optimizer is a ZeroRedundancyOptimizer over Adam (its moments sharded over the
+ranks, committed with replicas and resharded into the next world by the TorchState), and every
+rank also steps an unsharded shadow (a plain Adam on the allreduced gradients, kept as a committed
+attribute): after every step the model must equal the shadow, so a sharded state restored or
+resharded wrongly shows at the first step after the reset.
+
 Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E",
 "elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K", "elastic_train: finished epochs=E resets=N".
 """
 
 import argparse
+import copy
 import os
 import signal
 import sys
@@ -36,6 +43,7 @@ def parse():
     parser.add_argument("--fail-rank", type=int, default=1)
     parser.add_argument("--fail-marker", default="")
     parser.add_argument("--fail-how", choices=["kill", "term"], default="kill")
+    parser.add_argument("--zero", action="store_true")
     return parser.parse_args()
 
 
@@ -61,6 +69,39 @@ def maybe_fail(args, step):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+class Shadow:
+    """An unsharded Adam stepping on the allreduced gradients beside the ZeroRedundancyOptimizer."""
+
+    TOLERANCE = 1e-5  # both average in float32, in other orders: last-bit differences only
+
+    def __init__(self, model):
+        self.model = copy.deepcopy(model)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.01)
+        self.largest = 0.0
+
+    def saved(self):
+        return copy.deepcopy((self.model.state_dict(), self.optimizer.state_dict()))
+
+    def load(self, saved):
+        if saved is not None:
+            self.model.load_state_dict(saved[0])
+            self.optimizer.load_state_dict(copy.deepcopy(saved[1]))
+
+    def step(self, model):
+        for mine, theirs in zip(self.model.parameters(), model.parameters()):
+            grad = theirs.grad if theirs.grad is not None else torch.zeros_like(theirs)
+            mine.grad = hvd.allreduce(grad, op=hvd.Average, name="shadow.grad")
+        self.optimizer.step()
+
+    def check(self, model, step):
+        for mine, theirs in zip(self.model.parameters(), model.parameters()):
+            self.largest = max(self.largest, (mine - theirs).abs().max().item())
+        if self.largest > self.TOLERANCE:
+            log(f"FAILED: at step {step} the model is {self.largest:.1e} from its unsharded "
+                f"shadow")
+            sys.exit(1)
+
+
 def main():
     args = parse()
     hvd.init()
@@ -73,20 +114,33 @@ def main():
     targets = features @ torch.tensor([[1.0], [-1.0], [2.0]])
     dataset = torch.utils.data.TensorDataset(features.to(device), targets.to(device))
 
-    model = torch.nn.Linear(3, 1).to(device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         op=hvd.Sum)
+    if args.zero:
+        model = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        optimizer = hvd.ZeroRedundancyOptimizer(model.parameters(), torch.optim.Adam, lr=0.01)
+        shadow = Shadow(model)
+    else:
+        model = torch.nn.Linear(3, 1).to(device)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                             op=hvd.Sum)
+        shadow = None
     sampler = hvd.elastic.ElasticSampler(dataset, seed=7)
     state = hvd.elastic.TorchState(model, optimizer, train_sampler=sampler, epoch=0, step=0,
-                                   history={})
+                                   history={}, shadow=None)
     resets = []
     state.register_reset_callbacks([lambda: resets.append(hvd.size())])
+
+    def commit():
+        if shadow is not None:
+            state.shadow = shadow.saved()
+        state.commit()
 
     @hvd.elastic.run
     def train(state):
         log(f"start rank={hvd.rank()} size={hvd.size()} resets={len(resets)} "
             f"epoch={state.epoch}")
+        if shadow is not None:
+            shadow.load(state.shadow)
         while state.epoch < args.epochs:
             # The same number of batches on every rank; a rank with less left gets short ones.
             for batch in state.train_sampler.batches(args.batch):
@@ -95,19 +149,26 @@ def main():
                 if batch:
                     x, y = dataset[batch]
                     torch.nn.functional.mse_loss(model(x), y, reduction="sum").backward()
+                if shadow is not None:
+                    shadow.step(model)
                 optimizer.step()  # an unused model (empty batch) contributes zero gradients
+                if shadow is not None:
+                    shadow.check(model, state.step)
                 trained = hvd.allgather(torch.tensor(batch, dtype=torch.int64), name="ids")
                 state.history.setdefault(state.epoch, []).extend(trained.tolist())
                 state.train_sampler.record_indices(batch)
                 state.step += 1
                 if state.step % args.commit_every == 0:
-                    state.commit()
-            state.commit()
+                    commit()
+            commit()
             log(f"epoch {state.epoch} done rank={hvd.rank()} size={hvd.size()}")
             state.epoch += 1
             state.train_sampler.set_epoch(state.epoch)
-            state.commit()
+            commit()
         log(f"finished epochs={state.epoch} resets={len(resets)}")
+        if shadow is not None:
+            log(f"zero matched its unsharded shadow at every step (largest difference "
+                f"{shadow.largest:.1e})")
 
     train(state)
 

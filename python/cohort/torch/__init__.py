@@ -74,4 +74,5 @@ from cohort.torch.functions import (  # noqa: F401
     broadcast_parameters,
 )
 from cohort.torch.optimizer import DistributedOptimizer  # noqa: F401
+from cohort.torch.zero import ZeroRedundancyOptimizer  # noqa: F401
 from cohort.torch import elastic  # noqa: F401

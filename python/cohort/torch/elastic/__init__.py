@@ -36,6 +36,7 @@ def run(func):
 
         def body():
             # Entered after every sync: the samplers' shares were remade.
+            state._settle()
             state._repartitioned()
             result[:] = [func(state, *args, **kwargs)]
 

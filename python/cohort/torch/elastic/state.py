@@ -20,6 +20,7 @@ from cohort import _C
 from cohort.torch.elastic.sampler import ElasticSampler
 from cohort.torch.elastic.snapshot import (TensorSnapshot, is_snapshot, restore_module,
                                            restore_optimizer)
+from cohort.torch.zero import ZeroRedundancyOptimizer
 
 
 def _torch_bytes(value):
@@ -105,6 +106,9 @@ class ObjectState:
         for sampler in self._samplers.values():
             sampler._invalidate()
 
+    def _settle(self):
+        """After a successful restore or sync (TorchState: a sharded optimizer's new ranges)."""
+
     def _tensor_snapshots(self):
         """The snapshots a commit stages and then installs (TorchState: model and optimizer)."""
         return []
@@ -130,6 +134,7 @@ class ObjectState:
         """Local: every value back to the last commit or sync; uncommitted sampler records dropped."""
         try:
             self._cpp.restore()
+            self._settle()
         finally:
             self._repartitioned()
 
@@ -137,6 +142,7 @@ class ObjectState:
         """Collective: every rank takes rank 0's values; samplers repartitioned over the world."""
         try:
             self._cpp.sync()
+            self._settle()
         finally:
             self._repartitioned()
 
@@ -180,7 +186,13 @@ class TorchState(ObjectState):
         if self.model is not None:
             self._cpp.track_bytes("model", "torch.module.state_dict", _weakly(self, "_save_model"),
                                   _weakly(self, "_parse_model"))
-        if self.optimizer is not None:
+        if isinstance(self.optimizer, ZeroRedundancyOptimizer):
+            # Hyperparameters and scalars whole on every rank; each per-element state tensor a
+            # sharded value (zero.py).
+            self._cpp.track_bytes("optimizer", "cohort.zero.replicated",
+                                  _weakly(self, "_save_zero"), _weakly(self, "_parse_zero"))
+            self.optimizer._track(self._cpp)
+        elif self.optimizer is not None:
             self._cpp.track_bytes("optimizer", "torch.optim.state_dict",
                                   _weakly(self, "_save_optimizer"),
                                   _weakly(self, "_parse_optimizer"))
@@ -188,7 +200,17 @@ class TorchState(ObjectState):
     def _tensor_snapshots(self):
         return [snapshot for snapshot, tracked in ((self._model_snapshot, self.model),
                                                    (self._optimizer_snapshot, self.optimizer))
-                if tracked is not None]
+                if tracked is not None and not isinstance(tracked, ZeroRedundancyOptimizer)]
+
+    def _settle(self):
+        if isinstance(self.optimizer, ZeroRedundancyOptimizer):
+            self.optimizer._settle()
+
+    def _save_zero(self):
+        return _torch_bytes(self.optimizer._save_replicated())
+
+    def _parse_zero(self, data):
+        return self.optimizer._parse_replicated(_torch_value(data))
 
     def snapshot_nbytes(self):
         """Bytes of tensor data the last commit keeps (the model's and the optimizer's)."""
