@@ -3,6 +3,7 @@
 
 #include "base/log.h"
 #include "cohort/cohort.h"
+#include "cohort/elastic/checkpoint.h"
 #include "core/fault_injection.h"
 #include "core/runtime.h"
 #include "core/runtime_slot.h"
@@ -96,6 +97,25 @@ class CommitHook {
   State& state_;
 };
 
+// state.sync(); where it finds committed state lost, the newest checkpoint of the options'
+// directory in its place.
+void sync_or_fall_back(State& state, const RunOptions& options) {
+  std::string lost;
+  try {
+    state.sync();
+    return;
+  } catch (const StateLostError& e) {
+    if (options.checkpoint_dir.empty()) throw;
+    lost = e.what();
+  }
+  const std::string dir = options.checkpoint_dir.string();
+  log::warning("elastic::run: ", lost, "; loading the newest checkpoint of ", dir);
+  std::optional<CheckpointInfo> loaded = load_latest(state, options.checkpoint_dir);
+  if (!loaded) throw StateLostError(lost + "; and " + dir + " holds no checkpoint to restore");
+  log::warning("elastic::run: restored from checkpoint ", loaded->path, " (commit ",
+               loaded->commit_count, "): what was committed after it is trained again");
+}
+
 }  // namespace
 
 void check_host_updates() {
@@ -119,6 +139,10 @@ void check_host_updates() {
 }
 
 void run(State& state, const std::function<void(State&)>& fn) {
+  run(state, fn, RunOptions{});
+}
+
+void run(State& state, const std::function<void(State&)>& fn, const RunOptions& options) {
   const bool elastic = is_elastic();
   if (elastic) detail::install_drain_handler();
   CommitHook hook(state);
@@ -130,7 +154,7 @@ void run(State& state, const std::function<void(State&)>& fn) {
         maybe_inject_fault(rt->config().fault_kill_at, rt->config().worker_id, "sync",
                            detail::session_of(*rt)->entry);
       }
-      state.sync();
+      sync_or_fall_back(state, options);
       fn(state);
       report(state, /*now=*/true);  // the launcher's metrics end with the job's true totals
       return;

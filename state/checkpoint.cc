@@ -1,5 +1,7 @@
 // save() and load_latest(): rank 0 does the file work, the outcome is broadcast so every rank
 // returns or throws alike, and a load ends with a sync so every rank holds the loaded state.
+// Sharded values add a step on every rank: its part is written before rank 0's file, and read
+// back (its range in the current world) before anything is applied (state/checkpoint_shards.h).
 #include "cohort/elastic/checkpoint.h"
 
 #include <sys/stat.h>
@@ -16,7 +18,9 @@
 #include "base/file_kind.h"
 #include "cohort/cohort.h"
 #include "state/agreement.h"
+#include "state/checkpoint_directory.h"
 #include "state/checkpoint_format.h"
+#include "state/checkpoint_shards.h"
 #include "state/state_impl.h"
 
 namespace cohort::elastic {
@@ -24,62 +28,7 @@ namespace detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string file_name(uint64_t sequence) {
-  char name[64];
-  std::snprintf(name, sizeof name, "ckpt-%020" PRIu64 ".cohort", sequence);
-  return name;
-}
-
-// The sequence of a checkpoint's file name; nothing for any other name (temporaries included,
-// and 20 digits beyond 2^64 - 1, which no save writes).
-std::optional<uint64_t> sequence_of(const std::string& name) {
-  if (name.size() != 5 + 20 + 7 || name.rfind("ckpt-", 0) != 0 ||
-      name.compare(25, 7, ".cohort") != 0) {
-    return std::nullopt;
-  }
-  uint64_t value = 0;
-  for (size_t i = 5; i < 25; ++i) {
-    if (name[i] < '0' || name[i] > '9') return std::nullopt;
-    auto digit = static_cast<uint64_t>(name[i] - '0');
-    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
-    value = value * 10 + digit;
-  }
-  return value;
-}
-
-bool is_temporary(const std::string& name) {
-  return name.rfind(".ckpt-", 0) == 0 && name.size() > 4 &&
-         name.compare(name.size() - 4, 4, ".tmp") == 0;
-}
-
 using files::Directory;
-
-struct Found {
-  uint64_t sequence;
-  std::string name;
-  std::string path;
-  bool regular;  // the entry itself (a symbolic link is not followed)
-};
-
-// Every entry named like a checkpoint, whatever it is, oldest first. Only regular files are
-// checkpoints; the others are listed so that a save never takes their names.
-std::vector<Found> list(const Directory& dir) {
-  std::vector<Found> out;
-  for (const std::string& name : dir.names()) {
-    auto seq = sequence_of(name);
-    if (!seq) continue;
-    auto entry = dir.entry(name);
-    out.push_back({*seq, name, dir.path_of(name), entry && S_ISREG(entry->st_mode)});
-  }
-  std::sort(out.begin(), out.end(),
-            [](const Found& a, const Found& b) { return a.sequence < b.sequence; });
-  return out;
-}
-
-void warn(const std::string& message) {
-  std::cerr << "[cohort] warning: " + message + "\n" << std::flush;
-}
 
 void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
   wire::Writer& r = w.records();
@@ -97,6 +46,10 @@ void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
     } else if (e.kind == ValueKind::kObject) {
       r.str(s.objects[e.index].type_name());
       r.str(s.objects[e.index].snapshot());
+    } else if (e.kind == ValueKind::kSharded) {  // its bytes are in the parts
+      r.str(cohort::to_string(s.sharded[e.index].dtype()));
+      r.u64(s.sharded[e.index].length());
+      r.u64(static_cast<uint64_t>(cohort::size()));
     } else {
       r.str("");
       s.sampler(e.index).write_committed_header(r);
@@ -106,17 +59,9 @@ void write_payload(const StateImpl& s, CheckpointWriter& w, uint64_t sequence) {
   }
 }
 
-// Durable checkpoints do not hold sharded values yet (each rank would write its own range).
-void refuse_sharded(const StateImpl& s, std::string_view what) {
-  if (s.sharded.empty()) return;
-  throw InvalidArgument(std::string(what) + ": '" + s.sharded.front().name() +
-                        "' is a sharded value, which durable checkpoints do not hold yet");
-}
-
 void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
   if (options.keep_last < 1) throw InvalidArgument("save: keep_last must be at least 1");
   if (!s.has_commit) throw InvalidArgument("save: there is no commit to save: commit() first");
-  refuse_sharded(s, "save");
   for (const BufferValue& b : s.buffers) {
     if (!b.has_snapshot())
       throw InvalidArgument("save: '" + b.name() + "' was tracked after the last commit");
@@ -127,64 +72,35 @@ void check_saveable(const StateImpl& s, const CheckpointOptions& options) {
   }
 }
 
-// Removes what crashed saves left (temporaries that may hold much of a disk), before the new
-// file is written. A directory of that name is left alone.
-void remove_leftovers(const Directory& dir) {
-  for (const std::string& name : dir.names()) {
-    if (!is_temporary(name)) continue;
-    if (::unlinkat(dir.fd(), name.c_str(), 0) != 0) {
-      warn("cannot remove leftover " + dir.path_of(name) + ": " + std::strerror(errno));
-    }
-  }
-}
-
-// The sequence of the next save: above every name in the directory, so it never takes an
-// existing name and is always the newest. Refused rather than wrapped to 0 after 2^64 - 1: a
-// wrapped sequence would be the oldest, pruned at once after a save that reported success.
-uint64_t next_sequence(const Directory& dir, const std::vector<Found>& existing) {
-  if (existing.empty()) return 1;
-  const Found& last = existing.back();
-  if (last.sequence == UINT64_MAX) {
-    throw CheckpointError("checkpoint directory " + dir.path() + ": cannot save after " +
-                          last.path +
-                          ": it has the largest possible sequence (2^64 - 1), so no checkpoint "
-                          "can follow it; move it out of the directory (nothing was written)");
-  }
-  return last.sequence + 1;
-}
-
-// Removes the checkpoints beyond the newest `keep`. Only regular files count and are removed:
-// an entry of another kind is not a checkpoint (load skips it) and is not ours to delete.
-void prune(const Directory& dir, size_t keep) {
-  std::vector<Found> all = list(dir);
-  std::erase_if(all, [](const Found& f) { return !f.regular; });
-  for (size_t i = 0; i + keep < all.size(); ++i) {
-    if (::unlinkat(dir.fd(), all[i].name.c_str(), 0) != 0 && errno != ENOENT)
-      warn("cannot remove old checkpoint " + all[i].path + ": " + std::strerror(errno));
-  }
-}
-
-// `dir` open (made first if `create`), or nothing where it does not exist and is not to be made.
-// Throws CheckpointError naming it when it is not a directory itself (a symbolic link, a FIFO, a
-// file, a device) or cannot be made or opened.
-std::optional<Directory> open_directory(const fs::path& dir, bool create) {
+// Runs `work` on the directory; an error listing it becomes a CheckpointError naming it.
+template <typename Work>
+auto in_directory(const fs::path& dir, Work work) {
   try {
-    if (create) return Directory::open(dir.string(), Directory::Create::kYes);
-    return Directory::open_if_exists(dir.string());
-  } catch (const files::RefusedFile& e) {  // "'DIR' is a FIFO, not a directory"
-    throw CheckpointError("checkpoint directory " + std::string(e.what()));
+    return work();
+  } catch (const CheckpointError&) {
+    throw;
   } catch (const Error& e) {
     throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
   }
 }
 
-CheckpointInfo save_on_root(const StateImpl& s, const fs::path& dir,
-                            const CheckpointOptions& options) {
+// Rank 0, before anything is written: the checks, the directory (made if needed), what crashed
+// saves left, and the sequence of this save.
+uint64_t begin_save(const StateImpl& s, const fs::path& dir, const CheckpointOptions& options) {
   check_saveable(s, options);
   Directory d = std::move(*open_directory(dir, true));
-  try {
+  return in_directory(dir, [&] {
     uint64_t sequence = next_sequence(d, list(d));
     remove_leftovers(d);
+    return sequence;
+  });
+}
+
+// Rank 0, once every part is in place: the checkpoint file, then the pruning.
+CheckpointInfo finish_save(const StateImpl& s, const fs::path& dir, uint64_t sequence,
+                           const CheckpointOptions& options) {
+  Directory d = std::move(*open_directory(dir, true));
+  return in_directory(dir, [&] {
     CheckpointInfo info{sequence, s.commit_count, ""};
     {
       DurableFile file(d, file_name(sequence), options.on_progress);
@@ -196,11 +112,7 @@ CheckpointInfo save_on_root(const StateImpl& s, const fs::path& dir,
     prune(d, static_cast<size_t>(options.keep_last));
     if (options.on_progress) options.on_progress(SaveStage::kPruned, 0);
     return info;
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const Error& e) {  // listing the directory
-    throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
-  }
+  });
 }
 
 const Entry& find_entry(const StateImpl& s, const std::string& name) {
@@ -210,10 +122,41 @@ const Entry& find_entry(const StateImpl& s, const std::string& name) {
   throw wire::MalformedBytes("it holds '" + name + "', which is not tracked");
 }
 
+// What a checkpoint file holds, parsed and checked against the tracked values.
+struct Staged {
+  uint64_t commit_count = 0;
+  int saved_size = 0;  // the world that saved its sharded values (0: it has none)
+  std::vector<std::function<void()>> apply;
+};
+
+// A sharded value's record: its type and length must be the tracked value's; the world size it
+// was saved at must be the same for every sharded value.
+void stage_sharded(const ShardedValue& v, wire::Reader& in, const std::string& type,
+                   Staged& staged) {
+  uint64_t length = in.u64();
+  uint64_t size = in.u64();
+  if (type != cohort::to_string(v.dtype()) || length != v.length()) {
+    throw wire::MalformedBytes("'" + v.name() + "' is " + type + ", " + std::to_string(length) +
+                               " elements in it but " + std::string(cohort::to_string(v.dtype())) +
+                               ", " + std::to_string(v.length()) + " elements here");
+  }
+  if (size == 0 || size > length || size > (1u << 24) ||
+      (staged.saved_size != 0 && size != static_cast<uint64_t>(staged.saved_size))) {
+    throw wire::MalformedBytes("'" + v.name() + "' was saved by a world of " +
+                               std::to_string(size) + " ranks, which cannot be");
+  }
+  staged.saved_size = static_cast<int>(size);
+}
+
 // Parses one value's contents and checks them against the tracked value `e`; returns what
-// applies them.
+// applies them (nothing for a sharded value: its parts are read on every rank).
 std::function<void()> stage_value(StateImpl& s, wire::Reader& in, const Entry& e,
-                                  const std::string& type, const std::string& where) {
+                                  const std::string& type, const std::string& where,
+                                  Staged& staged) {
+  if (e.kind == ValueKind::kSharded) {
+    stage_sharded(s.sharded[e.index], in, type, staged);
+    return [] {};
+  }
   if (e.kind == ValueKind::kBuffer) {
     BufferValue& b = s.buffers[e.index];
     auto bytes = in.raw(in.u64());
@@ -241,14 +184,13 @@ std::function<void()> stage_value(StateImpl& s, wire::Reader& in, const Entry& e
   return [&core, image] { core.load(std::move(*image)); };
 }
 
-// Parses and checks the whole payload against the tracked values; returns what applies it.
-std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte> payload,
-                                         const std::string& where, uint64_t& commit_count) {
+// Parses and checks the whole payload against the tracked values.
+Staged stage(StateImpl& s, std::span<const std::byte> payload, const std::string& where) {
   wire::Reader in(payload);
   in.u64();  // sequence (the file name says it too)
-  commit_count = in.u64();
+  Staged staged;
+  staged.commit_count = in.u64();
   uint64_t count = in.u64();
-  std::vector<std::function<void()>> apply;
   std::set<std::string> seen;
   for (uint64_t i = 0; i < count; ++i) {
     std::string name = in.str();
@@ -260,7 +202,7 @@ std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte
       throw wire::MalformedBytes("'" + name + "' is a " + std::string(to_string(kind)) +
                                  " in it but a tracked " + std::string(to_string(e.kind)));
     }
-    apply.push_back(stage_value(s, in, e, type, where));
+    staged.apply.push_back(stage_value(s, in, e, type, where, staged));
   }
   for (const Entry& e : s.entries) {
     if (!seen.count(e.name)) {
@@ -268,10 +210,19 @@ std::vector<std::function<void()>> stage(StateImpl& s, std::span<const std::byte
     }
   }
   if (!in.done()) throw wire::MalformedBytes("bytes left over after the last value");
-  return apply;
+  return staged;
 }
 
-std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
+// A checkpoint file that rank 0 found good and matching, not yet applied.
+struct Candidate {
+  CheckpointInfo info;
+  std::vector<std::byte> payload;  // what `staged` applies from
+  Staged staged;
+};
+
+// Rank 0: the newest good checkpoint file (below sequence `below`, if given), staged.
+std::optional<Candidate> find_candidate(StateImpl& s, const fs::path& dir,
+                                        std::optional<uint64_t> below) {
   std::optional<Directory> d = open_directory(dir, false);
   if (!d) return std::nullopt;
   std::vector<Found> all;
@@ -281,6 +232,7 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
     throw CheckpointError("checkpoint directory " + dir.string() + ": " + e.what());
   }
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (below && it->sequence >= *below) continue;
     std::string where = "checkpoint " + it->path;
     std::vector<std::byte> payload;
     try {
@@ -292,18 +244,16 @@ std::optional<CheckpointInfo> load_on_root(StateImpl& s, const fs::path& dir) {
       warn("skipping damaged " + where + ": " + e.what());
       continue;
     }
-    uint64_t commit_count = 0;
-    std::vector<std::function<void()>> apply;
+    Candidate found{{it->sequence, 0, it->path}, std::move(payload), {}};
     try {
-      apply = stage(s, payload, where, commit_count);
+      found.staged = stage(s, found.payload, where);
     } catch (const wire::MalformedBytes& e) {
       throw CheckpointError(where + " does not match the tracked values: " + e.what());
     } catch (const InvalidArgument& e) {
       throw CheckpointError(where + ": " + e.what());
     }
-    for (auto& a : apply) a();
-    s.commit_count = commit_count;
-    return CheckpointInfo{it->sequence, commit_count, it->path};
+    found.info.commit_count = found.staged.commit_count;
+    return found;
   }
   return std::nullopt;
 }
@@ -338,16 +288,74 @@ wire::Reader share_outcome(const StateImpl& s, std::string_view what, const Outc
   return in;
 }
 
+// Every rank's part of a save with sharded values, once rank 0 has begun it; returns the save's
+// sequence, or throws on every rank alike (the parts written stay until the next save prunes
+// them: no checkpoint file names them).
+uint64_t save_parts(const StateImpl& s, const fs::path& dir, const CheckpointOptions& options) {
+  uint64_t sequence = 0;
+  Outcome outcome;
+  if (cohort::rank() == 0) outcome = capture([&] { sequence = begin_save(s, dir, options); });
+  wire::Writer result;
+  result.u64(sequence);
+  std::vector<std::byte> storage;
+  wire::Reader in = share_outcome(s, "checkpoint/save/begin", outcome, result, storage);
+  sequence = in.u64();
+  Outcome mine = capture([&] {
+    std::optional<Directory> d = open_directory(dir, false);
+    if (!d) {
+      throw CheckpointError("checkpoint directory " + dir.string() +
+                            " does not exist here (rank 0 made it): every rank must see it");
+    }
+    write_part(s, *d, sequence);
+  });
+  raise_if_failed("save", gather_outcomes(s.collective("checkpoint/save/parts"), mine));
+  return sequence;
+}
+
+// Every rank's sharded values for checkpoint `info`, read from its parts; nothing when some rank
+// found a part damaged or missing (rank 0 warns, naming each, and the load goes on to an older
+// checkpoint).
+std::optional<StagedShards> stage_parts(const StateImpl& s, const fs::path& dir,
+                                        const CheckpointInfo& info, int saved_size) {
+  StagedShards staged;
+  std::string damaged;
+  try {
+    std::optional<Directory> d = open_directory(dir, false);
+    if (!d) throw CheckpointError("the directory does not exist here: every rank must see it");
+    staged = read_parts(s, *d, info.sequence, info.commit_count, saved_size);
+  } catch (const Error& e) {
+    damaged = e.what();
+  }
+  wire::Writer mine;
+  mine.str(damaged);
+  Gathered all = allgather_bytes(s.collective("checkpoint/load/parts"), mine.bytes());
+  std::string skipped;
+  for (size_t r = 0; r < all.ranks.size(); ++r) {
+    wire::Reader in(all.ranks[r]);
+    std::string why = in.str();
+    if (!why.empty()) skipped += "; rank " + std::to_string(r) + ": " + why;
+  }
+  if (skipped.empty()) return staged;
+  if (cohort::rank() == 0) warn("skipping checkpoint " + info.path + skipped);
+  return std::nullopt;
+}
+
 }  // namespace
 }  // namespace detail
 
 CheckpointInfo save(const State& state, const std::filesystem::path& dir,
                     const CheckpointOptions& options) {
   const detail::StateImpl& s = detail::StateAccess::impl(state);
+  std::optional<uint64_t> sequence;
+  if (!s.sharded.empty()) sequence = detail::save_parts(s, dir, options);
   CheckpointInfo info;
   detail::Outcome outcome;
-  if (cohort::rank() == 0)
-    outcome = detail::capture([&] { info = detail::save_on_root(s, dir, options); });
+  if (cohort::rank() == 0) {
+    outcome = detail::capture([&] {
+      uint64_t seq = sequence ? *sequence : detail::begin_save(s, dir, options);
+      info = detail::finish_save(s, dir, seq, options);
+    });
+  }
   wire::Writer result;
   detail::write_info(result, info);
   std::vector<std::byte> storage;
@@ -357,20 +365,37 @@ CheckpointInfo save(const State& state, const std::filesystem::path& dir,
 
 std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::path& dir) {
   detail::StateImpl& s = detail::StateAccess::impl(state);
-  detail::refuse_sharded(s, "load_latest");
   detail::agree_on_manifest(s, "load_latest");
-  std::optional<CheckpointInfo> found;
-  detail::Outcome outcome;
-  if (cohort::rank() == 0) outcome = detail::capture([&] { found = detail::load_on_root(s, dir); });
-  wire::Writer result;
-  result.u8(found.has_value());
-  detail::write_info(result, found.value_or(CheckpointInfo{}));
-  std::vector<std::byte> storage;
-  wire::Reader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
-  if (in.u8() == 0) return std::nullopt;
-  CheckpointInfo info = detail::read_info(in);
-  detail::sync_state(s, true, /*rank_zero=*/true);
-  return info;
+  for (std::optional<uint64_t> below;;) {
+    std::optional<detail::Candidate> found;
+    detail::Outcome outcome;
+    if (cohort::rank() == 0)
+      outcome = detail::capture([&] { found = detail::find_candidate(s, dir, below); });
+    wire::Writer result;
+    result.u8(found.has_value());
+    detail::write_info(result, found ? found->info : CheckpointInfo{});
+    result.u64(found ? static_cast<uint64_t>(found->staged.saved_size) : 0);
+    std::vector<std::byte> storage;
+    wire::Reader in = detail::share_outcome(s, "checkpoint/load", outcome, result, storage);
+    if (in.u8() == 0) return std::nullopt;
+    CheckpointInfo info = detail::read_info(in);
+    auto saved_size = static_cast<int>(in.u64());
+    std::optional<detail::StagedShards> parts;
+    if (!s.sharded.empty()) {
+      parts = detail::stage_parts(s, dir, info, saved_size);
+      if (!parts) {
+        below = info.sequence;
+        continue;
+      }
+      detail::apply_parts(s, *parts);
+    }
+    if (found) {
+      for (auto& apply : found->staged.apply) apply();
+      s.commit_count = info.commit_count;
+    }
+    detail::sync_state(s, true, /*rank_zero=*/true, /*shards_loaded=*/parts.has_value());
+    return info;
+  }
 }
 
 }  // namespace cohort::elastic

@@ -7,6 +7,8 @@
 //              buffer:  u64 byte count, the bytes
 //              object:  str serialized bytes
 //              sampler: u64 dataset size | u64 seed | u64 epoch | u64 word count | the words
+//              sharded: u64 length | u64 world size at the save (the bytes: in the part files of
+//                       state/checkpoint_shards.h, which have this header too)
 //
 // (integers little-endian; str = u64 length + bytes). A file is good when its size is exactly
 // 64 + payload size and the payload hashes to the stored digest. The header's fields are checked

@@ -187,7 +187,7 @@ void promote_shards(StateImpl& s) {
   for (ShardedValue& v : s.sharded) v.promote();
 }
 
-SyncSource plan_sync(StateImpl& s, bool rank_zero) {
+SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
   wire::Writer mine = describe(s);
   Gathered gathered = allgather_bytes(s.collective("sync/holdings"), mine.bytes());
   std::vector<Description> all;
@@ -207,7 +207,7 @@ SyncSource plan_sync(StateImpl& s, bool rank_zero) {
   SyncSource source;
   source.root = choose_root(all, rank_zero);
   const Description& root = all[source.root];
-  source.epoch = root.has_commit ? root.commit_count : kLiveEpoch;
+  source.epoch = root.has_commit && !live ? root.commit_count : kLiveEpoch;
   int size = static_cast<int>(all.size());
   for (size_t i = 0; i < s.sharded.size(); ++i) {
     std::vector<HeldRange> held;

@@ -35,8 +35,9 @@ struct SyncSource {
   std::vector<ReshardPlan> plans;  // one per sharded value
 };
 // Collective (one allgather). Throws StateLostError on every rank alike if some range of a
-// sharded value is held by no rank, naming it, the ranks that held it and their hosts.
-SyncSource plan_sync(StateImpl& s, bool rank_zero);
+// sharded value is held by no rank, naming it, the ranks that held it and their hosts. With
+// `live`, the plans are from the live ranges (a checkpoint load has just written them).
+SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live = false);
 // Collective: every sharded value resharded by its plan, its replicas sent in the current world
 // and promoted as commit `commit_count`.
 void reshard_shards(StateImpl& s, const SyncSource& source, uint64_t commit_count);

@@ -73,6 +73,17 @@ void ShardedValue::restore() {
   if (!own_.empty()) std::memcpy(live().data(), own_.data(), own_.size());
 }
 
+std::optional<std::pair<ShardRange, std::span<const std::byte>>> ShardedValue::own_copy(
+    uint64_t epoch) const {
+  if (!has_own_ || own_epoch_ != epoch) return std::nullopt;
+  return std::pair{own_range_, std::span<const std::byte>(own_)};
+}
+
+void ShardedValue::load(ShardRange range, std::span<const std::byte> bytes) {
+  storage_->assign(range);
+  if (!bytes.empty()) std::memcpy(live().data(), bytes.data(), bytes.size());
+}
+
 std::vector<HeldCopy> ShardedValue::held() const {
   std::vector<HeldCopy> out{{kLiveEpoch, range()}};
   if (has_own_) out.push_back({own_epoch_, own_range_});

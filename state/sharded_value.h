@@ -1,9 +1,11 @@
 // One sharded value's copies on this rank: its own range and the ranges it keeps for others, each
 // as of the commit it was taken at, plus the replicas of a commit still in flight. commit()
-// sends and promotes them (state/shard_commit.cc), sync() reshards from them.
+// sends and promotes them (state/shard_sync.cc), sync() reshards from them, and a checkpoint
+// saves the own copy and loads a new range (state/checkpoint_shards.cc).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,6 +41,10 @@ class ShardedValue {
   void promote();
   // Local: the live range back to this rank's committed copy, if the range is still the same.
   void restore();
+  // This rank's own committed copy, if it is of commit `epoch`: its range and bytes.
+  std::optional<std::pair<ShardRange, std::span<const std::byte>>> own_copy(uint64_t epoch) const;
+  // Makes `bytes` (elements [range) of this value) this rank's live range (a checkpoint load).
+  void load(ShardRange range, std::span<const std::byte> bytes);
   // Every complete copy this rank holds, the live range included (as kLiveEpoch).
   std::vector<HeldCopy> held() const;
   // Sync, in the current world of `size` ranks: makes this rank's live range its new one, filled

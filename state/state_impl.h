@@ -49,8 +49,10 @@ std::string manifest_difference(const StateImpl& state, std::span<const std::byt
 void commit_state(StateImpl& state);
 void restore_state(StateImpl& state);
 // discard_uncommitted: drop samplers' uncommitted records instead of refusing to sync; rank_zero:
-// take rank 0's values, not the newest commit's (both: a checkpoint load into rank 0).
-void sync_state(StateImpl& state, bool discard_uncommitted, bool rank_zero = false);
+// take rank 0's values, not the newest commit's (both: a checkpoint load into rank 0);
+// shards_loaded: every rank's live ranges are the ones to keep (a checkpoint load wrote them).
+void sync_state(StateImpl& state, bool discard_uncommitted, bool rank_zero = false,
+                bool shards_loaded = false);
 // Collective: throws on every rank unless every rank's manifest equals rank 0's.
 void agree_on_manifest(StateImpl& state, std::string_view what);
 

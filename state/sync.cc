@@ -108,9 +108,9 @@ void broadcast_values(StateImpl& s, int root) {
 
 }  // namespace
 
-void sync_state(StateImpl& s, bool discard_uncommitted, bool rank_zero) {
+void sync_state(StateImpl& s, bool discard_uncommitted, bool rank_zero, bool shards_loaded) {
   check_shards(s);
-  SyncSource source = plan_sync(s, rank_zero);
+  SyncSource source = plan_sync(s, rank_zero, shards_loaded);
   Outcome root_outcome;
   std::vector<std::byte> blob;
   if (cohort::rank() == source.root) blob = root_blob(s, root_outcome);

@@ -19,6 +19,8 @@
 //   trainer: finished epochs=E resets=N
 //   trainer: got SIGUSR1 worker=<id>   (with --usr1-handler 1: a handler of its own, before init)
 //   trainer: sharded moments match rank=R size=S range=B-E   (with --sharded N)
+//   trainer: saved checkpoint N epoch=E   (with --checkpoint-dir DIR: a save after each epoch,
+//                                          and run()'s fallback to it, RunOptions)
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "cohort/cohort.h"
+#include "cohort/elastic/checkpoint.h"
 #include "cohort/elastic/run.h"
 #include "cohort/elastic/sampler.h"
 #include "cohort/elastic/sharded.h"
@@ -54,8 +57,9 @@ struct Options {
   int commit_every = 2;
   int model_size = 1024;
   int step_delay_ms = 0;
-  uint64_t sharded = 0;    // elements of the sharded moments; 0: none
-  std::string until_file;  // keep starting epochs until it exists (checked collectively)
+  uint64_t sharded = 0;        // elements of the sharded moments; 0: none
+  std::string until_file;      // keep starting epochs until it exists (checked collectively)
+  std::string checkpoint_dir;  // saves after every epoch, and run() falls back on them
   // Failure injection: the rank that is `fail_rank` at global step `fail_step` fails `fail_how`
   // (kill, throw, stop, or exit0: it leaves with status 0, as a worker that finished early), once
   // per job: the first process to create `fail_marker` does it.
@@ -94,6 +98,8 @@ Options parse(int argc, char** argv) {
       o.step_delay_ms = std::stoi(value);
     else if (flag == "--until-file")
       o.until_file = value;
+    else if (flag == "--checkpoint-dir")
+      o.checkpoint_dir = value;
     else if (flag == "--fail-step")
       o.fail_step = std::stol(value);
     else if (flag == "--fail-rank")
@@ -177,7 +183,8 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   void train() {
-    cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train_epochs(s); });
+    cohort::elastic::run(state_, [this](cohort::elastic::State& s) { train_epochs(s); },
+                         {o_.checkpoint_dir});
   }
 
   // Rank 0: the committed history trains each sample once per epoch, and the model says so too.
@@ -239,6 +246,11 @@ class Trainer {
         std::cout << "trainer: got SIGUSR1 worker=" << worker_id() << std::endl;
       sampler_.set_epoch(++epoch_);
       s.commit();
+      if (!o_.checkpoint_dir.empty()) {
+        auto saved = cohort::elastic::save(s, o_.checkpoint_dir);
+        std::cout << "trainer: saved checkpoint " << saved.sequence << " epoch=" << epoch_
+                  << std::endl;
+      }
     }
     std::cout << "trainer: finished epochs=" << epoch_ << " resets=" << resets_ << std::endl;
   }

@@ -78,6 +78,19 @@ sharded_lost)  # ranks 0 and 2, which keep each other's replicas, killed togethe
     expect "$tmp/err" "\[$r\] trainer: sharded value 'moments': commit [0-9]* cannot be restored: no rank of this world holds elements \[0, 250) (rank 0 on 127.0.0.1, replica on rank 2 on 127.0.0.2) or elements \[500, 750) (rank 2 on 127.0.0.2, replica on rank 0 on 127.0.0.1), as the last world of 4 ranks held them; every copy of them is gone"
   done
   ;;
+sharded_lost_checkpoint)  # the same loss with a durable checkpoint saved after every epoch:
+  # the survivors load it (each its new range, from the parts that hold it) and train on
+  set_hosts "${two_hosts[@]}"
+  start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2 \
+    --checkpoint-dir "$tmp/ckpt"
+  wait_for "$tmp/out" "\[0\] trainer: saved checkpoint 1 epoch=1"
+  kill -KILL "$(worker_pid 0)" "$(worker_pid 2)"
+  wait_for "$tmp/err" "\[0\] \[rank 0, worker 1\] cohort WARNING: elastic::run: restored from checkpoint $tmp/ckpt/ckpt-[0-9]*.cohort (commit [0-9]*): what was committed after it is trained again"
+  wait_for "$tmp/out" "\[0\] trainer: epoch [0-9]* done rank=0 size=2 resets=1"
+  touch "$tmp/stop"
+  matched 2
+  expect "$tmp/err" "\[0\] \[rank 0, worker 1\] cohort WARNING: elastic::run: sharded value 'moments': commit [0-9]* cannot be restored: .*; loading the newest checkpoint of $tmp/ckpt"
+  ;;
 sharded_bad_replicas)  # COHORT_STATE_REPLICAS not below the world size: refused on every rank
   COHORT_STATE_REPLICAS=2 start -np 2 -- "${trainer[@]}"
   expect_exit 1

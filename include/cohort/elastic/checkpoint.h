@@ -11,6 +11,12 @@
 // keep_last checkpoints. Sequences increase with every save into the directory. The file holds a
 // SHA-256 of its contents; a load skips files that are damaged (wrong size, bad checksum) and
 // takes the newest good one. One job writes a directory at a time.
+//
+// Sharded values (cohort/elastic/sharded.h) are never gathered: every rank writes its range to a
+// part file `<dir>/ckpt-<sequence>.rank-<r>-of-<n>.part` before rank 0 writes the checkpoint file,
+// and a load, in a world of any size, gives every rank its new range read from the parts that
+// hold it; a checkpoint with a damaged or missing part is skipped for the one before. With
+// sharded values `dir` must be the same directory on every rank (docs/state.md).
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 
 #include "cohort/elastic/state.h"
@@ -49,6 +50,21 @@ class HostsUpdatedInterrupt : public Error {
 // (any hook set before is replaced, and removed on return).
 void run(State& state, const std::function<void(State&)>& fn);
 
+// What run() may fall back on when memory no longer holds the last commit.
+struct RunOptions {
+  // The directory the program saves its durable checkpoints of `state` into
+  // (cohort/elastic/checkpoint.h); empty: none. When the sync after a failure finds committed
+  // state that no rank holds any more (StateLostError: a range of a sharded value whose rank and
+  // every replica died together), run() loads the newest good checkpoint of it on every rank
+  // (load_latest), says so on stderr, and goes on from there: what was committed after that
+  // checkpoint is trained again. Without a checkpoint in it the StateLostError ends run(), its
+  // message saying so.
+  std::filesystem::path checkpoint_dir;
+};
+
+// run() with a fallback (RunOptions).
+void run(State& state, const std::function<void(State&)>& fn, const RunOptions& options);
+
 // Collective. In elastic mode rank 0 asks the launcher, without waiting, whether hosts changed
 // since this round was planned, and broadcasts the answer; every rank then throws
 // HostsUpdatedInterrupt if they did. Throws InternalError on every rank if rank 0 cannot reach
@@ -57,10 +73,11 @@ void check_host_updates();
 
 // Draining, for a worker whose machine is about to go (docs/operations.md, "Draining"). In elastic
 // mode under cohortrun's launcher, run() makes SIGTERM request a drain (a second SIGTERM ends
-// the process as usual), unless the program has a SIGTERM handler of its own. At the next commit every rank learns of it and raises
-// HostsUpdatedInterrupt, so nothing committed is lost; the drained worker then leaves the job
-// with status 0, its host is removed, and the others go on without it.
-// Asks for a drain from the program itself, as SIGTERM does (e.g. on a cloud preemption notice).
+// the process as usual), unless the program has a SIGTERM handler of its own. At the next commit
+// every rank learns of it and raises HostsUpdatedInterrupt, so nothing committed is lost; the
+// drained worker then leaves the job with status 0, its host is removed, and the others go on
+// without it. Asks for a drain from the program itself, as SIGTERM does (e.g. on a cloud preemption
+// notice).
 void request_drain();
 // Whether a drain has been asked for in this process.
 bool drain_requested();
