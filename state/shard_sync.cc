@@ -225,12 +225,13 @@ SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
 }
 
 void reshard_shards(StateImpl& s, const SyncSource& source, uint64_t commit_count) {
+  s.reshard_bytes = 0;
   if (s.sharded.empty()) return;
   fault_point("reshard");
   for (size_t i = 0; i < s.sharded.size(); ++i) {
     ShardedValue& v = s.sharded[i];
-    v.reshard(s.collective("sync/reshard/" + v.name()), source.plans[i], source.epoch,
-              cohort::rank(), cohort::size());
+    s.reshard_bytes += v.reshard(s.collective("sync/reshard/" + v.name()), source.plans[i],
+                                 source.epoch, cohort::rank(), cohort::size());
   }
   exchange_replicas(s, commit_count, /*faults=*/false);
   promote_shards(s);

@@ -111,7 +111,7 @@ std::span<const std::byte> ShardedValue::find(uint64_t epoch, ShardRange want) c
   return {};
 }
 
-void ShardedValue::reshard(const std::string& collective, const ReshardPlan& plan, uint64_t epoch,
+uint64_t ShardedValue::reshard(const std::string& collective, const ReshardPlan& plan, uint64_t epoch,
                            int rank, int size) {
   auto source = [&](const Transfer& t) {
     std::span<const std::byte> bytes = find(epoch, t.range);
@@ -157,6 +157,7 @@ void ShardedValue::reshard(const std::string& collective, const ReshardPlan& pla
   }
   storage_->assign(mine);
   if (!fresh.empty()) std::memcpy(live().data(), fresh.data(), fresh.size());
+  return got.output.bytes.size();
 }
 
 }  // namespace cohort::elastic::detail

@@ -49,8 +49,8 @@ class ShardedValue {
   std::vector<HeldCopy> held() const;
   // Sync, in the current world of `size` ranks: makes this rank's live range its new one, filled
   // by the plan's transfers from the copies of commit `epoch` (one alltoall named `collective`,
-  // left out on every rank alike when nothing travels).
-  void reshard(const std::string& collective, const ReshardPlan& plan, uint64_t epoch, int rank,
+  // left out on every rank alike when nothing travels). Returns the bytes received.
+  uint64_t reshard(const std::string& collective, const ReshardPlan& plan, uint64_t epoch, int rank,
                int size);
 
  private:

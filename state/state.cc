@@ -208,6 +208,10 @@ uint64_t State::commit_count() const {
   return impl_->commit_count;
 }
 
+uint64_t State::last_reshard_bytes() const {
+  return impl_->reshard_bytes;
+}
+
 uint64_t State::samples_committed() const {
   uint64_t total = 0;
   for (const ElasticSampler* s : impl_->samplers) {

@@ -32,6 +32,7 @@ struct StateImpl {
   ShardWorldCache shard_world;  // the sharded values' world, gathered once per runtime
   uint64_t commit_count = 0;
   bool has_commit = false;
+  uint64_t reshard_bytes = 0;  // received by the last sync's reshard
   std::function<void()> commit_hook;
   std::vector<std::function<void()>> reset_callbacks;
 

@@ -82,6 +82,7 @@ void bind_state(py::module_& m) {
       .def_property_readonly("label", &State::label)
       .def_property_readonly("commit_count", &State::commit_count)
       .def("has_commit", &State::has_commit)
+      .def("last_reshard_bytes", &State::last_reshard_bytes)
       .def("names", &State::names);
 }
 

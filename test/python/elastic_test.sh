@@ -39,6 +39,8 @@ elif [[ $scenario == python_zero ]]; then
   for r in 0 1 2; do
     expect "$tmp/out" "\[$r\] elastic_train: zero matched its unsharded shadow at every step.*"
   done
+  # rank 1 of the new world takes over part of the dead rank's range: bytes travel to it
+  expect "$tmp/out" "\[1\] elastic_train: start rank=1 size=3 resets=1 epoch=[0-9]* reshard_bytes=[1-9][0-9]*"
 else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and drains
   set_hosts localhost:2 127.0.0.2:1
   start "${discovery[@]}" --min-np 2 -- "$(dirname "$0")/elastic_train.py" --samples 60 --batch 4 \
@@ -53,7 +55,7 @@ fi
 expect "$tmp/out" "\[0\] elastic_train: device ${COHORT_TEST_DEVICE:-cpu}.*"
 survivors=2
 [[ $scenario != python_zero ]] || survivors=3
-expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=$survivors resets=1 epoch=[01]"
+expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=$survivors resets=1 epoch=[01] reshard_bytes=[0-9]*"
 expect "$tmp/out" "\[0\] elastic_train: finished epochs=2 resets=1"
 expect "$tmp/out" "\[0\] elastic_train: exactly once: 2 epochs of 60 samples"
 echo "PASS ($scenario)"

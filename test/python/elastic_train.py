@@ -138,7 +138,7 @@ def main():
     @hvd.elastic.run
     def train(state):
         log(f"start rank={hvd.rank()} size={hvd.size()} resets={len(resets)} "
-            f"epoch={state.epoch}")
+            f"epoch={state.epoch} reshard_bytes={state.last_reshard_bytes()}")
         if shadow is not None:
             shadow.load(state.shadow)
         while state.epoch < args.epochs:

@@ -18,7 +18,8 @@
 //   trainer: epoch E done rank=R size=S resets=N
 //   trainer: finished epochs=E resets=N
 //   trainer: got SIGUSR1 worker=<id>   (with --usr1-handler 1: a handler of its own, before init)
-//   trainer: sharded moments match rank=R size=S range=B-E   (with --sharded N)
+//   trainer: sharded moments match rank=R size=S range=B-E received=BYTES   (with --sharded N;
+//            BYTES: what the last sync's reshard brought this rank from others)
 //   trainer: saved checkpoint N epoch=E   (with --checkpoint-dir DIR: a save after each epoch,
 //                                          and run()'s fallback to it, RunOptions)
 #include <fcntl.h>
@@ -229,7 +230,8 @@ class Trainer {
       }
     }
     std::cout << "trainer: sharded moments match rank=" << cohort::rank()
-              << " size=" << cohort::size() << " range=" << r.begin << "-" << r.end << std::endl;
+              << " size=" << cohort::size() << " range=" << r.begin << "-" << r.end
+              << " received=" << state_.last_reshard_bytes() << std::endl;
   }
 
   void train_epochs(cohort::elastic::State& s) {

@@ -17,7 +17,7 @@ matched() {  # matched SIZE: the job ended well, and every rank of a world of SI
   expect_exit 0
   expect "$tmp/out" "\[0\] trainer: exactly once: [0-9]* epochs of 240 samples"
   for ((r = 0; r < $1; r++)); do
-    expect "$tmp/out" "\[$r\] trainer: sharded moments match rank=$r size=$1 range=[0-9]*-[0-9]*"
+    expect "$tmp/out" "\[$r\] trainer: sharded moments match rank=$r size=$1 range=[0-9]*-[0-9]* received=[0-9]*"
   done
   expect_no "$tmp/err" ".*trainer FAILED.*"
 }
@@ -55,7 +55,10 @@ sharded_grow)  # 2 -> 4: the new ranks get their ranges from the old ones
   wait_for "$tmp/out" "\[0\] trainer: epoch 0 done rank=0 size=2 resets=0"
   set_hosts "${two_hosts[@]}"
   wait_for "$tmp/err" "$(round 1 'size 4: .*')"
-  wait_for "$tmp/out" "\[3\] trainer: sharded moments match rank=3 size=4 range=750-1000"
+  # only the new ranks' ranges travel (250 doubles each); the old ranks hold theirs
+  wait_for "$tmp/out" "\[3\] trainer: sharded moments match rank=3 size=4 range=750-1000 received=2000"
+  expect "$tmp/out" "\[2\] trainer: sharded moments match rank=2 size=4 range=500-750 received=2000"
+  expect "$tmp/out" "\[1\] trainer: sharded moments match rank=1 size=4 range=250-500 received=0"
   wait_for "$tmp/out" "\[0\] trainer: epoch [0-9]* done rank=0 size=4 resets=1"
   touch "$tmp/stop"
   matched 4

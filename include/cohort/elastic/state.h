@@ -196,6 +196,9 @@ class State {
   uint64_t samples_committed() const;
   // Whether there is a commit or sync to restore to.
   bool has_commit() const;
+  // Bytes of sharded values this rank received from other ranks in its last sync: the ranges it
+  // took over after a change of world (0 when none changed holder; replicas not counted).
+  uint64_t last_reshard_bytes() const;
   // Tracked names, in tracking order.
   std::vector<std::string> names() const;
 

@@ -164,6 +164,11 @@ class ObjectState:
         """Successful commits so far."""
         return self._cpp.commit_count
 
+    def last_reshard_bytes(self):
+        """Bytes of sharded state (a ZeroRedundancyOptimizer's) this rank received from other ranks
+        in its last sync: the ranges it took over after a change of world (0 when none moved)."""
+        return self._cpp.last_reshard_bytes()
+
 
 class TorchState(ObjectState):
     """A model's parameters and buffers, an optimizer's state, and any other values.
