@@ -323,7 +323,8 @@ std::optional<StagedShards> stage_parts(const StateImpl& s, const fs::path& dir,
     std::optional<Directory> d = open_directory(dir, false);
     if (!d) throw CheckpointError("the directory does not exist here: every rank must see it");
     staged = read_parts(s, *d, info.sequence, info.commit_count, saved_size);
-  } catch (const Error& e) {
+  } catch (
+      const std::exception& e) {  // a rank that threw here alone would leave the others waiting
     damaged = e.what();
   }
   wire::Writer mine;
