@@ -4,7 +4,9 @@
 // starts cohortrun in elastic mode and prints the table.
 //
 // Each step allreduces a gradient of --grad-mib MiB (default: the model's size) and commits a
-// model of --mib MiB of float32. At step --kill-step, rank --kill-rank (default 1; -1: the last)
+// model of --mib MiB of float32 (and, with --sharded-mib M, M MiB of float32 sharded over the
+// ranks with its replicas: the report then adds resharded_mib, the sharded MiB the survivors
+// received in the sync, summed). At step --kill-step, rank --kill-rank (default 1; -1: the last)
 // writes the time to --kill-time-file and SIGKILLs itself, or with --kill-parent 1 its parent
 // first (a cohortrun agent, whose node's workers all die with it); once per job: the first
 // process to create --marker does. After the
@@ -24,11 +26,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cohort/cohort.h"
 #include "cohort/elastic/run.h"
+#include "cohort/elastic/sharded.h"
 #include "cohort/elastic/state.h"
 
 namespace {
@@ -44,6 +48,7 @@ struct Options {
   std::string kill_time_file;
   int kill_rank = 1;         // -1: the last rank
   bool kill_parent = false;  // SIGKILL the parent (a cohortrun agent: its whole node) instead
+  double sharded_mib = 0;    // a sharded value (optimizer moments) of this size, 0: none
 };
 
 Options parse(int argc, char** argv) {
@@ -64,6 +69,8 @@ Options parse(int argc, char** argv) {
       o.kill_time_file = value;
     } else if (flag == "--kill-rank") {
       o.kill_rank = std::stoi(value);
+    } else if (flag == "--sharded-mib") {
+      o.sharded_mib = std::stod(value);
     } else if (flag == "--kill-parent") {
       o.kill_parent = value == "1";
     } else {
@@ -93,6 +100,11 @@ class Bench {
       : o_(std::move(o)), model_(floats_in(o_.mib), 1.0f), grad_(floats_in(o_.grad_mib)) {
     state_.track("model", model_);
     state_.track("step", step_);
+    if (o_.sharded_mib > 0) {
+      moments_ =
+          std::make_unique<cohort::elastic::ShardedBuffer<float>>(floats_in(o_.sharded_mib), 1.0f);
+      state_.track("moments", *moments_);
+    }
     state_.add_reset_callback([this] {
       reset_done_ = wall_ms();
       recovering_ = true;
@@ -146,22 +158,27 @@ class Bench {
     std::ifstream(o_.kill_time_file) >> killed;
     auto t = cohort::elastic::last_reset_timings();
     double reset_started = reset_done_ - ms(t.teardown + t.assignment + t.connect);
-    std::vector<double> phases{reset_started - killed, ms(t.teardown),        ms(t.assignment),
-                               ms(t.connect),          synced_ - reset_done_, stepped - synced_,
-                               stepped - killed};
+    std::vector<double> phases{
+        reset_started - killed, ms(t.teardown),
+        ms(t.assignment),       ms(t.connect),
+        synced_ - reset_done_,  stepped - synced_,
+        stepped - killed,       static_cast<double>(state_.last_reshard_bytes())};
     cohort::OwnedTensor all = cohort::allgather("recovery.phases", Tensor::of(phases));
     auto values = all.as<double>();
+    double moved = phases.back();  // the sharded bytes received, summed over the survivors
     for (size_t r = 1; r < values.size() / phases.size(); ++r) {
       for (size_t i = 0; i < phases.size(); ++i) {
         phases[i] = std::max(phases[i], values[r * phases.size() + i]);
       }
+      moved += values[r * phases.size() + phases.size() - 1];
     }
     if (cohort::rank() != 0) return;
     std::printf(
         "recovery: size=%d detect=%.1f teardown=%.1f assignment=%.1f connect=%.1f sync=%.1f "
-        "step=%.1f total=%.1f at=%.3f\n",
+        "step=%.1f total=%.1f at=%.3f%s\n",
         cohort::size(), phases[0], phases[1], phases[2], phases[3], phases[4], phases[5], phases[6],
-        stepped);
+        stepped,
+        o_.sharded_mib > 0 ? (" resharded_mib=" + std::to_string(moved / (1 << 20))).c_str() : "");
     std::fflush(stdout);
   }
 
@@ -169,6 +186,7 @@ class Bench {
   cohort::elastic::State state_;
   std::vector<float> model_;
   std::vector<float> grad_;
+  std::unique_ptr<cohort::elastic::ShardedBuffer<float>> moments_;
   int64_t step_ = 0;
   bool recovering_ = false;
   bool stepped_once_ = false;

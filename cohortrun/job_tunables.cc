@@ -125,6 +125,11 @@ const JobTunable kTunables[] = {
      .hi = 1024,
      .value = "N",
      .help = "copies of each rank's range of a sharded State value on other ranks"},
+    {.flag = "--no-state-overlap",
+     .variable = "COHORT_STATE_OVERLAP_DISABLE",
+     .kind = Kind::kSwitch,
+     .help =
+         "a commit waits for its sharded replicas instead of sending them during the next step"},
     {.flag = "--control-spin-microseconds",
      .variable = "COHORT_CONTROL_SPIN_MICROSECONDS",
      .kind = Kind::kDuration,

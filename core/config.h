@@ -100,10 +100,13 @@ struct Config {
   ops::DeviceOperations device_operations = ops::DeviceOperations::kAuto;
   // COHORT_STAGED_CHUNK_BYTES: the staged backend's pipeline step (ops/staged_backend.h).
   size_t staged_chunk_bytes = size_t{4} << 20;
-  // How many other ranks keep a copy of each rank's range of a sharded State value.
-  size_t state_replicas = 1;
   // The two above as the device backend takes them.
   ops::DeviceOptions device_options() const { return {device_operations, staged_chunk_bytes}; }
+  // How many other ranks keep a copy of each rank's range of a sharded State value.
+  size_t state_replicas = 1;
+  // COHORT_STATE_OVERLAP_DISABLE=1 clears it: commit() then waits for the replicas to arrive
+  // instead of sending them while the next step runs (state/shard_sync.h).
+  bool state_overlap = true;
   // COHORT_TIMELINE: where rank 0 writes a Chrome-trace timeline; empty = none.
   std::string timeline_path;
   log::Level log_level = log::Level::kWarning;

@@ -138,6 +138,10 @@ constexpr Setting kSettings[] = {
      "How many other ranks keep a copy of each rank's range of a sharded State value (fewer than "
      "the world size).",
      Scope::kAlike},
+    {"COHORT_STATE_OVERLAP_DISABLE", Disable{&Config::state_overlap},
+     "1: commit() waits for a sharded value's replicas instead of sending them during the next "
+     "step.",
+     Scope::kAlike},
     {"COHORT_TIMELINE", Text{&Config::timeline_path},
      "A file where rank 0 writes a Chrome-trace timeline."},
     {"COHORT_ELASTIC_TIMEOUT_SECONDS",

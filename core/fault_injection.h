@@ -21,7 +21,9 @@ namespace cohort {
 //   collective  as its first collective of the entry starts to run (the other ranks are in it)
 // and, where the State holds sharded values (state/shard_sync.h), in any of its commits:
 //   replicas    as the commit's replica transfer starts (the other ranks are in it)
-//   promote     once its replicas arrived, before the ranks agree that every rank has them
+//   promote     once its replica transfer started: the replicas on their way (with
+//               COHORT_STATE_OVERLAP_DISABLE=1: once they arrived, before the barrier that
+//               counts the commit)
 // and in the sync:
 //   reshard     as the transfer of the ranges that changed holder starts
 inline constexpr std::string_view kFaultPhases[] = {

@@ -1,6 +1,7 @@
 // State::commit(): local checks and serialization, one allgather that carries every rank's
 // outcome and sampler records, identical checks on every rank, the sharded values' replicas
-// (state/shard_sync.h), then the snapshot.
+// (state/shard_sync.h: started, and waited for at the next commit when they overlap the step),
+// then the snapshot.
 #include "cohort/cohort.h"
 #include "state/agreement.h"
 #include "state/shard_sync.h"
@@ -71,9 +72,23 @@ std::vector<SamplerCore::Merge> check(const StateImpl& s, std::vector<wire::Read
   return merges;
 }
 
+// Starts the sharded replicas of the next commit and, when they overlap the next step, keeps what
+// a sync must go back to if they are lost: the samplers' committed state and the commit count.
+void send_replicas_and_keep_previous(StateImpl& s, bool overlap) {
+  start_shard_replicas(s, s.commit_count + 1);
+  s.previous.reset();
+  if (!overlap || !s.has_commit) return;
+  StateImpl::Previous previous{s.commit_count, {}};
+  for (size_t i = 0; i < s.samplers.size(); ++i) {
+    previous.samplers.push_back(s.sampler(i).committed_image());
+  }
+  s.previous = std::move(previous);
+}
+
 }  // namespace
 
 void commit_state(StateImpl& s) {
+  settle_shards(s);  // the replicas of the commit before, if they still travel
   std::vector<std::string> staged;
   Outcome local = prepare(s, staged);
   wire::Writer mine = contribution(s, local);
@@ -88,11 +103,17 @@ void commit_state(StateImpl& s) {
                                     "not parse (") +
                         e.what() + ")");
   }
-  // The replicas first: a failure while they travel leaves every value at the last commit.
-  send_shard_replicas(s, s.commit_count + 1);
-  for (BufferValue& b : s.buffers) b.take_snapshot();
-  promote_shards(s);
-  for (size_t i = 0; i < s.objects.size(); ++i) s.objects[i].set_snapshot(std::move(staged[i]));
+  // Every rank reached the allgather with its replicas of the commit before settled.
+  bool overlap = overlaps(s);
+  confirm_shards(s, /*keep_spare=*/overlap);
+  // The replicas first: a failure while they start (or, without overlap, travel) leaves every
+  // value at the last commit.
+  send_replicas_and_keep_previous(s, overlap);
+  for (BufferValue& b : s.buffers) b.take_snapshot(overlap);
+  if (!overlap) confirm_shards(s, /*keep_spare=*/false);
+  for (size_t i = 0; i < s.objects.size(); ++i) {
+    s.objects[i].set_snapshot(std::move(staged[i]), overlap);
+  }
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).apply_merge(merges[i]);
   ++s.commit_count;
   s.has_commit = true;

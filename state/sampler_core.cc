@@ -276,6 +276,15 @@ SamplerCore::Image SamplerCore::read_image(wire::Reader& in) const {
   return image;
 }
 
+SamplerCore::Image SamplerCore::committed_image() const {
+  Image image{seed_, previous_ ? previous_->epoch : epoch_, {}};
+  image.words.reserve(set_.num_words());
+  write_committed_words([&](std::span<const uint64_t> words) {
+    image.words.insert(image.words.end(), words.begin(), words.end());
+  });
+  return image;
+}
+
 void SamplerCore::load(Image image) {
   seed_ = image.seed;
   epoch_ = image.epoch;

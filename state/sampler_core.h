@@ -92,6 +92,9 @@ class SamplerCore {
   void write_committed_words(const std::function<void(std::span<const uint64_t>)>& emit) const;
   // Reads an image written above; throws wire::MalformedBytes if it does not fit this sampler.
   Image read_image(wire::Reader& in) const;
+  // The committed state as an image (kept as the previous generation while a commit's sharded
+  // replicas travel, and loaded back if they are lost).
+  Image committed_image() const;
   void load(Image image);
 
  private:

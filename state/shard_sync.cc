@@ -1,5 +1,8 @@
 #include "state/shard_sync.h"
 
+#include <optional>
+
+#include "base/log.h"
 #include "cohort/cohort.h"
 #include "core/runtime_slot.h"
 #include "state/agreement.h"
@@ -17,6 +20,7 @@ std::string elements(ShardRange r) {
 struct Description {
   bool has_commit = false;
   uint64_t commit_count = 0;
+  std::optional<uint64_t> previous;         // the commit its previous generation is of
   std::vector<std::string> hosts;           // its last world's hosts (empty: none)
   std::vector<std::string> shapes;          // per sharded value: its type and length
   std::vector<std::vector<HeldCopy>> held;  // per sharded value
@@ -30,6 +34,8 @@ wire::Writer describe(const StateImpl& s) {
   wire::Writer out;
   out.u8(s.has_commit ? 1 : 0);
   out.u64(s.commit_count);
+  out.u8(s.previous ? 1 : 0);
+  out.u64(s.previous ? s.previous->commit_count : 0);
   const ShardWorld& last = s.shard_world.last();
   out.u64(last.hosts.size());
   for (const std::string& h : last.hosts) out.str(h);
@@ -52,6 +58,9 @@ Description parse(const StateImpl& s, std::span<const std::byte> bytes) {
   Description d;
   d.has_commit = in.u8() == 1;
   d.commit_count = in.u64();
+  bool has_previous = in.u8() == 1;
+  uint64_t previous = in.u64();
+  if (has_previous) d.previous = previous;
   d.hosts.resize(in.u64());
   for (std::string& h : d.hosts) h = in.str();
   if (in.u64() != s.sharded.size()) throw MismatchError("ranks track different sharded values");
@@ -73,18 +82,21 @@ void fault_point(std::string_view phase) {
   cohort::detail::current_runtime()->fault_point(phase);
 }
 
-// Every sharded value's replicas of commit `epoch` to their holders, then the barrier that proves
-// every rank has its own; the fault points only in a commit.
-void exchange_replicas(StateImpl& s, uint64_t epoch, bool faults) {
-  if (s.sharded.empty()) return;
-  std::string round = std::to_string(epoch);
-  const ShardWorld& world = s.shard_world.current(s.collective("shard/hosts"));
-  if (faults) fault_point("replicas");
-  for (ShardedValue& v : s.sharded) {
-    v.send_replicas(s.collective("shard/replicas/" + v.name() + "/" + round), world, epoch);
-  }
+// Waits for every value's replicas in flight and proves with a barrier that every rank has its own:
+// the commit without overlap, and every sync.
+void settle_everywhere(StateImpl& s, uint64_t epoch, bool faults) {
+  for (ShardedValue& v : s.sharded) v.settle(/*quiet=*/false);
   if (faults) fault_point("promote");
-  cohort::barrier(s.collective("shard/replicas/" + round));
+  cohort::barrier(s.collective("shard/replicas/" + std::to_string(epoch)));
+}
+
+void start_all(StateImpl& s, uint64_t epoch) {
+  const ShardWorld& world = s.shard_world.current(s.collective("shard/hosts"));
+  std::string round = std::to_string(epoch);
+  for (ShardedValue& v : s.sharded) v.take_own_copy(epoch);
+  for (ShardedValue& v : s.sharded) {
+    v.start_replicas(s.collective("shard/replicas/" + v.name() + "/" + round), world);
+  }
 }
 
 int choose_root(const std::vector<Description>& all, bool rank_zero) {
@@ -114,6 +126,33 @@ std::string last_holders(const ShardedValue& v, ShardRange missing,
     }
   }
   return out;
+}
+
+// Plans every sharded value from the copies of commit `epoch` the ranks hold; the index of the
+// first value some range of which no rank holds, if any.
+std::optional<size_t> plan_all(const StateImpl& s, const std::vector<Description>& all,
+                               uint64_t epoch, std::vector<ReshardPlan>& plans) {
+  std::optional<size_t> lost;
+  int size = static_cast<int>(all.size());
+  for (size_t i = 0; i < s.sharded.size(); ++i) {
+    std::vector<HeldRange> held;
+    for (int r = 0; r < size; ++r) {
+      for (const HeldCopy& c : all[r].held[i]) {
+        if (c.epoch == epoch) held.push_back({r, c.range});
+      }
+    }
+    plans.push_back(plan_reshard(s.sharded[i].length(), size, held));
+    if (!plans.back().missing.empty() && !lost) lost = i;
+  }
+  return lost;
+}
+
+std::string lost_text(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch) {
+  std::string what = "sharded value '" + v.name() + "': commit " + std::to_string(epoch) +
+                     " cannot be restored: no rank of this world holds ";
+  for (size_t i = 0; i < plan.missing.size(); ++i)
+    what += (i ? " or " : "") + elements(plan.missing[i]);
+  return what;
 }
 
 [[noreturn]] void raise_missing(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch,
@@ -179,15 +218,33 @@ void check_shard_manifests(std::vector<wire::Reader>& ranks) {
   }
 }
 
-void send_shard_replicas(StateImpl& s, uint64_t epoch) {
-  exchange_replicas(s, epoch, /*faults=*/true);
+bool overlaps(const StateImpl& s) {
+  const auto& config = cohort::detail::current_runtime()->config();
+  return !s.sharded.empty() && config.state_overlap && config.state_replicas > 0 &&
+         cohort::size() > 1;
 }
 
-void promote_shards(StateImpl& s) {
-  for (ShardedValue& v : s.sharded) v.promote();
+void settle_shards(StateImpl& s) {
+  for (ShardedValue& v : s.sharded) v.settle(/*quiet=*/false);
+}
+
+void start_shard_replicas(StateImpl& s, uint64_t epoch) {
+  if (s.sharded.empty()) return;
+  fault_point("replicas");
+  start_all(s, epoch);
+  if (overlaps(s)) {
+    fault_point("promote");  // the replicas on their way: a kill here loses them
+  } else {
+    settle_everywhere(s, epoch, /*faults=*/true);
+  }
+}
+
+void confirm_shards(StateImpl& s, bool keep_spare) {
+  for (ShardedValue& v : s.sharded) v.confirm(keep_spare);
 }
 
 SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
+  for (ShardedValue& v : s.sharded) v.settle(/*quiet=*/true);  // what arrived counts, no more
   wire::Writer mine = describe(s);
   Gathered gathered = allgather_bytes(s.collective("sync/holdings"), mine.bytes());
   std::vector<Description> all;
@@ -208,19 +265,22 @@ SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
   source.root = choose_root(all, rank_zero);
   const Description& root = all[source.root];
   source.epoch = root.has_commit && !live ? root.commit_count : kLiveEpoch;
-  int size = static_cast<int>(all.size());
-  for (size_t i = 0; i < s.sharded.size(); ++i) {
-    std::vector<HeldRange> held;
-    for (int r = 0; r < size; ++r) {
-      for (const HeldCopy& c : all[r].held[i]) {
-        if (c.epoch == source.epoch) held.push_back({r, c.range});
-      }
-    }
-    source.plans.push_back(plan_reshard(s.sharded[i].length(), size, held));
-    if (!source.plans.back().missing.empty()) {
-      raise_missing(s.sharded[i], source.plans.back(), root.commit_count, root.hosts);
+  std::optional<size_t> lost = plan_all(s, all, source.epoch, source.plans);
+  if (lost && root.previous && source.epoch != kLiveEpoch) {
+    // The newest commit's replicas were still on their way when a holder failed: its generation
+    // before is whole on the survivors, so every rank goes back to it.
+    std::vector<ReshardPlan> older;
+    if (!plan_all(s, all, *root.previous, older)) {
+      log::warning("sync: ", lost_text(s.sharded[*lost], source.plans[*lost], root.commit_count),
+                   " (its replicas had not all arrived); every rank goes back to commit ",
+                   *root.previous, " and trains again what was committed after it");
+      source.epoch = *root.previous;
+      source.plans = std::move(older);
+      source.step_back = true;
+      return source;
     }
   }
+  if (lost) raise_missing(s.sharded[*lost], source.plans[*lost], root.commit_count, root.hosts);
   return source;
 }
 
@@ -233,8 +293,9 @@ void reshard_shards(StateImpl& s, const SyncSource& source, uint64_t commit_coun
     s.reshard_bytes += v.reshard(s.collective("sync/reshard/" + v.name()), source.plans[i],
                                  source.epoch, cohort::rank(), cohort::size());
   }
-  exchange_replicas(s, commit_count, /*faults=*/false);
-  promote_shards(s);
+  start_all(s, commit_count);
+  settle_everywhere(s, commit_count, /*faults=*/false);
+  confirm_shards(s, /*keep_spare=*/overlaps(s));
 }
 
 }  // namespace cohort::elastic::detail

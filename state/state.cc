@@ -115,7 +115,18 @@ void restore_state(StateImpl& s) {
   for (BufferValue& b : s.buffers) b.restore_snapshot();
   for (auto& a : assign) a();
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).rollback();
-  for (ShardedValue& v : s.sharded) v.restore();
+  for (ShardedValue& v : s.sharded) v.restore(s.commit_count);
+}
+
+void step_back_state(StateImpl& s) {
+  if (!s.previous) return;
+  std::vector<std::function<void()>> assign;
+  for (ObjectValue& o : s.objects) assign.push_back(o.stage_step_back());
+  for (BufferValue& b : s.buffers) b.step_back();
+  for (auto& a : assign) a();
+  for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).load(s.previous->samplers[i]);
+  s.commit_count = s.previous->commit_count;
+  s.previous.reset();
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,13 @@ struct StateImpl {
   ShardWorldCache shard_world;  // the sharded values' world, gathered once per runtime
   uint64_t commit_count = 0;
   bool has_commit = false;
+  // The generation before the last commit, while that commit's sharded replicas may still travel
+  // (state/shard_sync.h, overlaps()); the buffers and objects keep their own.
+  struct Previous {
+    uint64_t commit_count = 0;
+    std::vector<SamplerCore::Image> samplers;
+  };
+  std::optional<Previous> previous;
   uint64_t reshard_bytes = 0;  // received by the last sync's reshard
   std::function<void()> commit_hook;
   std::vector<std::function<void()>> reset_callbacks;
@@ -49,6 +57,9 @@ std::string manifest_difference(const StateImpl& state, std::span<const std::byt
 
 void commit_state(StateImpl& state);
 void restore_state(StateImpl& state);
+// Local: every value back to the previous generation (a sync's root, when the last commit's
+// sharded replicas were lost); nothing changes unless every object's bytes parse.
+void step_back_state(StateImpl& state);
 // discard_uncommitted: drop samplers' uncommitted records instead of refusing to sync; rank_zero:
 // take rank 0's values, not the newest commit's (both: a checkpoint load into rank 0);
 // shards_loaded: every rank's live ranges are the ones to keep (a checkpoint load wrote them).

@@ -113,7 +113,13 @@ void sync_state(StateImpl& s, bool discard_uncommitted, bool rank_zero, bool sha
   SyncSource source = plan_sync(s, rank_zero, shards_loaded);
   Outcome root_outcome;
   std::vector<std::byte> blob;
-  if (cohort::rank() == source.root) blob = root_blob(s, root_outcome);
+  if (cohort::rank() == source.root) {
+    // The root goes back to the generation the plans are from before it describes its state.
+    root_outcome = capture([&] {
+      if (source.step_back) step_back_state(s);
+    });
+    blob = root_outcome.ok() ? root_blob(s, root_outcome) : std::vector<std::byte>{std::byte{0}};
+  }
   blob = broadcast_bytes(s.collective("sync/state"), std::move(blob), source.root);
 
   RootState root;
@@ -135,6 +141,7 @@ void sync_state(StateImpl& s, bool discard_uncommitted, bool rank_zero, bool sha
   }
   s.commit_count = root.commit_count;
   s.has_commit = true;
+  s.previous.reset();
 }
 
 }  // namespace cohort::elastic::detail

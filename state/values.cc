@@ -1,6 +1,7 @@
 #include "state/values.h"
 
 #include <cstring>
+#include <utility>
 
 #include "cohort/errors.h"
 
@@ -36,10 +37,22 @@ std::span<std::byte> BufferValue::live() const {
   return bytes;
 }
 
-void BufferValue::take_snapshot() {
+void BufferValue::take_snapshot(bool keep_previous) {
   std::span<std::byte> bytes = live();
+  has_previous_ = keep_previous && has_snapshot_;
+  if (has_previous_) {
+    previous_.resize(snapshot_.size());
+    std::swap(previous_, snapshot_);
+  }
   if (!bytes.empty()) std::memcpy(snapshot_.data(), bytes.data(), bytes.size());
   has_snapshot_ = true;
+}
+
+void BufferValue::step_back() {
+  if (!has_previous_) return;
+  std::swap(previous_, snapshot_);
+  has_previous_ = false;
+  restore_snapshot();
 }
 
 void BufferValue::restore_snapshot() {
@@ -59,9 +72,21 @@ std::function<void()> ObjectValue::parse(std::string_view bytes, std::string_vie
   }
 }
 
-void ObjectValue::set_snapshot(std::string bytes) {
+void ObjectValue::set_snapshot(std::string bytes, bool keep_previous) {
+  has_previous_ = keep_previous && has_snapshot_;
+  if (has_previous_) std::swap(previous_, snapshot_);
   snapshot_ = std::move(bytes);
   has_snapshot_ = true;
+}
+
+std::function<void()> ObjectValue::stage_step_back() {
+  if (!has_previous_) return [] {};
+  std::function<void()> assign = parse(previous_, "its previous commit");
+  return [this, assign = std::move(assign)] {
+    assign();
+    std::swap(previous_, snapshot_);
+    has_previous_ = false;
+  };
 }
 
 }  // namespace cohort::elastic::detail

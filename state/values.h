@@ -1,5 +1,6 @@
 // The kinds of value a State tracks, each with its own snapshot: numeric buffers (a preallocated
-// copy) and serializable objects (bytes). Samplers keep their committed state themselves.
+// copy) and serializable objects (bytes), and the generation before it while a commit's sharded
+// replicas travel. Samplers keep their committed state themselves.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,13 @@ class BufferValue {
   std::span<std::byte> mutable_snapshot() { return snapshot_; }
   bool has_snapshot() const { return has_snapshot_; }
 
-  void take_snapshot();
+  // With `keep_previous`, the snapshot it replaces stays as the previous generation (a commit
+  // whose sharded replicas still travel); otherwise any previous generation is dropped.
+  void take_snapshot(bool keep_previous = false);
   void restore_snapshot();
+  // Back to the previous generation: it becomes the snapshot and the live values.
+  void step_back();
+  bool has_previous() const { return has_previous_; }
   // Marks the snapshot as filled by the caller (checkpoint load).
   void set_has_snapshot() { has_snapshot_ = true; }
 
@@ -40,7 +46,9 @@ class BufferValue {
   DataType dtype_;
   std::function<std::span<std::byte>()> view_;
   std::vector<std::byte> snapshot_;
+  std::vector<std::byte> previous_;  // allocated on the first commit that keeps one
   bool has_snapshot_ = false;
+  bool has_previous_ = false;
 };
 
 class ObjectValue {
@@ -57,13 +65,20 @@ class ObjectValue {
   // Parses bytes into a staged value; the returned function assigns it. Throws InvalidArgument
   // naming this value if the bytes do not parse as its type.
   std::function<void()> parse(std::string_view bytes, std::string_view source) const;
-  void set_snapshot(std::string bytes);
+  // `keep_previous` as for BufferValue::take_snapshot.
+  void set_snapshot(std::string bytes, bool keep_previous = false);
+  // Parses the previous generation; the returned function makes it the snapshot and the object
+  // (it does nothing without one). Throws InvalidArgument, changing nothing, if it does not parse.
+  std::function<void()> stage_step_back();
+  bool has_previous() const { return has_previous_; }
 
  private:
   std::string name_;
   ObjectAccess access_;
   std::string snapshot_;
+  std::string previous_;
   bool has_snapshot_ = false;
+  bool has_previous_ = false;
 };
 
 }  // namespace cohort::elastic::detail

@@ -36,7 +36,8 @@ TEST_CASE("agreement: the alike settings are those that shape connections and co
         "COHORT_SHARED_MEMORY_SLOT_BYTES=1048576\n"
         "COHORT_DEVICE_OPERATIONS=auto\n"
         "COHORT_STAGED_CHUNK_BYTES=4194304\n"
-        "COHORT_STATE_REPLICAS=1\n");
+        "COHORT_STATE_REPLICAS=1\n"
+        "COHORT_STATE_OVERLAP_DISABLE=0\n");
 }
 
 TEST_CASE("agreement: a rank's own settings are not compared") {

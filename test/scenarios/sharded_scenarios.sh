@@ -30,14 +30,30 @@ sharded_kill_step)  # SIGKILL of rank 1 mid-step: 3 go on, rank 1's range from i
   matched 3
   expect "$tmp/err" "$(round 1 'size 3: .*')"
   ;;
-sharded_kill_replicas | sharded_kill_promote)  # SIGKILL of worker 1 as a commit's replicas travel
-  # (replicas), or once they arrived but before the ranks agree that all did (promote): the
+sharded_kill_replicas | sharded_kill_promote)  # SIGKILL of worker 1 as a commit's replica
+  # transfer starts (replicas), or once it has started, the replicas on their way (promote): the
   # others go back to the commit before.
   set_hosts "${two_hosts[@]}"
   COHORT_FAULT_KILL_AT="${scenario#sharded_kill_}:0:1" start "${discovery[@]}" --min-np 2 -- \
     "${trainer[@]}"
   matched 3
   expect "$tmp/err" ".*COHORT_FAULT_KILL_AT: worker 1 killed at ${scenario#sharded_kill_} of entry 0.*"
+  if [[ $scenario == sharded_kill_promote ]]; then
+    # killed as its replicas set out (the commit's own copies taken): they never arrive, so the
+    # survivors go back to the generation before, which every rank kept
+    for r in 0 1 2; do
+      expect "$tmp/err" "\[$r\] \[rank $r, worker [0-9]\] cohort WARNING: sync: sharded value 'moments': commit 1 cannot be restored: no rank of this world holds elements .* (its replicas had not all arrived); every rank goes back to commit 0 and trains again what was committed after it"
+    done
+  fi
+  ;;
+sharded_kill_promote_waiting)  # the same kill with COHORT_STATE_OVERLAP_DISABLE=1: the replicas
+  # arrived and the commit waits at its barrier, so no rank counts it and nobody goes back
+  set_hosts "${two_hosts[@]}"
+  COHORT_STATE_OVERLAP_DISABLE=1 COHORT_FAULT_KILL_AT="promote:0:1" start "${discovery[@]}" \
+    --min-np 2 -- "${trainer[@]}"
+  matched 3
+  expect "$tmp/err" ".*COHORT_FAULT_KILL_AT: worker 1 killed at promote of entry 0.*"
+  expect_no "$tmp/err" ".*goes back to commit.*"
   ;;
 sharded_host_removed)  # the discovery script drops 127.0.0.2 (2 ranks): 2 go on with all ranges
   set_hosts "${two_hosts[@]}"

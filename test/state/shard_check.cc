@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "cohort/cohort.h"
 #include "cohort/elastic/checkpoint.h"
@@ -60,6 +61,18 @@ void check_commit_restore_sync() {
   state.sync();  // the same world: nothing travels, every range as committed
   check(holds(b, 2), "a sync in the same world keeps the committed ranges");
   check(state.commit_count() == 1, "sync keeps the commit count");
+}
+
+// A State destroyed after its storage, a commit's replicas still in flight when the runtime shuts
+// down: the State's destructor waits for them and touches nothing else (the process exits 0).
+void commit_then_leave(std::unique_ptr<State>& state) {
+  auto b = std::make_unique<ShardedBuffer<float>>(1001);
+  state = std::make_unique<State>("leaving");
+  state->track("b", *b);
+  state->sync();
+  fill(*b, 5);
+  state->commit();
+  b.reset();  // the storage first; the State goes after shutdown()
 }
 
 void check_bad_input() {
@@ -209,13 +222,17 @@ int main(int argc, char** argv) {
     check_checkpoint(argv[2]);
   } else if (argc == 3) {
     check_resize(argv[1], argv[2]);
-  } else {
+  }
+  std::unique_ptr<State> leaving;
+  if (argc < 3) {
     check_commit_restore_sync();
     check_bad_input();
+    commit_then_leave(leaving);
   }
   if (cohort::rank() == 0) {
     std::cout << "shard_check: passed on " << cohort::size() << " ranks" << std::endl;
   }
   cohort::shutdown();
+  leaving.reset();
   return 0;
 }

@@ -1,8 +1,9 @@
 // A buffer too large for every rank to hold whole (an optimizer's state, ZeRO-style): `length`
 // elements split over the ranks, each rank holding one contiguous range. Tracked in a State,
 // commit() snapshots each rank's range and copies it to COHORT_STATE_REPLICAS other ranks (on
-// other hosts where the world has them), and sync() after a change of world gives every rank its
-// new range, fetched from whichever rank holds those bytes: no rank ever holds the whole buffer.
+// other hosts where the world has them) while the next step runs, and sync() after a change of
+// world gives every rank its new range, fetched from whichever rank holds those bytes: no rank
+// ever holds the whole buffer.
 //
 //   cohort::elastic::ShardedBuffer<float> moments(n_params);   // after init(): this rank's range
 //   state.track("adam.m", moments);

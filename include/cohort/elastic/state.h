@@ -136,11 +136,13 @@ class State {
   // The elastic sampler: commit merges every rank's recorded samples, restore drops this rank's
   // uncommitted ones, sync adopts rank 0's and repartitions over the current world.
   void track(std::string name, ElasticSampler& sampler);
-  // A sharded buffer (cohort/elastic/sharded.h): commit snapshots this rank's range and copies it
-  // to COHORT_STATE_REPLICAS other ranks, and counts once every copy is in place on every rank;
-  // restore puts this rank's range back; sync gives every rank its range in the current world,
-  // from the newest commit any rank holds (moving only the bytes whose holder changed). A range
-  // that no rank holds any more is an InternalError on every rank, naming it.
+  // A sharded buffer (cohort/elastic/sharded.h): commit snapshots this rank's range and sends it
+  // to COHORT_STATE_REPLICAS other ranks while the next step runs (the next commit confirms that
+  // every copy arrived; COHORT_STATE_OVERLAP_DISABLE=1: commit waits for them); restore puts this
+  // rank's range back; sync gives every rank its range in the current world, from the newest
+  // commit whose every range some rank holds (the one before, if a failure lost the last one's
+  // replicas on their way), moving only the bytes whose holder changed. A range that no rank
+  // holds any more is a StateLostError (an InternalError) on every rank, naming it.
   void track(std::string name, detail::ShardStorage& buffer);
   // Any other value, through cereal's binary archive: commit serializes it, restore and sync parse
   // bytes into a new T and move-assign it (T must be default-constructible and move-assignable).
