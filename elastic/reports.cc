@@ -31,7 +31,10 @@ void report_progress(Session& session, int rank, const State& state, bool now) {
   }
   session.progress_sent_at = time;
   rendezvous::Progress progress{.commits = state.commit_count(),
-                                .samples = state.samples_committed()};
+                                .samples = state.samples_committed(),
+                                .restores = session.restores.count,
+                                .restored_sequence = session.restores.sequence,
+                                .restored_commit = session.restores.commit};
   send(*session.notices, rendezvous::progress_key(), rendezvous::format_progress(progress));
 }
 

@@ -8,7 +8,8 @@
 
 namespace cohort::elastic::detail {
 
-// Rank 0: the job's commits and committed samples, at most once a second unless `now`.
+// Rank 0: the job's commits and committed samples, and its restores from checkpoints, at most once
+// a second unless `now`.
 void report_progress(Session& session, int rank, const State& state, bool now = false);
 
 // This worker's reset into its session's round (session.last_reset).

@@ -68,6 +68,7 @@ void reset(const rendezvous::CheckIn& why) {
   timings.assignment = entry_timings.assignment;
   timings.connect = entry_timings.connect;
   now.last_reset = timings;
+  now.restores = previous.restores;
   report_reset(now, config.worker_id);
   cohort::detail::install_runtime(next);
   log::info("elastic reset ", now.entry, " (", rendezvous::format_checkin(why), "): rank ",

@@ -98,7 +98,7 @@ class CommitHook {
 };
 
 // state.sync(); where it finds committed state lost, the newest checkpoint of the options'
-// directory in its place.
+// directory in its place, counted in the session (elastic mode) and reported at once.
 void sync_or_fall_back(State& state, const RunOptions& options) {
   std::string lost;
   try {
@@ -114,6 +114,10 @@ void sync_or_fall_back(State& state, const RunOptions& options) {
   if (!loaded) throw StateLostError(lost + "; and " + dir + " holds no checkpoint to restore");
   log::warning("elastic::run: restored from checkpoint ", loaded->path, " (commit ",
                loaded->commit_count, "): what was committed after it is trained again");
+  if (detail::Session* session = detail::session_of(*cohort::detail::current_runtime())) {
+    session->restores = {session->restores.count + 1, loaded->sequence, loaded->commit_count};
+    report(state, /*now=*/true);
+  }
 }
 
 }  // namespace

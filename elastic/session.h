@@ -32,6 +32,11 @@ struct Session final : RuntimeAttachment {
   ResetTimings last_reset;  // all zero before the first reset
   // When rank 0 last reported the job's progress.
   std::optional<std::chrono::steady_clock::time_point> progress_sent_at;
+  // elastic::run's restores from a durable checkpoint so far (carried from round to round):
+  // how many, and the last one's checkpoint sequence and commit, for rank 0's progress report.
+  struct Restores {
+    uint64_t count = 0, sequence = 0, commit = 0;
+  } restores;
 };
 
 // The session `runtime` belongs to; nullptr outside elastic mode.

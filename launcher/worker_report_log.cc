@@ -21,6 +21,13 @@ void WorkerReportLog::progress(const std::string& text) {
     return;
   }
   if (p == progress_) return;
+  // A restore the launcher has not heard of: a rank 0 that joined later counts fewer, never more.
+  if (p.restores > restores_) {
+    restores_ = p.restores;
+    events_.emit("checkpoint_restore", {{"restores", p.restores},
+                                        {"sequence", p.restored_sequence},
+                                        {"commit", p.restored_commit}});
+  }
   progress_ = p;
   events_.progress(p.commits, p.samples);
 }

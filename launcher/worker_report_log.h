@@ -1,7 +1,8 @@
 // The launcher's side of the workers' reports (rendezvous/worker_reports.h), one implementation
 // for both elastic modes: the elastic job reads them from its rendezvous server, the agents from
-// etcd, and both hand the texts here. Rank 0's progress becomes the progress metrics, each
-// worker's reset into a round one "reset" event (docs/operations.md).
+// etcd, and both hand the texts here. Rank 0's progress becomes the progress metrics (and a
+// "checkpoint_restore" event after a restore from a checkpoint), each worker's reset into a round
+// one "reset" event (docs/operations.md).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,9 @@ class WorkerReportLog {
   // `events` must outlive the log.
   explicit WorkerReportLog(JobEvents& events) : events_(events) {}
 
-  // Rank 0's progress report: recorded when it changed. One that does not parse is logged and
-  // ignored.
+  // Rank 0's progress report: recorded when it changed, and one "checkpoint_restore" event for
+  // each restore from a checkpoint it counts beyond those already logged. One that does not parse
+  // is logged and ignored.
   void progress(const std::string& text);
   // `worker`'s report of its reset into its round as `entry`: one "reset" event, the first time.
   // `worker` is the worker's id as the mode's other events name it. One that does not parse is
@@ -33,6 +35,7 @@ class WorkerReportLog {
  private:
   JobEvents& events_;
   std::optional<rendezvous::Progress> progress_;
+  uint64_t restores_ = 0;                         // the most restores a progress report has counted
   std::set<std::pair<std::string, int>> resets_;  // (worker, entry) taken or refused
 };
 

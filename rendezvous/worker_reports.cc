@@ -12,10 +12,11 @@
 namespace cohort::rendezvous {
 namespace {
 
-// The fields of `text` ("name=value ..."): exactly `names`, each a whole number >= 0.
+// The fields of `text` ("name=value ..."): exactly `names`, and either all of `optional` or
+// none, each a whole number >= 0.
 std::map<std::string, uint64_t> numbers_of(std::string_view text,
-                                           const std::vector<const char*>& names,
-                                           const char* what) {
+                                           const std::vector<const char*>& names, const char* what,
+                                           const std::vector<const char*>& optional = {}) {
   auto bad = [&](const std::string& why) {
     return InvalidArgument(std::string(what) + " '" + std::string(text.substr(0, 200)) +
                            "': " + why);
@@ -34,7 +35,13 @@ std::map<std::string, uint64_t> numbers_of(std::string_view text,
   for (const char* name : names) {
     if (!fields.contains(name)) throw bad(std::string("no ") + name);
   }
-  if (fields.size() != names.size()) throw bad("unknown fields");
+  size_t present = 0;
+  for (const char* name : optional) present += fields.contains(name) ? 1 : 0;
+  if (present != 0 && present != optional.size()) {
+    throw bad(std::string("'") + optional[0] +
+              "' and the fields that go with it, not some of them");
+  }
+  if (fields.size() != names.size() + present) throw bad("unknown fields");
   return fields;
 }
 
@@ -57,12 +64,24 @@ std::string reset_report_key(std::string_view worker_id, int entry) {
 }
 
 std::string format_progress(const Progress& p) {
-  return "commits=" + std::to_string(p.commits) + " samples=" + std::to_string(p.samples);
+  std::string out =
+      "commits=" + std::to_string(p.commits) + " samples=" + std::to_string(p.samples);
+  if (p.restores > 0) {
+    out += " restores=" + std::to_string(p.restores) +
+           " restored_sequence=" + std::to_string(p.restored_sequence) +
+           " restored_commit=" + std::to_string(p.restored_commit);
+  }
+  return out;
 }
 
 Progress parse_progress(std::string_view text) {
-  auto f = numbers_of(text, {"commits", "samples"}, "progress");
-  return {f["commits"], f["samples"]};
+  auto f = numbers_of(text, {"commits", "samples"}, "progress",
+                      {"restores", "restored_sequence", "restored_commit"});
+  if (f.contains("restores") && f["restores"] == 0) {
+    throw InvalidArgument("progress '" + std::string(text.substr(0, 200)) +
+                          "': restores=0 with a restored checkpoint");
+  }
+  return {f["commits"], f["samples"], f["restores"], f["restored_sequence"], f["restored_commit"]};
 }
 
 std::string format_reset_report(const ResetReport& r) {

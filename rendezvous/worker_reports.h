@@ -4,7 +4,8 @@
 // value there). Both are plain SETs in the elastic scope, best effort: a report that cannot be
 // written is skipped, never a failure of the worker.
 //
-//   rank 0:       SET progress = Progress          (at a commit, at most once a second)
+//   rank 0:       SET progress = Progress          (at a commit, at most once a second, and at
+//                                                  once after a restore from a checkpoint)
 //   every worker: SET reset/<id>/<n> = ResetReport (once it has joined its n-th round, n >= 1)
 #pragma once
 
@@ -20,10 +21,16 @@ std::string reset_report_key(std::string_view worker_id, int entry);
 struct Progress {
   uint64_t commits = 0;  // State commits so far in the job
   uint64_t samples = 0;  // samples the State's elastic samplers have committed, all epochs
+  // How often elastic::run restored the State from a durable checkpoint (committed state was
+  // lost), and the last such checkpoint's sequence number and commit.
+  uint64_t restores = 0;
+  uint64_t restored_sequence = 0;
+  uint64_t restored_commit = 0;
   bool operator==(const Progress&) const = default;
 };
 
-// "commits=40 samples=960".
+// "commits=40 samples=960", and after a restore "... restores=1 restored_sequence=3
+// restored_commit=28" (the three together or none).
 std::string format_progress(const Progress& progress);
 // Throws InvalidArgument naming what is wrong.
 Progress parse_progress(std::string_view text);

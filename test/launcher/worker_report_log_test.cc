@@ -74,6 +74,26 @@ TEST_CASE("worker reports: each reset once as an event and the progress as metri
   CHECK(err.text().find("ignoring rank 0's progress") != std::string::npos);
 }
 
+TEST_CASE("worker reports: each restore from a checkpoint once as an event, never counted back") {
+  TempDir dir;
+  JobEvents events({.event_log = (dir.path / "events").string(), .job_id = "j"});
+  WorkerReportLog log(events);
+  log.progress("commits=40 samples=960");
+  log.progress("commits=30 samples=720 restores=1 restored_sequence=3 restored_commit=28");
+  log.progress("commits=31 samples=744 restores=1 restored_sequence=3 restored_commit=28");
+  log.progress("commits=32 samples=768");  // a rank 0 that joined after the restore
+  log.progress("commits=20 samples=480 restores=2 restored_sequence=2 restored_commit=19");
+  auto lines = events_in(dir.path / "events");
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["event"] == "checkpoint_restore");
+  CHECK(lines[0]["restores"] == 1);
+  CHECK(lines[0]["sequence"] == 3);
+  CHECK(lines[0]["commit"] == 28);
+  CHECK(lines[1]["restores"] == 2);
+  CHECK(lines[1]["sequence"] == 2);
+  CHECK(lines[1]["commit"] == 19);
+}
+
 TEST_CASE("round cause: the first cause counts but a member that left gives way") {
   RoundCause cause;
   TimePoint t0{};

@@ -70,6 +70,11 @@ TEST_CASE("worker reports: progress and reset reports survive formatting", "[ela
   Progress p{.commits = 40, .samples = uint64_t{1} << 40};
   CHECK(format_progress(p) == "commits=40 samples=1099511627776");
   CHECK(parse_progress(format_progress(p)) == p);
+  Progress restored{
+      .commits = 41, .samples = 984, .restores = 2, .restored_sequence = 3, .restored_commit = 28};
+  CHECK(format_progress(restored) ==
+        "commits=41 samples=984 restores=2 restored_sequence=3 restored_commit=28");
+  CHECK(parse_progress(format_progress(restored)) == restored);
   ResetReport r{.round = 3,
                 .old_rank = 2,
                 .old_size = 4,
@@ -88,6 +93,11 @@ TEST_CASE("worker reports: malformed ones are refused with the reason", "[elasti
   CHECK_THROWS_WITH(parse_progress("commits=-1 samples=2"), Contains("not name=number"));
   CHECK_THROWS_WITH(parse_progress("commits=1 commits=1"), Contains("commits twice"));
   CHECK_THROWS_WITH(parse_progress("commits= samples=1"), Contains("not name=number"));
+  CHECK_THROWS_WITH(parse_progress("commits=1 samples=2 restores=1"),
+                    Contains("'restores' and the fields that go with it, not some of them"));
+  CHECK_THROWS_WITH(parse_progress("commits=1 samples=2 restores=0 restored_sequence=1 "
+                                   "restored_commit=1"),
+                    Contains("restores=0 with a restored checkpoint"));
   CHECK_THROWS_WITH(parse_reset_report("round=99999999999 old_rank=0 old_size=1 new_rank=0 "
                                        "new_size=1 teardown_us=0 assignment_us=0 connect_us=0"),
                     Contains("too large"));

@@ -100,8 +100,8 @@ sharded_lost)  # ranks 0 and 2, which keep each other's replicas, killed togethe
 sharded_lost_checkpoint)  # the same loss with a durable checkpoint saved after every epoch:
   # the survivors load it (each its new range, from the parts that hold it) and train on
   set_hosts "${two_hosts[@]}"
-  start "${discovery[@]}" --min-np 2 -- "${trainer[@]}" --until-file "$tmp/stop" --step-delay-ms 2 \
-    --checkpoint-dir "$tmp/ckpt"
+  start "${discovery[@]}" --min-np 2 --event-log "$tmp/events.jsonl" -- "${trainer[@]}" \
+    --until-file "$tmp/stop" --step-delay-ms 2 --checkpoint-dir "$tmp/ckpt"
   wait_for "$tmp/out" "\[0\] trainer: saved checkpoint 1 epoch=1"
   kill -KILL "$(worker_pid 0)" "$(worker_pid 2)"
   wait_for "$tmp/err" "\[0\] \[rank 0, worker 1\] cohort WARNING: elastic::run: restored from checkpoint $tmp/ckpt/ckpt-[0-9]*.cohort (commit [0-9]*): what was committed after it is trained again"
@@ -109,6 +109,15 @@ sharded_lost_checkpoint)  # the same loss with a durable checkpoint saved after 
   touch "$tmp/stop"
   matched 2
   expect "$tmp/err" "\[0\] \[rank 0, worker 1\] cohort WARNING: elastic::run: sharded value 'moments': commit [0-9]* cannot be restored: .*; loading the newest checkpoint of $tmp/ckpt"
+  # the launcher's event log has the restore once, with the checkpoint and commit of the log line
+  python3 "$(dirname "$0")/../launcher/check_event_log.py" "$tmp/events.jsonl" \
+    "$(dirname "$0")/../../docs/operations.md" checkpoint_restore >/dev/null || fail "the event log is wrong"
+  line=$(grep '"event":"checkpoint_restore"' "$tmp/events.jsonl")
+  [[ $(grep -c '"event":"checkpoint_restore"' "$tmp/events.jsonl") == 1 ]] || fail "not one restore: $line"
+  commit=$(sed -n 's/.*restored from checkpoint .* (commit \([0-9]*\)).*/\1/p' "$tmp/err" | head -1)
+  sequence=$(sed -n 's/.*restored from checkpoint .*ckpt-0*\([0-9]*\)\.cohort.*/\1/p' "$tmp/err" | head -1)
+  [[ $line == *'"commit":'"$commit"* && $line == *'"sequence":'"$sequence"* && $line == *'"restores":1'* ]] ||
+    fail "the restore event does not match the log (commit $commit, checkpoint $sequence): $line"
   ;;
 sharded_bad_replicas)  # COHORT_STATE_REPLICAS not below the world size: refused on every rank
   COHORT_STATE_REPLICAS=2 start -np 2 -- "${trainer[@]}"
