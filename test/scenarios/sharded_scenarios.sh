@@ -114,8 +114,8 @@ sharded_lost_checkpoint)  # the same loss with a durable checkpoint saved after 
     "$(dirname "$0")/../../docs/operations.md" checkpoint_restore >/dev/null || fail "the event log is wrong"
   line=$(grep '"event":"checkpoint_restore"' "$tmp/events.jsonl")
   [[ $(grep -c '"event":"checkpoint_restore"' "$tmp/events.jsonl") == 1 ]] || fail "not one restore: $line"
-  commit=$(sed -n 's/.*restored from checkpoint .* (commit \([0-9]*\)).*/\1/p' "$tmp/err" | head -1)
-  sequence=$(sed -n 's/.*restored from checkpoint .*ckpt-0*\([0-9]*\)\.cohort.*/\1/p' "$tmp/err" | head -1)
+  commit=$(sed -n 's/.*restored from checkpoint .* (commit \([0-9]*\)).*/\1/p' "$tmp/err" | sed -n 1p)
+  sequence=$(sed -n 's/.*restored from checkpoint .*ckpt-0*\([0-9]*\)\.cohort.*/\1/p' "$tmp/err" | sed -n 1p)
   [[ $line == *'"commit":'"$commit"* && $line == *'"sequence":'"$sequence"* && $line == *'"restores":1'* ]] ||
     fail "the restore event does not match the log (commit $commit, checkpoint $sequence): $line"
   ;;
