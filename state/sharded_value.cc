@@ -1,6 +1,7 @@
 #include "state/sharded_value.h"
 
 #include <cstring>
+#include <thread>
 
 #include "cohort/cohort.h"
 #include "cohort/errors.h"
@@ -11,6 +12,14 @@ namespace {
 
 Tensor bytes_tensor(std::span<std::byte> bytes) {
   return Tensor{bytes.data(), DataType::kUInt8, {static_cast<int64_t>(bytes.size())}};
+}
+
+// Frees `old` (replicas as large as a rank's range) on a detached thread of its own, so that the
+// free stays off the commit's critical path. Detached: a worker may leave with exit() (a drain)
+// without destroying its State, and what the thread frees is this thread's memory alone.
+template <typename T>
+void release_in_background(T old) {
+  std::thread([old = std::move(old)]() mutable { old = T{}; }).detach();
 }
 
 bool contains(ShardRange outer, ShardRange inner) {
@@ -100,24 +109,9 @@ void ShardedValue::accept(const InFlight& done) {
   pending_.complete = true;
 }
 
-ShardedValue::Releaser& ShardedValue::Releaser::operator=(Releaser&& other) noexcept {
-  join();
-  thread_ = std::move(other.thread_);
-  return *this;
-}
-
-void ShardedValue::Releaser::join() {
-  if (thread_.joinable()) thread_.join();
-}
-
-void ShardedValue::Releaser::release(Copies old) {
-  join();  // the one before: long done, a commit ago
-  thread_ = std::thread([old = std::move(old)]() mutable { old = Copies{}; });
-}
-
 void ShardedValue::confirm(bool keep_spare) {
   if (!pending_.complete) return;
-  releaser_.release(std::move(committed_));
+  release_in_background(std::move(committed_));
   committed_ = std::move(pending_);
   pending_ = Copies{};
   previous_own_.valid = false;

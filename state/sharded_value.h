@@ -13,7 +13,6 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cohort/elastic/sharded.h"
@@ -95,20 +94,6 @@ class ShardedValue {
     std::vector<int> owners;          // whose ranges arrive, in rank order
     int size = 0;
   };
-  // Destroys what it is given on a thread of its own, so that freeing a commit's replaced replicas
-  // (as large as the replicas) stays off the commit's critical path; one at a time.
-  class Releaser {
-   public:
-    Releaser() = default;
-    Releaser(Releaser&& other) noexcept : thread_(std::move(other.thread_)) {}
-    Releaser& operator=(Releaser&& other) noexcept;
-    ~Releaser() { join(); }
-    void release(Copies old);
-
-   private:
-    void join();
-    std::thread thread_;
-  };
   // The bytes of elements [range) of commit `epoch` that this rank holds; empty if it does not.
   std::span<const std::byte> find(uint64_t epoch, ShardRange range) const;
   void accept(const InFlight& done);
@@ -120,7 +105,6 @@ class ShardedValue {
   OwnCopy own_, previous_own_;
   Copies committed_, pending_;
   std::unique_ptr<InFlight> in_flight_;
-  Releaser releaser_;
 };
 
 }  // namespace cohort::elastic::detail
