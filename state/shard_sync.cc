@@ -85,7 +85,7 @@ void fault_point(std::string_view phase) {
 // Waits for every value's replicas in flight and proves with a barrier that every rank has its own:
 // the commit without overlap, and every sync.
 void settle_everywhere(StateImpl& s, uint64_t epoch, bool faults) {
-  for (ShardedValue& v : s.sharded) v.settle(/*quiet=*/false);
+  settle_shards(s);
   if (faults) fault_point("promote");
   cohort::barrier(s.collective("shard/replicas/" + std::to_string(epoch)));
 }
@@ -147,22 +147,22 @@ std::optional<size_t> plan_all(const StateImpl& s, const std::vector<Description
   return lost;
 }
 
-std::string lost_text(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch) {
-  std::string what = "sharded value '" + v.name() + "': commit " + std::to_string(epoch) +
-                     " cannot be restored: no rank of this world holds ";
-  for (size_t i = 0; i < plan.missing.size(); ++i)
-    what += (i ? " or " : "") + elements(plan.missing[i]);
-  return what;
-}
-
-[[noreturn]] void raise_missing(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch,
-                                const std::vector<std::string>& hosts) {
+// "sharded value 'V': commit E cannot be restored: no rank of this world holds elements [a, b)
+// ...", each range followed by who held it in the last world of `hosts` (none when empty).
+std::string lost_text(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch,
+                      const std::vector<std::string>& hosts = {}) {
   std::string what = "sharded value '" + v.name() + "': commit " + std::to_string(epoch) +
                      " cannot be restored: no rank of this world holds ";
   for (size_t i = 0; i < plan.missing.size(); ++i) {
     what += (i ? " or " : "") + elements(plan.missing[i]);
     if (!hosts.empty()) what += " (" + last_holders(v, plan.missing[i], hosts) + ")";
   }
+  return what;
+}
+
+[[noreturn]] void raise_missing(const ShardedValue& v, const ReshardPlan& plan, uint64_t epoch,
+                                const std::vector<std::string>& hosts) {
+  std::string what = lost_text(v, plan, epoch, hosts);
   if (!hosts.empty())
     what += ", as the last world of " + std::to_string(hosts.size()) + " ranks held them";
   throw StateLostError(what + "; every copy of them is gone");
