@@ -54,7 +54,9 @@ std::optional<FaultPoint> fault_point(std::string_view text) {
 
 std::string fault_point_text(const std::optional<FaultPoint>& point) {
   if (!point) return "unset";
-  return (point->stop ? std::string(kStopPrefix) : "") + point->phase + ":" +
+  std::string phase = point->phase;
+  if (point->occurrence != 1) phase += "#" + std::to_string(point->occurrence);
+  return (point->stop ? std::string(kStopPrefix) : "") + phase + ":" +
          std::to_string(point->entry) + ":" + point->worker_id;
 }
 

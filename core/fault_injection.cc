@@ -18,10 +18,18 @@ FaultPoint parse_fault_point(std::string_view text) {
   auto first = text.find(':');
   auto second = first == std::string_view::npos ? first : text.find(':', first + 1);
   if (second == std::string_view::npos) {
-    throw InvalidArgument("expected [stop:]PHASE:ENTRY:WORKER");
+    throw InvalidArgument("expected [stop:]PHASE[#N]:ENTRY:WORKER");
   }
   FaultPoint point{std::string(text.substr(0, first)), 0, std::string(text.substr(second + 1)),
                    stop};
+  if (auto hash = point.phase.find('#'); hash != std::string::npos) {
+    std::string count = point.phase.substr(hash + 1);
+    auto n = parse_decimal<int>(count, 1, 1'000'000);
+    if (!n)
+      throw InvalidArgument("the occurrence after '#' " + decimal_refusal(count, 1, 1'000'000));
+    point.occurrence = *n;
+    point.phase.resize(hash);
+  }
   if (std::find(std::begin(kFaultPhases), std::end(kFaultPhases), point.phase) ==
       std::end(kFaultPhases)) {
     std::string known;
@@ -38,8 +46,9 @@ FaultPoint parse_fault_point(std::string_view text) {
 }
 
 void maybe_inject_fault(const std::optional<FaultPoint>& point, std::string_view worker_id,
-                        std::string_view phase, int entry) {
-  if (!point || point->phase != phase || point->entry != entry || point->worker_id != worker_id) {
+                        std::string_view phase, int entry, int occurrence) {
+  if (!point || point->phase != phase || point->entry != entry || point->worker_id != worker_id ||
+      point->occurrence != occurrence) {
     return;
   }
   auto now = std::chrono::system_clock::now().time_since_epoch();

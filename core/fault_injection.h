@@ -1,7 +1,9 @@
 // Fault injection for tests and benchmarks: COHORT_FAULT_KILL_AT=PHASE:ENTRY:WORKER makes the
 // elastic worker with id WORKER kill itself with SIGKILL when it reaches PHASE of its round entry
 // ENTRY (0 = its first round, n = after its n-th reset); with the prefix `stop:` it stops itself
-// with SIGSTOP instead, as a frozen process would. Real processes then die at exactly the
+// with SIGSTOP instead, as a frozen process would; PHASE#N (N >= 1) waits for the N-th time the
+// phase is reached in that entry (a commit's phases come once per commit). Real processes then
+// die at exactly the
 // point a test wants (a worker that dies while the next round forms), with no timing guesses.
 // The line it prints first gives the wall-clock time of the kill, for recovery benchmarks.
 #pragma once
@@ -35,16 +37,17 @@ struct FaultPoint {
   std::string phase;
   int entry = 0;
   std::string worker_id;
-  bool stop = false;  // SIGSTOP rather than SIGKILL
+  bool stop = false;   // SIGSTOP rather than SIGKILL
+  int occurrence = 1;  // the occurrence-th time the phase is reached in the entry (PHASE#N)
 };
 
 // Throws InvalidArgument (without naming the variable: the caller does) for text that is not
-// PHASE:ENTRY:WORKER with a known phase and an entry >= 0.
+// PHASE[#N]:ENTRY:WORKER with a known phase, an entry >= 0 and N >= 1.
 FaultPoint parse_fault_point(std::string_view text);
 
-// Kills (or stops) this process if `point` is this worker at `phase` of `entry`; otherwise
-// returns.
+// Kills (or stops) this process if `point` is this worker at `phase` of `entry`, reached for the
+// `occurrence`-th time in it; otherwise returns.
 void maybe_inject_fault(const std::optional<FaultPoint>& point, std::string_view worker_id,
-                        std::string_view phase, int entry);
+                        std::string_view phase, int entry, int occurrence = 1);
 
 }  // namespace cohort

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -105,7 +106,13 @@ Runtime::~Runtime() {
 }
 
 void Runtime::fault_point(std::string_view phase) const {
-  if (entry_ >= 0) maybe_inject_fault(config_.fault_kill_at, config_.worker_id, phase, entry_);
+  if (entry_ < 0) return;
+  auto known = std::find(std::begin(kFaultPhases), std::end(kFaultPhases), phase);
+  int occurrence = 1;
+  if (known != std::end(kFaultPhases)) {
+    occurrence = ++fault_hits_[static_cast<size_t>(known - std::begin(kFaultPhases))];
+  }
+  maybe_inject_fault(config_.fault_kill_at, config_.worker_id, phase, entry_, occurrence);
 }
 
 void Runtime::compute_topology() {

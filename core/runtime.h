@@ -16,6 +16,7 @@
 //   core/handle.cc              ... and completes the entry's handle.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "core/control_channel.h"
 #include "core/default_names.h"
 #include "core/executor.h"
+#include "core/fault_injection.h"
 #include "core/heartbeat.h"
 #include "core/role.h"
 #include "core/tensor_queue.h"
@@ -136,6 +138,8 @@ class Runtime {
   const Config config_;
   const Cancellation* formation_ = nullptr;  // during the constructor only
   int entry_ = -1;                           // Formation::entry
+  // How often each phase of kFaultPhases was reached in this entry (COHORT_FAULT_KILL_AT's #N).
+  mutable std::array<std::atomic<int>, std::size(kFaultPhases)> fault_hits_{};
   std::shared_ptr<RuntimeAttachment> attachment_;
   // Until the executor takes it over: builds the topology and the control channel.
   std::unique_ptr<ops::Backend> backend_;

@@ -57,7 +57,8 @@ TEST_CASE("COHORT_FAULT_KILL_AT is parsed and refused naming the variable") {
   CHECK(point->entry == 1);
   CHECK(point->worker_id == "0");
   CHECK_FALSE(from(std::nullopt).fault_kill_at);
-  for (const char* bad : {"gloo:1:0", "sync:-1:0", "sync:x:0", "sync:1:", "sync:1", ""}) {
+  for (const char* bad : {"gloo:1:0", "sync:-1:0", "sync:x:0", "sync:1:", "sync:1", "",
+                          "promote#0:1:0", "promote#:1:0", "promote#x:1:0", "gloo#2:1:0"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(from(bad), Catch::Matchers::Contains("COHORT_FAULT_KILL_AT"));
   }
@@ -79,4 +80,23 @@ TEST_CASE("a fault point kills exactly the worker, phase and entry it names") {
   REQUIRE(::waitpid(child, &status, 0) == child);
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
+}
+
+TEST_CASE("a fault point with #N waits for the N-th time its phase is reached") {
+  auto point = parse_fault_point("promote#3:0:7");
+  REQUIRE(point.phase == "promote");
+  CHECK(point.occurrence == 3);
+  CHECK(parse_fault_point("promote:0:7").occurrence == 1);
+  CHECK_NOTHROW(maybe_inject_fault(point, "7", "promote", 0, 1));
+  CHECK_NOTHROW(maybe_inject_fault(point, "7", "promote", 0, 2));
+  CHECK_NOTHROW(maybe_inject_fault(point, "7", "promote", 0, 4));
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    maybe_inject_fault(point, "7", "promote", 0, 3);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFSIGNALED(status));
 }

@@ -18,7 +18,9 @@ attribute): after every step the model must equal the shadow, so a sharded state
 resharded wrongly shows at the first step after the reset.
 
 Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E",
-"elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K", "elastic_train: finished epochs=E resets=N".
+"elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K",
+"elastic_train: finished epochs=E resets=N". With --until-file the epochs go on (past --epochs)
+until that file exists, so a test can change the hosts while the job trains.
 """
 
 import argparse
@@ -26,6 +28,7 @@ import copy
 import os
 import signal
 import sys
+import time
 
 import torch
 
@@ -44,6 +47,9 @@ def parse():
     parser.add_argument("--fail-marker", default="")
     parser.add_argument("--fail-how", choices=["kill", "term"], default="kill")
     parser.add_argument("--zero", action="store_true")
+    parser.add_argument("--until-file", default="",
+                        help="train epochs until this file exists (rank 0 looks at each epoch's end)")
+    parser.add_argument("--step-delay-ms", type=float, default=0)
     return parser.parse_args()
 
 
@@ -83,6 +89,8 @@ class Shadow:
         return copy.deepcopy((self.model.state_dict(), self.optimizer.state_dict()))
 
     def load(self, saved):
+        """The shadow as committed (its first version is committed with the state's first
+        commit, so a state that goes back to that commit takes the shadow back with it)."""
         if saved is not None:
             self.model.load_state_dict(saved[0])
             self.optimizer.load_state_dict(copy.deepcopy(saved[1]))
@@ -100,6 +108,14 @@ class Shadow:
             log(f"FAILED: at step {step} the model is {self.largest:.1e} from its unsharded "
                 f"shadow")
             sys.exit(1)
+
+
+def until_file_exists(args):
+    """Rank 0's answer, the same on every rank: has --until-file appeared?"""
+    if not args.until_file:
+        return False
+    seen = torch.tensor([int(hvd.rank() == 0 and os.path.exists(args.until_file))])
+    return bool(hvd.broadcast(seen, 0, name="until_file").item())
 
 
 def main():
@@ -126,7 +142,8 @@ def main():
         shadow = None
     sampler = hvd.elastic.ElasticSampler(dataset, seed=7)
     state = hvd.elastic.TorchState(model, optimizer, train_sampler=sampler, epoch=0, step=0,
-                                   history={}, shadow=None)
+                                   history={},
+                                   shadow=shadow.saved() if shadow is not None else None)
     resets = []
     state.register_reset_callbacks([lambda: resets.append(hvd.size())])
 
@@ -160,11 +177,15 @@ def main():
                 state.step += 1
                 if state.step % args.commit_every == 0:
                     commit()
+                if args.step_delay_ms:
+                    time.sleep(args.step_delay_ms / 1000)
             commit()
             log(f"epoch {state.epoch} done rank={hvd.rank()} size={hvd.size()}")
             state.epoch += 1
             state.train_sampler.set_epoch(state.epoch)
             commit()
+            if until_file_exists(args):
+                break
         log(f"finished epochs={state.epoch} resets={len(resets)}")
         if shadow is not None:
             log(f"zero matched its unsharded shadow at every step (largest difference "
@@ -184,7 +205,7 @@ def main():
                 log(f"FAILED: epoch {epoch} trained {len(ids)} samples, "
                     f"{len(set(ids))} distinct, of {args.samples}")
                 sys.exit(1)
-        if len(state.history) != args.epochs:
+        if len(state.history) != state.epoch:
             log(f"FAILED: {len(state.history)} epochs in the history")
             sys.exit(1)
         log(f"exactly once: {len(state.history)} epochs of {args.samples} samples")

@@ -291,3 +291,33 @@ def test_sampler_state_dict_lists_the_committed_samples():
     assert sampler.state_dict()["processed_indices"] == []
     with pytest.raises(NotImplementedError):
         sampler.load_state_dict(dict(sd, epoch=0))  # another epoch's progress
+
+
+@pytest.mark.parametrize("keep_previous", [False, True])
+def test_a_snapshot_keeping_the_previous_generation_loads_either_commit(keep_previous):
+    """With keep_previous (TorchState with a ZeroRedundancyOptimizer, whose sync may go back one
+    commit) the bytes of the commit before the last still load; after such a step back the next
+    commit reuses the dropped generation's buffers and keeps the one it went back to."""
+    from cohort.torch.elastic.snapshot import TensorSnapshot
+    snapshot = TensorSnapshot("t", keep_previous=keep_previous)
+    live = {"w": torch.tensor([1.0, 2.0])}
+    first = snapshot.stage(live)
+    snapshot.install()
+    live["w"].add_(10)
+    second = snapshot.stage(live)
+    snapshot.install()
+    assert snapshot.load(second)["w"].tolist() == [11.0, 12.0]
+    if not keep_previous:
+        with pytest.raises(ValueError, match="is snapshot 1, but the buffers hold snapshot 2"):
+            snapshot.load(first)
+        assert snapshot.nbytes() == 8
+        return
+    assert snapshot.load(first)["w"].tolist() == [1.0, 2.0]  # the step back
+    live["w"].add_(100)
+    third = snapshot.stage(live)
+    snapshot.install()
+    assert snapshot.load(first)["w"].tolist() == [1.0, 2.0]
+    assert snapshot.load(third)["w"].tolist() == [111.0, 112.0]
+    with pytest.raises(ValueError, match="is snapshot 2, but the buffers hold snapshot 1, 3"):
+        snapshot.load(second)
+    assert snapshot.nbytes() == 16

@@ -13,6 +13,12 @@ are freed.
 
 ``load(data)`` unpickles a committed value whose tensors are the snapshot buffers themselves:
 callers copy out of them (``restore_module``, ``restore_optimizer``) and never keep them.
+
+With ``keep_previous`` (a State whose sharded values' replicas overlap the next step: the C++
+State keeps the commit before the last one, and a sync may go back to it, state/values.h) an
+install keeps the buffers of the snapshot it replaces as well, so the bytes of either commit
+load; a load makes its generation the current one (after a step back the newer buffers are
+spare, reused by the next stage).
 """
 
 import collections
@@ -59,46 +65,69 @@ class _Pickler(pickle.Pickler):
 
 
 class _Unpickler(pickle.Unpickler):
+    """Unpickles a staged value, its tensor references resolved to ``buffers`` (None: each
+    reference is checked and left as None, to read the generation first)."""
+
     def __init__(self, data, buffers):
         super().__init__(data)
         self._buffers = buffers
 
     def persistent_load(self, pid):
         kind, index = pid
-        if kind != _TENSOR or not 0 <= index < len(self._buffers):
+        if kind != _TENSOR or (self._buffers is not None and not 0 <= index < len(self._buffers)):
             raise pickle.UnpicklingError(f"unknown tensor reference {pid!r}")
-        return self._buffers[index]
+        return None if self._buffers is None else self._buffers[index]
+
+
+def _peek_generation(source):
+    """The generation a staged value was staged as; ``source`` is left where it was."""
+    start = source.tell()
+    generation, _ = _Unpickler(source, None).load()
+    source.seek(start)
+    return generation
 
 
 class TensorSnapshot:
     """The committed copy of one value's tensors (how it works: the top of this file)."""
 
-    def __init__(self, name):
+    def __init__(self, name, keep_previous=False):
         self._name = name
-        self._buffers = []  # the installed snapshot's tensors, in reference order
-        self._generation = 0  # snapshots installed so far
+        self._keep_previous = keep_previous
+        self._kept = {}  # generation -> its tensors in reference order: the current one, and
+        # with keep_previous the one before it
+        self._generation = 0  # the current generation: the last installed or loaded
+        self._last = 0  # the newest generation staged so far
         self._staged = None  # (generation, live tensors, buffers) between stage and install
 
+    @property
+    def _buffers(self):
+        return self._kept.get(self._generation, [])
+
     def nbytes(self):
-        """Bytes held by the installed snapshot's buffers."""
-        return sum(b.numel() * b.element_size() for b in self._buffers)
+        """Bytes held by the kept snapshots' buffers."""
+        return sum(b.numel() * b.element_size() for kept in self._kept.values() for b in kept)
 
     def stage(self, value):
         """The bytes the C++ State keeps for ``value``; its tensors are copied at ``install``."""
         live = []
         out = io.BytesIO()
         out.write(_MAGIC)
-        _Pickler(out, live).dump((self._generation + 1, value))
+        _Pickler(out, live).dump((self._last + 1, value))
+        # Buffers the install will not keep are reused: with keep_previous, all but the current
+        # generation's (which becomes the previous one).
         spare = collections.defaultdict(collections.deque)
-        for buffer in self._buffers:
-            spare[_signature(buffer)].append(buffer)
+        for generation, kept in self._kept.items():
+            if self._keep_previous and generation == self._generation:
+                continue
+            for buffer in kept:
+                spare[_signature(buffer)].append(buffer)
         buffers = []
         for tensor in live:
             fits = spare.get(_signature(tensor))
             buffers.append(fits.popleft() if fits else
                            torch.empty_like(tensor, memory_format=torch.preserve_format,
                                             requires_grad=False))
-        self._staged = (self._generation + 1, live, buffers)
+        self._staged = (self._last + 1, live, buffers)
         return out.getvalue()
 
     def install(self):
@@ -110,8 +139,11 @@ class TensorSnapshot:
         with torch.no_grad():
             for tensor, buffer in zip(live, buffers):
                 buffer.copy_(tensor)
-        self._buffers = buffers
-        self._generation = generation
+        previous = self._generation
+        self._kept = {g: b for g, b in self._kept.items()
+                      if self._keep_previous and g == previous}
+        self._kept[generation] = buffers
+        self._generation = self._last = generation
 
     def discard(self):
         """The commit failed: the last snapshot stays."""
@@ -121,10 +153,13 @@ class TensorSnapshot:
         """The value committed as ``data``, its tensors being the snapshot buffers."""
         source = io.BytesIO(data)
         source.seek(len(_MAGIC))
-        generation, value = _Unpickler(source, self._buffers).load()
-        if generation != self._generation:
+        generation = _peek_generation(source)
+        if generation not in self._kept:
+            held = ", ".join(map(str, sorted(self._kept))) or "none"
             raise ValueError(f"the committed {self._name} is snapshot {generation}, but the "
-                             f"buffers hold snapshot {self._generation}")
+                             f"buffers hold snapshot {held}")
+        generation, value = _Unpickler(source, self._kept[generation]).load()
+        self._generation = generation
         return value
 
 

@@ -183,7 +183,10 @@ class TorchState(ObjectState):
     def __init__(self, model=None, optimizer=None, **kwargs):
         object.__setattr__(self, "model", model)
         object.__setattr__(self, "optimizer", optimizer)
-        object.__setattr__(self, "_model_snapshot", TensorSnapshot("model"))
+        # With a ZeroRedundancyOptimizer the State's sharded replicas overlap the next step and a
+        # sync may take the job back one commit: the model's snapshot keeps that commit too.
+        zero = isinstance(optimizer, ZeroRedundancyOptimizer)
+        object.__setattr__(self, "_model_snapshot", TensorSnapshot("model", keep_previous=zero))
         object.__setattr__(self, "_optimizer_snapshot", TensorSnapshot("optimizer"))
         super().__init__(_label="torch", **kwargs)
 
