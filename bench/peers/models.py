@@ -5,6 +5,8 @@
   tf50m      4 transformer encoder blocks, d_model 1024, 16 heads, FFN 4096, on 32 tokens of
              width 1024, mean-pooled into 10 classes (~50.4M parameters)
   mlp500m    7 layers 8192 x 8192 (~470M parameters; for checkpoint cost, not for training steps)
+  mlp134m    4096 -> 8192 -> 8192 -> 4096 (134.2M parameters; bench/torch/zero_bench.py's model,
+             for the sharded optimizer's recovery)
 
 build(name) returns the model with the same initial weights on every rank and in every system;
 batch(name, size, step) returns a deterministic (inputs, labels) batch. Works with torch >= 1.13.
@@ -45,8 +47,14 @@ def _mlp500m():
     return nn.Sequential(*layers[:-1])
 
 
+def _mlp134m():
+    return nn.Sequential(nn.Linear(4096, 8192), nn.ReLU(), nn.Linear(8192, 8192), nn.ReLU(),
+                         nn.Linear(8192, 4096))
+
+
 MODELS = {"digits": (_digits, (1, 8, 8)), "mlp25m": (_mlp25m, (1024,)),
-          "tf50m": (_Transformer, (32, 1024)), "mlp500m": (_mlp500m, (8192,))}
+          "tf50m": (_Transformer, (32, 1024)), "mlp500m": (_mlp500m, (8192,)),
+          "mlp134m": (_mlp134m, (4096,))}
 
 
 def build(name):

@@ -121,8 +121,10 @@ class Torch:
 
     def commit(self, step):
         import torch.distributed.checkpoint as dcp
-        shard = {f"optim.rank{self.rank()}.{pid}.{key}": value
-                 for pid, s in self.optimizer.optim.state.items() for key, value in s.items()
+        inner = self.optimizer.optim  # keyed by the parameter's index in this rank's shard
+        params = [p for g in inner.param_groups for p in g["params"]]
+        shard = {f"optim.rank{self.rank()}.{i}.{key}": value
+                 for i, p in enumerate(params) for key, value in inner.state[p].items()
                  if torch.is_tensor(value)}
         state = dict(self.model.module.state_dict(), **shard)
         path = os.path.join(self.dir, f"step{step}")

@@ -3,11 +3,12 @@ common.py prints (STEP, KILL, REMOVE, ACCOUNT), whoever printed them.
 
   kill:   recovery_s  = from KILL to the end of the first step that started after it (any size)
           full_size_s = from KILL to the end of the first step that started after it at full size
+  shrink: a kill with no replacement (recovery/zero.sh): recovery_s as for kill, full_size_s = -
   remove: recovery_s  = from REMOVE to the end of the first step at one worker fewer
           full_size_s = - (nothing replaces a worker that left)
   lost, duplicated, samples: summed over epochs from the ACCOUNT lines (the final state's counts)
 
-  analyze.py LOG --system S --trial T --np N --kind kill|remove --rc RC
+  analyze.py LOG --system S --trial T --np N --kind kill|shrink|remove --rc RC
 
 Prints the RESULT line; when no figure can be computed, exits 1 with the reason on stderr.
 Standard library only.
@@ -54,11 +55,13 @@ def first_after(steps, t, world=None):
 
 def figures(rec, args):
     """(recovery_s, full_size_s) or raises ValueError with the reason."""
-    event = rec["KILL" if args.kind == "kill" else "REMOVE"]
+    event = rec["REMOVE" if args.kind == "remove" else "KILL"]
     if not event:
         raise ValueError(f"no {args.kind} happened (no {args.kind.upper()} line)")
     t = float(event[0]["t"])
-    if args.kind == "kill":
+    if args.kind == "shrink":
+        next_step, full = first_after(rec["STEP"], t, args.np - 1), None
+    elif args.kind == "kill":
         next_step, full = first_after(rec["STEP"], t), first_after(rec["STEP"], t, args.np)
     else:
         next_step, full = first_after(rec["STEP"], t, args.np - 1), None

@@ -2,8 +2,10 @@
 and 4): the data set, the step, the chosen event (a worker SIGKILLs itself, or one leaves cleanly)
 and the lines analyze.py computes the figures from.
 
-Every program trains the digits CNN (models.py) on `--samples` synthetic indexed samples, batch
-`--batch` per rank, `--epochs` epochs, sleeping `--step-delay-ms` after each step, and prints:
+Every program trains the digits CNN (models.py; another with --model) on `--samples` synthetic
+indexed samples, batch `--batch` per rank, `--epochs` epochs, sleeping `--step-delay-ms` after each
+step, with SGD and momentum (--optimizer sgd), Adam (adam) or Adam sharded over the ranks (zero:
+each system's ZeroRedundancyOptimizer; recovery/zero.sh), and prints:
 
   STEP t0=<start> t=<end> epoch=E step=S world=W rank=R   each completed (committed) step
   KILL t=<time> rank=R                                     right before os.kill(getpid(), SIGKILL)
@@ -41,6 +43,8 @@ def parse_args(argv=None):
     p.add_argument("--event-rank", type=int, default=1, help="the rank that is killed or leaves")
     p.add_argument("--event-step", type=int, default=0,
                    help="the global step of the event (default: 40%% into the second epoch)")
+    p.add_argument("--model", default="digits", choices=sorted(models.MODELS))
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam", "zero"])
     p.add_argument("--work", required=True, help="a folder of the run: marker, checkpoint, hosts")
     args = p.parse_args(argv)
     if not args.event_step:
@@ -53,8 +57,21 @@ def steps_per_epoch(args, world):
 
 
 def data(args):
-    """The synthetic data set: args.samples digits-shaped inputs and labels, the same everywhere."""
-    return models.batch("digits", args.samples, 0)
+    """The synthetic data set: args.samples inputs of the model's shape and their labels, the same
+    everywhere."""
+    return models.batch(args.model, args.samples, 0)
+
+
+def learning_rate(args, world):
+    """SGD's rate grows with the world (the gradients are averaged); Adam's does not."""
+    return 0.01 * world if args.optimizer == "sgd" else 1e-4
+
+
+def local_optimizer(args, params, world):
+    """The optimizer of --optimizer sgd or adam over params (zero is each system's own class)."""
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=learning_rate(args, world), momentum=0.9)
+    return torch.optim.Adam(params, lr=learning_rate(args, world))
 
 
 def new_counts(args):

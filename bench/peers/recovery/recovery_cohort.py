@@ -18,10 +18,15 @@ class Job:
     def __init__(self, hvd, args):
         self.hvd, self.args = hvd, args
         self.x, self.y = common.data(args)
-        self.model = models.build("digits")
-        sgd = torch.optim.SGD(self.model.parameters(), lr=0.01 * hvd.size(), momentum=0.9)
-        self.optimizer = hvd.DistributedOptimizer(sgd,
-                                                  named_parameters=self.model.named_parameters())
+        self.model = models.build(args.model)
+        if args.optimizer == "zero":  # Adam's moments sharded, committed with a replica
+            self.optimizer = hvd.ZeroRedundancyOptimizer(
+                self.model.parameters(), torch.optim.Adam,
+                lr=common.learning_rate(args, hvd.size()))
+        else:
+            local = common.local_optimizer(args, self.model.parameters(), hvd.size())
+            self.optimizer = hvd.DistributedOptimizer(
+                local, named_parameters=self.model.named_parameters())
         self.sampler = hvd.elastic.ElasticSampler(torch.utils.data.TensorDataset(self.x, self.y),
                                                   shuffle=True, seed=42)
         self.state = hvd.elastic.TorchState(model=self.model, optimizer=self.optimizer,
@@ -29,6 +34,7 @@ class Job:
                                             counts=common.new_counts(args))
 
     def train(self, state):
+        self.entered()
         while state.epoch < self.args.epochs:
             for i, batch in enumerate(self.batches()):
                 self.step(state, i, batch)
@@ -38,6 +44,18 @@ class Job:
             state.epoch += 1
             self.sampler.set_epoch(state.epoch)
             state.commit()
+
+    def entered(self):
+        """After a reset, where the time went: ENTER t=<the sync's end> and the reset's phases
+        (hvd.elastic.last_reset_timings: leaving the old world, the assignment, connecting); the
+        sync is from the end of connecting to t."""
+        hvd = self.hvd
+        if not hasattr(hvd.elastic, "last_reset_timings") or hvd.elastic.resets() == 0:
+            return
+        t = hvd.elastic.last_reset_timings()
+        print(f"ENTER t={time.time():.6f} rank={hvd.rank()} world={hvd.size()} "
+              f"teardown={t.teardown:.3f} assignment={t.assignment:.3f} connect={t.connect:.3f}",
+              flush=True)
 
     def batches(self):
         """This rank's unprocessed samples in batches, as many on every rank."""

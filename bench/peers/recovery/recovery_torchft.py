@@ -26,7 +26,7 @@ class Replica:
         self.replica = harness.env_int("REPLICA_GROUP_ID")
         self.groups = harness.env_int("NUM_REPLICA_GROUPS")
         self.x, self.y = common.data(args)
-        self.model = models.build("digits")
+        self.model = models.build(args.model)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.01 * self.groups,
                                          momentum=0.9)
         self.pos = {"epoch": 0, "in_epoch": 0, "step": 0}
