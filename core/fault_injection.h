@@ -3,8 +3,8 @@
 // ENTRY (0 = its first round, n = after its n-th reset); with the prefix `stop:` it stops itself
 // with SIGSTOP instead, as a frozen process would; PHASE#N (N >= 1) waits for the N-th time the
 // phase is reached in that entry (a commit's phases come once per commit). Real processes then
-// die at exactly the
-// point a test wants (a worker that dies while the next round forms), with no timing guesses.
+// die at exactly the point a test wants (a worker that dies while the next round forms), with no
+// timing guesses.
 // The line it prints first gives the wall-clock time of the kill, for recovery benchmarks.
 #pragma once
 

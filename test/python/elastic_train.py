@@ -19,8 +19,8 @@ resharded wrongly shows at the first step after the reset.
 
 Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E",
 "elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K",
-"elastic_train: finished epochs=E resets=N". With --until-file the epochs go on (past --epochs)
-until that file exists, so a test can change the hosts while the job trains.
+"elastic_train: finished epochs=E resets=N". With --until-file training stops at the first epoch's
+end after that file exists (or after --epochs), so a test can change the hosts while the job trains.
 """
 
 import argparse
@@ -48,7 +48,7 @@ def parse():
     parser.add_argument("--fail-how", choices=["kill", "term"], default="kill")
     parser.add_argument("--zero", action="store_true")
     parser.add_argument("--until-file", default="",
-                        help="train epochs until this file exists (rank 0 looks at each epoch's end)")
+                        help="train until this file exists (rank 0 looks at each epoch's end)")
     parser.add_argument("--step-delay-ms", type=float, default=0)
     return parser.parse_args()
 

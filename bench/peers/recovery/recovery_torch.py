@@ -87,7 +87,8 @@ class Dcp:
             return 0, 0, 0, common.new_counts(args)
         with open(latest) as f:
             path = os.path.join(self.work, f"dcp-{f.read().strip()}")
-        position = {"position": torch.zeros(3, dtype=torch.int64), "counts": common.new_counts(args)}
+        position = {"position": torch.zeros(3, dtype=torch.int64),
+                    "counts": common.new_counts(args)}
         state = self._state(position)
         if hasattr(self.dcp, "load"):
             self.dcp.load(state, checkpoint_id=path)
@@ -147,10 +148,11 @@ def main():
             dist.all_reduce(reduced)
             counts = common.add_counts(counts, epoch, reduced)
             step += 1
-            if step % args.commit_every == 0 and checkpoint is not None:
-                checkpoint.save(epoch, i + 1, step, counts)
-            elif step % args.commit_every == 0 and rank == 0:
-                save(path, raw, optimizer, epoch, i + 1, step, counts)
+            if step % args.commit_every == 0:
+                if checkpoint is not None:  # DCP: every rank saves its part
+                    checkpoint.save(epoch, i + 1, step, counts)
+                elif rank == 0:
+                    save(path, raw, optimizer, epoch, i + 1, step, counts)
             common.step_done(args, t0, epoch, step, world, rank)
         epoch, start = epoch + 1, 0
     if rank == 0:
