@@ -390,6 +390,7 @@ std::optional<CheckpointInfo> load_latest(State& state, const std::filesystem::p
       }
       detail::apply_parts(s, *parts);
     }
+    s.restored = false;  // rank 0's values are the checkpoint's from here on
     if (found) {
       for (auto& apply : found->staged.apply) apply();
       s.commit_count = info.commit_count;

@@ -88,7 +88,8 @@ void send_replicas_and_keep_previous(StateImpl& s, bool overlap) {
 }  // namespace
 
 void commit_state(StateImpl& s) {
-  settle_shards(s);  // the replicas of the commit before, if they still travel
+  s.restored = false;  // the values have been trained on since, even if this commit fails
+  settle_shards(s);    // the replicas of the commit before, if they still travel
   std::vector<std::string> staged;
   Outcome local = prepare(s, staged);
   wire::Writer mine = contribution(s, local);

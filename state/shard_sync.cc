@@ -1,6 +1,8 @@
 #include "state/shard_sync.h"
 
+#include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "base/log.h"
 #include "cohort/cohort.h"
@@ -19,6 +21,7 @@ std::string elements(ShardRange r) {
 // One rank's part of the sync's allgather.
 struct Description {
   bool has_commit = false;
+  bool restored = false;  // its values are its last commit (StateImpl::restored)
   uint64_t commit_count = 0;
   std::optional<uint64_t> previous;         // the commit its previous generation is of
   std::vector<std::string> hosts;           // its last world's hosts (empty: none)
@@ -30,9 +33,10 @@ std::string shape_of(const ShardedValue& v) {
   return std::to_string(v.length()) + " elements of " + std::string(cohort::to_string(v.dtype()));
 }
 
-wire::Writer describe(const StateImpl& s) {
+wire::Writer describe(const StateImpl& s, bool restored) {
   wire::Writer out;
   out.u8(s.has_commit ? 1 : 0);
+  out.u8(restored ? 1 : 0);
   out.u64(s.commit_count);
   out.u8(s.previous ? 1 : 0);
   out.u64(s.previous ? s.previous->commit_count : 0);
@@ -57,6 +61,7 @@ Description parse(const StateImpl& s, std::span<const std::byte> bytes) {
   wire::Reader in(bytes);
   Description d;
   d.has_commit = in.u8() == 1;
+  d.restored = in.u8() == 1;
   d.commit_count = in.u64();
   bool has_previous = in.u8() == 1;
   uint64_t previous = in.u64();
@@ -243,9 +248,18 @@ void confirm_shards(StateImpl& s, bool keep_spare) {
   for (ShardedValue& v : s.sharded) v.confirm(keep_spare);
 }
 
+// Whether every rank's values are commit `epoch`, restored since (so the values that are the same
+// on every rank need not be sent).
+bool restored_everywhere(const std::vector<Description>& all, uint64_t epoch) {
+  return std::all_of(all.begin(), all.end(), [epoch](const Description& d) {
+    return d.has_commit && d.restored && d.commit_count == epoch;
+  });
+}
+
 SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
   for (ShardedValue& v : s.sharded) v.settle(/*quiet=*/true);  // what arrived counts, no more
-  wire::Writer mine = describe(s);
+  bool restored = std::exchange(s.restored, false);            // whatever happens next, it is spent
+  wire::Writer mine = describe(s, restored);
   Gathered gathered = allgather_bytes(s.collective("sync/holdings"), mine.bytes());
   std::vector<Description> all;
   try {
@@ -281,6 +295,8 @@ SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live) {
     }
   }
   if (lost) raise_missing(s.sharded[*lost], source.plans[*lost], root.commit_count, root.hosts);
+  source.kept_everywhere =
+      !rank_zero && source.epoch != kLiveEpoch && restored_everywhere(all, source.epoch);
   return source;
 }
 

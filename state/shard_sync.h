@@ -45,6 +45,9 @@ struct SyncSource {
   uint64_t epoch = 0;              // the commit restored (kLiveEpoch: no commit anywhere)
   std::vector<ReshardPlan> plans;  // one per sharded value
   bool step_back = false;          // the root goes back to its previous generation first
+  // Every rank restored commit `epoch` since its last commit or sync: the values of ValueScope
+  // kSameOnEveryRank stay as each rank holds them (never with step_back or rank_zero).
+  bool kept_everywhere = false;
 };
 // Collective (one allgather), after waiting for any replicas in flight (what failed to arrive is
 // left out). Where the root's newest commit has a range no rank holds but the generation before
@@ -52,6 +55,7 @@ struct SyncSource {
 // generation, logged on every rank. Otherwise throws StateLostError on every rank alike if some
 // range of a sharded value is held by no rank, naming it, the ranks that held it and their hosts.
 // With `live`, the plans are from the live ranges (a checkpoint load has just written them).
+// Clears StateImpl::restored.
 SyncSource plan_sync(StateImpl& s, bool rank_zero, bool live = false);
 // Collective: every sharded value resharded by its plan, its replicas sent in the current world
 // and promoted as commit `commit_count`.

@@ -116,6 +116,7 @@ void restore_state(StateImpl& s) {
   for (auto& a : assign) a();
   for (size_t i = 0; i < s.samplers.size(); ++i) s.sampler(i).rollback();
   for (ShardedValue& v : s.sharded) v.restore(s.commit_count);
+  s.restored = true;
 }
 
 void step_back_state(StateImpl& s) {
@@ -133,11 +134,13 @@ void step_back_state(StateImpl& s) {
 
 namespace {
 
-void check_new_name(const detail::StateImpl& s, const std::string& name) {
+// Also forgets a restore: the new value has no commit to be restored to.
+void check_new_name(detail::StateImpl& s, const std::string& name) {
   if (name.empty()) throw InvalidArgument("State::track: a tracked value needs a name");
   for (const auto& e : s.entries) {
     if (e.name == name) throw InvalidArgument("State::track: '" + name + "' is already tracked");
   }
+  s.restored = false;
 }
 
 }  // namespace
@@ -150,17 +153,18 @@ State::State(std::string label) : impl_(std::make_unique<detail::StateImpl>()) {
 State::~State() = default;
 
 void State::track_buffer(std::string name, DataType dtype,
-                         std::function<std::span<std::byte>()> view) {
+                         std::function<std::span<std::byte>()> view, ValueScope scope) {
   check_new_name(*impl_, name);
-  impl_->buffers.emplace_back(name, dtype, std::move(view));
+  impl_->buffers.emplace_back(name, dtype, std::move(view), scope);
   impl_->entries.push_back(
       {std::move(name), detail::ValueKind::kBuffer, impl_->buffers.size() - 1});
 }
 
 void State::track_bytes(std::string name, std::string type_tag, std::function<std::string()> save,
-                        std::function<std::function<void()>(std::string_view)> parse) {
+                        std::function<std::function<void()>(std::string_view)> parse,
+                        ValueScope scope) {
   if (!save || !parse) throw InvalidArgument("State::track_bytes('" + name + "'): empty callback");
-  track_object(std::move(name), {std::move(type_tag), std::move(save), std::move(parse)});
+  track_object(std::move(name), {std::move(type_tag), scope, std::move(save), std::move(parse)});
 }
 
 void State::track_object(std::string name, detail::ObjectAccess access) {
@@ -221,6 +225,10 @@ uint64_t State::commit_count() const {
 
 uint64_t State::last_reshard_bytes() const {
   return impl_->reshard_bytes;
+}
+
+const std::vector<std::string>& State::last_sync_kept() const {
+  return impl_->kept_by_last_sync;
 }
 
 uint64_t State::samples_committed() const {

@@ -41,6 +41,10 @@ struct StateImpl {
   };
   std::optional<Previous> previous;
   uint64_t reshard_bytes = 0;  // received by the last sync's reshard
+  // Every value is its last commit, put back by restore() (the next sync may keep the values of
+  // ValueScope kSameOnEveryRank); a commit, a sync and a newly tracked value clear it.
+  bool restored = false;
+  std::vector<std::string> kept_by_last_sync;  // State::last_sync_kept()
   std::function<void()> commit_hook;
   std::vector<std::function<void()>> reset_callbacks;
 

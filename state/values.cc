@@ -22,8 +22,12 @@ std::string_view to_string(ValueKind kind) {
 }
 
 BufferValue::BufferValue(std::string name, DataType dtype,
-                         std::function<std::span<std::byte>()> view)
-    : name_(std::move(name)), dtype_(dtype), view_(std::move(view)), snapshot_(view_().size()) {}
+                         std::function<std::span<std::byte>()> view, ValueScope scope)
+    : name_(std::move(name)),
+      dtype_(dtype),
+      scope_(scope),
+      view_(std::move(view)),
+      snapshot_(view_().size()) {}
 
 std::span<std::byte> BufferValue::live() const {
   std::span<std::byte> bytes = view_();

@@ -20,10 +20,12 @@ std::string_view to_string(ValueKind kind);
 class BufferValue {
  public:
   // Allocates (and touches) the snapshot now, so that commit is a plain memcpy.
-  BufferValue(std::string name, DataType dtype, std::function<std::span<std::byte>()> view);
+  BufferValue(std::string name, DataType dtype, std::function<std::span<std::byte>()> view,
+              ValueScope scope = ValueScope::kPerRank);
 
   const std::string& name() const { return name_; }
   DataType dtype() const { return dtype_; }
+  ValueScope scope() const { return scope_; }
   uint64_t num_bytes() const { return snapshot_.size(); }
   // The tracked memory; throws InvalidArgument if its size changed since track().
   std::span<std::byte> live() const;
@@ -35,6 +37,9 @@ class BufferValue {
   // whose sharded replicas still travel); otherwise any previous generation is dropped.
   void take_snapshot(bool keep_previous = false);
   void restore_snapshot();
+  // The snapshot stays the last commit; the previous generation is dropped (a sync that kept the
+  // buffer as it is).
+  void keep_snapshot() { has_previous_ = false; }
   // Back to the previous generation: it becomes the snapshot and the live values.
   void step_back();
   bool has_previous() const { return has_previous_; }
@@ -44,6 +49,7 @@ class BufferValue {
  private:
   std::string name_;
   DataType dtype_;
+  ValueScope scope_;
   std::function<std::span<std::byte>()> view_;
   std::vector<std::byte> snapshot_;
   std::vector<std::byte> previous_;  // allocated on the first commit that keeps one
@@ -57,6 +63,7 @@ class ObjectValue {
 
   const std::string& name() const { return name_; }
   const std::string& type_name() const { return access_.type_name; }
+  ValueScope scope() const { return access_.scope; }
   const std::string& snapshot() const { return snapshot_; }
   bool has_snapshot() const { return has_snapshot_; }
 
@@ -67,6 +74,9 @@ class ObjectValue {
   std::function<void()> parse(std::string_view bytes, std::string_view source) const;
   // `keep_previous` as for BufferValue::take_snapshot.
   void set_snapshot(std::string bytes, bool keep_previous = false);
+  // The snapshot stays the last commit; the previous generation is dropped (a sync that kept the
+  // value as it is).
+  void keep_snapshot() { has_previous_ = false; }
   // Parses the previous generation; the returned function makes it the snapshot and the object
   // (it does nothing without one). Throws InvalidArgument, changing nothing, if it does not parse.
   std::function<void()> stage_step_back();

@@ -1,6 +1,7 @@
 // Runs under cohortrun or mpirun with 2-4 ranks and checks State, the samplers and checkpoints
 // across real processes. Modes:
-//   state_check basic DIR     sync from rank 0 (also to ranks that join with fresh values),
+//   state_check basic DIR     sync from rank 0 (also to ranks that join with fresh values; values
+//                             the same on every rank kept after a restore everywhere),
 //                             sampler merge and rollback, errors raised on every rank,
 //                             DistributedSampler on an uneven dataset, checkpoints and their errors
 //   state_check resize-a DIR  trains part of an epoch with commits, logging committed samples,
@@ -88,6 +89,52 @@ void check_sync() {
   weights[0] = 42.0f;
   state.restore();
   check(weights[0] == 1.0f, "sync is the restore point");
+}
+
+// A string tracked through track_bytes with `scope`.
+void track_text(State& state, const std::string& name, std::string& text, ValueScope scope) {
+  state.track_bytes(
+      name, "text/v1", [&text] { return text; },
+      [&text](std::string_view bytes) {
+        return [&text, value = std::string(bytes)] { text = value; };
+      },
+      scope);
+}
+
+// ValueScope::kSameOnEveryRank: a sync after every rank restored its commit sends none of it (each
+// rank keeps its own, which the test makes differ to see it); any other sync sends it as ever.
+void check_sync_keeps_same_values() {
+  int r = cohort::rank();
+  std::string mine = "rank " + std::to_string(r);
+  std::string same = mine, per = mine;
+  State state("keep");
+  track_text(state, "same", same, ValueScope::kSameOnEveryRank);
+  track_text(state, "per", per, ValueScope::kPerRank);
+  state.sync();  // no commit anywhere: rank 0's
+  check(same == "rank 0" && per == "rank 0" && state.last_sync_kept().empty(),
+        "keep: the first sync sends every value");
+  state.commit();
+  state.restore();
+  same = per = mine;  // as a reset callback might change them
+  state.sync();
+  check(same == mine && per == "rank 0", "keep: after a restore everywhere, 'same' is kept");
+  check(state.last_sync_kept() == std::vector<std::string>{"same"}, "keep: last_sync_kept");
+  state.restore();
+  check(same == "rank 0", "keep: the kept value's commit is the one every rank restored");
+  state.commit();
+  if (r != 1) state.restore();  // rank 1 did not restore
+  same = mine;
+  state.sync();
+  check(same == "rank 0" && state.last_sync_kept().empty(),
+        "keep: a rank that did not restore makes the sync send it");
+  state.commit();
+  state.restore();
+  std::vector<int32_t> late(3, r);
+  state.track("late", late);
+  same = mine;
+  state.sync();
+  check(same == "rank 0" && late == std::vector<int32_t>(3, 0),
+        "keep: a value tracked after the restore makes the sync send everything");
 }
 
 // Trains `steps` steps over the sampler; returns what this rank recorded.
@@ -357,6 +404,7 @@ int main(int argc, char** argv) {
   cohort::init();
   if (mode == "basic") {
     check_sync();
+    check_sync_keeps_same_values();
     check_merge_and_rollback();
     check_joiners();
     check_errors_everywhere();

@@ -42,6 +42,14 @@
 
 namespace cohort::elastic {
 
+// Whether a tracked value is the same on every rank that holds the same commit. kPerRank (the
+// default): it may differ, and sync() always sends the root's. kSameOnEveryRank: it cannot differ
+// (a data-parallel model's parameters, an optimizer's state fed averaged gradients), so a sync in
+// which every rank restored the commit it syncs to (elastic::run after a failure of some ranks:
+// restore(), the reset callbacks, sync()) sends none of it and each rank keeps its own as it is:
+// between restore() and that sync() the program may change such a value only as every rank does.
+enum class ValueScope : uint8_t { kPerRank, kSameOnEveryRank };
+
 namespace detail {
 struct StateImpl;
 struct StateAccess;
@@ -49,6 +57,7 @@ struct StateAccess;
 // How State reaches a tracked serializable object without knowing its type.
 struct ObjectAccess {
   std::string type_name;
+  ValueScope scope = ValueScope::kPerRank;
   // Serializes the object as it is now.
   std::function<std::string()> save;
   // Parses bytes into a new value (throwing if they do not parse, or leave bytes over) and
@@ -119,19 +128,23 @@ class State {
   State& operator=(const State&) = delete;
 
   // A contiguous numeric buffer: commit copies it into a snapshot allocated here (so commit is one
-  // memcpy), restore copies it back, sync broadcasts it. Its size is fixed from now on: commit,
-  // restore and sync throw InvalidArgument if a tracked vector has been resized.
+  // memcpy), restore copies it back, sync broadcasts it (see ValueScope for `scope`). Its size is
+  // fixed from now on: commit, restore and sync throw InvalidArgument if a tracked vector has been
+  // resized.
   template <detail::BufferElement T>
-  requires(!std::same_as<T, bool>) void track(std::string name, std::vector<T>& values) {
+  requires(!std::same_as<T, bool>) void track(std::string name, std::vector<T>& values,
+                                              ValueScope scope = ValueScope::kPerRank) {
     std::vector<T>* v = &values;
-    track_buffer(std::move(name), data_type_of<T>(),
-                 [v] { return std::as_writable_bytes(std::span(*v)); });
+    track_buffer(
+        std::move(name), data_type_of<T>(), [v] { return std::as_writable_bytes(std::span(*v)); },
+        scope);
   }
   // Any contiguous numeric range, as for a vector (bool included).
   template <detail::BufferElement T>
-  void track(std::string name, std::span<T> values) {
-    track_buffer(std::move(name), data_type_of<T>(),
-                 [values] { return std::as_writable_bytes(values); });
+  void track(std::string name, std::span<T> values, ValueScope scope = ValueScope::kPerRank) {
+    track_buffer(
+        std::move(name), data_type_of<T>(), [values] { return std::as_writable_bytes(values); },
+        scope);
   }
   // The elastic sampler: commit merges every rank's recorded samples, restore drops this rank's
   // uncommitted ones, sync adopts rank 0's and repartitions over the current world.
@@ -159,9 +172,11 @@ class State {
   // reach (a framework's optimizer state, created lazily). `save` returns the value's bytes as
   // they are now; `parse` checks bytes and returns the function that moves them into the value,
   // so a failure on any rank (parse throws) changes nothing anywhere. `type_tag` names the kind
-  // of value in sync checks and checkpoints: ranks and checkpoints must agree on it.
+  // of value in sync checks and checkpoints: ranks and checkpoints must agree on it. `scope`: see
+  // ValueScope (kSameOnEveryRank only where the program guarantees it).
   void track_bytes(std::string name, std::string type_tag, std::function<std::string()> save,
-                   std::function<std::function<void()>(std::string_view)> parse);
+                   std::function<std::function<void()>(std::string_view)> parse,
+                   ValueScope scope = ValueScope::kPerRank);
 
   // Collective. Snapshots every value in memory and merges the samplers' processed sets (one
   // allgather), then runs the commit hook. Throws on every rank, committing nothing, if any rank
@@ -177,7 +192,9 @@ class State {
   // the samplers over the current world, and takes that as this rank's last commit (restore
   // returns to it). Works after the world changed (new ranks with fresh values). Throws on every
   // rank, changing nothing, if the ranks track different names/kinds/types/sizes, or if any rank
-  // has uncommitted sampler records (commit or restore first).
+  // has uncommitted sampler records (commit or restore first). Values of ValueScope
+  // kSameOnEveryRank are not sent when every rank restored that commit since its last commit or
+  // sync (and tracked nothing new): each keeps its own.
   void sync();
 
   // Callbacks for a change of world (e.g. scale the learning rate); run_reset_callbacks() runs
@@ -201,12 +218,16 @@ class State {
   // Bytes of sharded values this rank received from other ranks in its last sync: the ranges it
   // took over after a change of world (0 when none changed holder; replicas not counted).
   uint64_t last_reshard_bytes() const;
+  // The values of ValueScope kSameOnEveryRank the last sync left as each rank held them, in
+  // tracking order (empty when it sent every value).
+  const std::vector<std::string>& last_sync_kept() const;
   // Tracked names, in tracking order.
   std::vector<std::string> names() const;
 
  private:
   friend struct detail::StateAccess;
-  void track_buffer(std::string name, DataType dtype, std::function<std::span<std::byte>()> view);
+  void track_buffer(std::string name, DataType dtype, std::function<std::span<std::byte>()> view,
+                    ValueScope scope);
   void track_object(std::string name, detail::ObjectAccess access);
   std::unique_ptr<detail::StateImpl> impl_;
 };
