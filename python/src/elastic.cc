@@ -24,7 +24,7 @@ using elastic::State;
 // save() -> bytes, and parse(bytes) -> apply(), as State::track_bytes wants them, over Python
 // callables; the parsed value stays in the Python closure that parse returns.
 void track_bytes(State& state, std::string name, std::string type_tag, py::object save,
-                 py::object parse) {
+                 py::object parse, bool same_on_every_rank) {
   SharedObject save_fn = share(std::move(save));
   SharedObject parse_fn = share(std::move(parse));
   state.track_bytes(
@@ -34,7 +34,8 @@ void track_bytes(State& state, std::string name, std::string type_tag, py::objec
         SharedObject apply =
             with_gil([&] { return share((*parse_fn)(py::bytes(bytes.data(), bytes.size()))); });
         return [apply] { with_gil([&] { (*apply)(); }); };
-      });
+      },
+      same_on_every_rank ? elastic::ValueScope::kSameOnEveryRank : elastic::ValueScope::kPerRank);
 }
 
 // This rank's unprocessed samples of the current partition, in the epoch's order (one batch the
@@ -58,9 +59,11 @@ void bind_state(py::module_& m) {
   py::class_<State>(m, "State", "cohort::elastic::State: named values that survive a failure.")
       .def(py::init<std::string>(), py::arg("label") = "state")
       .def("track_bytes", &track_bytes, py::arg("name"), py::arg("type_tag"), py::arg("save"),
-           py::arg("parse"),
+           py::arg("parse"), py::arg("same_on_every_rank") = false,
            "Tracks a value through save() -> bytes and parse(bytes) -> apply (a callable that "
-           "moves the parsed value in; parse must raise, changing nothing, on bad bytes).")
+           "moves the parsed value in; parse must raise, changing nothing, on bad bytes). "
+           "same_on_every_rank: ranks at the same commit hold the same value, so a sync after "
+           "every rank restored that commit leaves it as each rank holds it (ValueScope).")
       .def(
           "track_sampler",
           [](State& s, std::string name, ElasticSampler& sampler) {
@@ -83,6 +86,7 @@ void bind_state(py::module_& m) {
       .def_property_readonly("commit_count", &State::commit_count)
       .def("has_commit", &State::has_commit)
       .def("last_reshard_bytes", &State::last_reshard_bytes)
+      .def("last_sync_kept", &State::last_sync_kept)
       .def("names", &State::names);
 }
 

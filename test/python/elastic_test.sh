@@ -55,7 +55,7 @@ elif [[ $scenario == python_zero ]]; then
   expect "$tmp/err" "$(round 2 'size 2: \[0\] worker 0 localhost:0, \[1\] worker 1 localhost:1')"
   zero_matched 2
   # rank 1 takes over ranges it never held: bytes travel to it
-  expect "$tmp/out" "\[1\] elastic_train: start rank=1 size=2 resets=2 epoch=[0-9]* reshard_bytes=[1-9][0-9]*"
+  expect "$tmp/out" "\[1\] elastic_train: start rank=1 size=2 resets=2 epoch=[0-9]* reshard_bytes=[1-9][0-9]* kept=model"
 elif [[ $scenario == python_zero_replicas ]]; then
   # Worker 1 dies as the replica transfer of its second commit starts (the commit counted on every
   # rank, its range never sent): the 3 left go back to the first commit, the model's snapshot of
@@ -69,6 +69,8 @@ elif [[ $scenario == python_zero_replicas ]]; then
   for r in 0 1 2; do  # the second commit's range of worker 1 had not reached its replica
     expect "$tmp/err" "\[$r\] \[rank $r, worker [0-9]\] cohort WARNING: sync: sharded value 'optimizer\.group0\.exp_avg': commit 2 cannot be restored: .* every rank goes back to commit 1 and trains again what was committed after it"
   done
+  # going back a commit, the root sends the model it went back to
+  expect "$tmp/out" "\[1\] elastic_train: start rank=1 size=3 resets=1 epoch=[0-9]* reshard_bytes=[0-9]* kept=none"
   zero_matched 3
 elif [[ $scenario == python_zero_resize ]]; then
   # The discovery script drops 127.0.0.2 (2 ranks: 4 -> 2), then brings it back (2 -> 4): the
@@ -78,15 +80,15 @@ elif [[ $scenario == python_zero_resize ]]; then
     --batch 2 --epochs 1000 --commit-every 3 --step-delay-ms 20 --until-file "$tmp/stop" --zero
   wait_for "$tmp/out" "\[0\] elastic_train: epoch 0 done rank=0 size=4"
   set_hosts localhost:2
-  wait_for "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[0-9]* reshard_bytes=[0-9]*"
+  wait_for "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[0-9]* reshard_bytes=[0-9]* kept=model"
   wait_for "$tmp/out" "\[0\] elastic_train: epoch [0-9]* done rank=0 size=2"
   set_hosts localhost:2 127.0.0.2:2
-  wait_for "$tmp/out" "\[0\] elastic_train: start rank=0 size=4 resets=2 epoch=[0-9]* reshard_bytes=[0-9]*"
+  wait_for "$tmp/out" "\[0\] elastic_train: start rank=0 size=4 resets=2 epoch=[0-9]* reshard_bytes=[0-9]* kept=none"
   wait_for "$tmp/out" "\[0\] elastic_train: epoch [0-9]* done rank=0 size=4"
   touch "$tmp/stop"
   expect_exit 0
   for r in 2 3; do  # the new workers: their ranges came from the others
-    expect "$tmp/out" "\[$r\] elastic_train: start rank=$r size=4 resets=0 epoch=[1-9][0-9]* reshard_bytes=[1-9][0-9]*"
+    expect "$tmp/out" "\[$r\] elastic_train: start rank=$r size=4 resets=0 epoch=[1-9][0-9]* reshard_bytes=[1-9][0-9]* kept=none"
   done
   zero_matched 4
 else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and drains
@@ -102,7 +104,8 @@ else  # python_drain: rank 2, alone on 127.0.0.2, gets SIGTERM mid-epoch and dra
 fi
 expect "$tmp/out" "\[0\] elastic_train: device ${COHORT_TEST_DEVICE:-cpu}.*"
 if [[ $scenario != python_zero* ]]; then
-  expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[01] reshard_bytes=[0-9]*"
+  # the survivors restored the same commit: the sync sends neither model nor optimizer
+  expect "$tmp/out" "\[0\] elastic_train: start rank=0 size=2 resets=1 epoch=[01] reshard_bytes=[0-9]* kept=model,optimizer"
   expect "$tmp/out" "\[0\] elastic_train: finished epochs=2 resets=1"
   expect "$tmp/out" "\[0\] elastic_train: exactly once: 2 epochs of 60 samples"
 fi

@@ -17,7 +17,8 @@ rank also steps an unsharded shadow (a plain Adam on the allreduced gradients, k
 attribute): after every step the model must equal the shadow, so a sharded state restored or
 resharded wrongly shows at the first step after the reset.
 
-Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E",
+Log lines: "elastic_train: device D", "elastic_train: start rank=R size=S resets=N epoch=E
+reshard_bytes=B kept=K" (K: the values the sync before kept as every rank held them, or none),
 "elastic_train: epoch E done rank=R size=S", "elastic_train: failing at step K",
 "elastic_train: finished epochs=E resets=N". With --until-file training stops at the first epoch's
 end after that file exists (or after --epochs), so a test can change the hosts while the job trains.
@@ -155,7 +156,8 @@ def main():
     @hvd.elastic.run
     def train(state):
         log(f"start rank={hvd.rank()} size={hvd.size()} resets={len(resets)} "
-            f"epoch={state.epoch} reshard_bytes={state.last_reshard_bytes()}")
+            f"epoch={state.epoch} reshard_bytes={state.last_reshard_bytes()} "
+            f"kept={','.join(state.last_sync_kept()) or 'none'}")
         if shadow is not None:
             shadow.load(state.shadow)
         while state.epoch < args.epochs:

@@ -243,6 +243,36 @@ def test_sync_sends_rank_0s_values_and_restore_returns_to_them():
     assert_values(model, opt, synced)
 
 
+def test_a_sync_after_every_rank_restored_keeps_the_model_and_optimizer():
+    # Each rank trains on its own data and never allreduces, so the ranks' values differ: a sync
+    # that keeps them shows as each rank still holding its own.
+    model = make_model(seed=60)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    state = hvd.elastic.TorchState(model, opt, epoch=hvd.rank())
+    state.sync()
+    assert state.last_sync_kept() == []  # nothing committed yet: rank 0's values
+    train_step(model, opt, 0)
+    state.commit()
+    committed = values(model, opt)
+    train_step(model, opt, 1)
+    state.restore()  # as elastic.run does after a failure, on every rank
+    state.sync()
+    assert state.last_sync_kept() == ["model", "optimizer"]
+    assert_values(model, opt, committed)  # this rank's own, not rank 0's
+    assert state.epoch == 0  # the other attributes are rank 0's
+    train_step(model, opt, 2)
+    state.restore()
+    assert_values(model, opt, committed)
+    train_step(model, opt, 3)
+    state.commit()
+    state.sync()  # no restore: rank 0's values reach every rank
+    assert state.last_sync_kept() == []
+    gathered = hvd.allgather_object([v for v in values(model, opt)[0].values()])
+    for other in gathered[1:]:
+        for a, b in zip(gathered[0], other):
+            assert torch.equal(a, b)
+
+
 class Sized:
     def __init__(self, n):
         self.n = n

@@ -6,7 +6,9 @@ Python values are tracked through save/parse callbacks (``State::track_bytes``).
 the model's and the optimizer's tensors into snapshot buffers allocated once (snapshot.py: a
 ``copy_`` per tensor, the rest of the state dicts pickled) and pickles the other attributes (the
 peers are the job's own ranks; see cohort.torch.functions); restore copies the tensors back in
-place. A sync sends rank 0's state dicts as ``torch.save`` bytes. ElasticSamplers are tracked
+place. A sync sends rank 0's state dicts as ``torch.save`` bytes, unless every rank restored the
+commit it syncs to (a failure of some ranks, none joining): then each keeps its own model and
+optimizer, which are the same on every rank. ElasticSamplers are tracked
 natively, so that their processed samples merge at every commit.
 """
 
@@ -169,6 +171,12 @@ class ObjectState:
         in its last sync: the ranges it took over after a change of world (0 when none moved)."""
         return self._cpp.last_reshard_bytes()
 
+    def last_sync_kept(self):
+        """Names of the values the last sync left as each rank held them instead of sending rank
+        0's: a TorchState's ``model`` and replicated ``optimizer`` when every rank had restored the
+        commit it synced to (some ranks failed, none joined). Empty when it sent everything."""
+        return list(self._cpp.last_sync_kept())
+
 
 class TorchState(ObjectState):
     """A model's parameters and buffers, an optimizer's state, and any other values.
@@ -191,9 +199,13 @@ class TorchState(ObjectState):
         super().__init__(_label="torch", **kwargs)
 
     def _track_fields(self):
+        # The model and a replicated optimizer are the same on every rank of a data-parallel job
+        # at the same commit: a sync after a failure of some ranks, where every rank restored
+        # that commit, sends neither (each keeps its own). The ZeroRedundancyOptimizer's
+        # replicated part is a few scalars, always sent.
         if self.model is not None:
             self._cpp.track_bytes("model", "torch.module.state_dict", _weakly(self, "_save_model"),
-                                  _weakly(self, "_parse_model"))
+                                  _weakly(self, "_parse_model"), same_on_every_rank=True)
         if isinstance(self.optimizer, ZeroRedundancyOptimizer):
             # Hyperparameters and scalars whole on every rank; each per-element state tensor a
             # sharded value (zero.py).
@@ -203,7 +215,7 @@ class TorchState(ObjectState):
         elif self.optimizer is not None:
             self._cpp.track_bytes("optimizer", "torch.optim.state_dict",
                                   _weakly(self, "_save_optimizer"),
-                                  _weakly(self, "_parse_optimizer"))
+                                  _weakly(self, "_parse_optimizer"), same_on_every_rank=True)
 
     def _tensor_snapshots(self):
         return [snapshot for snapshot, tracked in ((self._model_snapshot, self.model),
