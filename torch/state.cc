@@ -1,4 +1,5 @@
-// TorchState: a module's parameters and buffers tracked as buffers, its optimizer as bytes.
+// TorchState: a module's parameters and buffers tracked as buffers, its optimizer as bytes, all
+// of them the same on every rank of a data-parallel job at one commit (elastic::ValueScope).
 #include <span>
 
 #include "cohort/torch/broadcast.h"
@@ -14,8 +15,9 @@ namespace {
 // A span of T over the tensor's memory, tracked under `name`.
 template <typename T>
 void track_as(elastic::State& state, const std::string& name, const at::Tensor& tensor) {
-  state.track(
-      name, std::span<T>(static_cast<T*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel())));
+  state.track(name,
+              std::span<T>(static_cast<T*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel())),
+              elastic::ValueScope::kSameOnEveryRank);
 }
 
 void track_tensor(elastic::State& state, const std::string& name, const at::Tensor& tensor) {
@@ -66,7 +68,8 @@ TorchState::TorchState(std::shared_ptr<::torch::nn::Module> module,
   track_bytes(
       "optimizer", "cohort.torch.optimizer." + detail::optimizer_kind(*opt),
       [opt] { return save_optimizer_state(*opt); },
-      [opt](std::string_view bytes) { return detail::parse_optimizer_state(*opt, bytes); });
+      [opt](std::string_view bytes) { return detail::parse_optimizer_state(*opt, bytes); },
+      elastic::ValueScope::kSameOnEveryRank);
 }
 
 }  // namespace cohort::torch

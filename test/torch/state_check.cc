@@ -65,6 +65,7 @@ void check_state() {
   check(adam->state().size() == model->parameters().size(), "sync: the optimizer state appeared");
   std::vector<std::string> all = ct::allgather_bytes(snapshot(*model, *adam), "snapshots");
   for (int r = 1; r < g_size; ++r) check(all[r] == all[0], "sync: every rank equals rank 0");
+  check(state.last_sync_kept().empty(), "sync: no rank had restored, so every value was sent");
 
   // Commit, change everything, restore.
   train_step(model, *adam, 2);
@@ -84,6 +85,9 @@ void check_state() {
   state.sync();
   all = ct::allgather_bytes(snapshot(*model, *adam), "snapshots.after_reset");
   for (int r = 1; r < g_size; ++r) check(all[r] == all[0], "sync after reset: equal");
+  // Every rank restored the commit: the module and the optimizer stayed each rank's own.
+  check(state.last_sync_kept().size() == model->parameters().size() + model->buffers().size() + 1,
+        "sync after restore: every parameter, buffer and the optimizer kept, the epoch sent");
 }
 
 // A commit taken before the optimizer's first step: restore removes the state the step created.
