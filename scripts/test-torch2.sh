@@ -3,14 +3,20 @@
 # against the newest torch 2.x from PyPI, beside the Release stage's run against Debian's torch 1.13.
 # Makes or reuses the virtual environment (scripts/torch2-env.sh), configures BUILD_DIR (default
 # build-torch2) against its torch and Python, builds only what those tests run (the target
-# cohort_torch_tests) and runs them. Then the pip route on the same torch: scripts/test-pip.sh
-# installs this checkout into the venv and runs a 2-rank job through the venv's cohortrun; the
-# package is uninstalled afterwards, so the cached venv stays as torch2-env.sh made it.
-#   scripts/test-torch2.sh [BUILD_DIR [extra cmake arguments...]]
+# cohort_torch_tests) and runs them. With PACKAGE_BUILD (CI passes the Release stage's tree), the
+# Python tests are that build's instead, run by the venv's interpreter (COHORT_TEST_PYTHON,
+# test/python/test-python.in): the extension links no libtorch, so the package built once for
+# Debian's torch 1.13 is the one tested under torch 2.x. Then the pip route on the same torch:
+# scripts/test-pip.sh installs this checkout into the venv and runs a 2-rank job through the venv's
+# cohortrun; the package is uninstalled afterwards, so the cached venv stays as torch2-env.sh made
+# it.
+#   scripts/test-torch2.sh [BUILD_DIR [PACKAGE_BUILD [extra cmake arguments...]]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-torch2}
-shift || true
+package_build=${2:-}
+if (($#)); then shift; fi
+if (($#)); then shift; fi
 
 venv=$(scripts/torch2-env.sh)
 # A compiler cache beside the venv, kept between runs (CI builds a fresh clone each time): without
@@ -35,7 +41,13 @@ grep -q "Cohort: Python package for $venv/bin/python" "$log" ||
 grep -q "Cohort: libtorch has CUDA; Cohort::torch takes CUDA tensors" "$log" ||
   { cat "$log"; echo "test-torch2: the torch adapter's CUDA path is not built" >&2; exit 1; }
 cmake --build "$build_dir" -j "$(nproc)" --target cohort_torch_tests
-ctest --test-dir "$build_dir" -R '^(torch|python)\.' --output-on-failure --timeout 300 -j 2
+if [[ -n $package_build ]]; then
+  ctest --test-dir "$build_dir" -R '^torch\.' --output-on-failure --timeout 300 -j 2
+  COHORT_TEST_PYTHON="$venv/bin/python" ctest --test-dir "$package_build" -R '^python\.' \
+    --output-on-failure --timeout 300 -j 2
+else
+  ctest --test-dir "$build_dir" -R '^(torch|python)\.' --output-on-failure --timeout 300 -j 2
+fi
 
 trap '"$venv/bin/pip" uninstall --yes --quiet cohort >/dev/null 2>&1 || true' EXIT
 scripts/test-pip.sh "$venv"

@@ -17,10 +17,11 @@ scripts/build.sh build-thread-safety -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMP
   -DCOHORT_THREAD_SAFETY=ON -DCOHORT_BUILD_TORCH=OFF
 ctest --test-dir build-thread-safety -R '^thread_safety\.' --output-on-failure
 
-# The torch adapter's and the Python package's tests again, against the newest torch 2.x from
-# PyPI (a venv cached on the machine, scripts/torch2-env.sh), then `pip install .` into that venv
-# and a 2-rank job through its cohortrun (scripts/test-pip.sh).
-scripts/test-torch2.sh build-torch2
+# The torch adapter's tests again, built against the newest torch 2.x from PyPI (a venv cached on
+# the machine, scripts/torch2-env.sh), and the Release build's Python package tested again under
+# that torch (it links no libtorch), then `pip install .` into that venv and a 2-rank job through
+# its cohortrun (scripts/test-pip.sh).
+scripts/test-torch2.sh build-torch2 build
 
 # Sanitizers: leaks in MPI's own start-up are not ours, so leak checking stays off; any other
 # report fails the test. Sanitizer builds leave out the torch adapter and the Python package

@@ -1,4 +1,4 @@
-// Broadcast of parameters, optimizer state and bytes, and the optimizer state's byte format.
+// Broadcast of parameters and optimizer state, and the optimizer state's byte format.
 //
 // The format is Cohort's own, pickle-free and keyed by a parameter's index in param-group order
 // (never by address, which differs between processes): a magic string, the optimizer's kind, each
@@ -415,38 +415,6 @@ void broadcast_parameters(const ::torch::OrderedDict<std::string, at::Tensor>& t
 void broadcast_parameters(const ::torch::nn::Module& module, int root, ProcessSet set) {
   broadcast_parameters(module.named_parameters(), root, set);
   broadcast_parameters(module.named_buffers(), root, set);
-}
-
-// ---- Bytes ----
-
-std::string broadcast_bytes(std::string bytes, int root, std::string name, ProcessSet set) {
-  int64_t size = static_cast<int64_t>(bytes.size());
-  cohort::broadcast(name + ".size", Tensor::of(std::span<int64_t>(&size, 1)), root, set);
-  bytes.resize(static_cast<size_t>(size));
-  if (size > 0) {
-    cohort::broadcast(name + ".bytes", Tensor{bytes.data(), DataType::kUInt8, {size}}, root, set);
-  }
-  return bytes;
-}
-
-std::vector<std::string> allgather_bytes(std::string bytes, std::string name, ProcessSet set) {
-  int64_t size = static_cast<int64_t>(bytes.size());
-  OwnedTensor sizes =
-      cohort::allgather(name + ".sizes", Tensor::of(std::span<int64_t>(&size, 1)), set);
-  std::span<const int64_t> each = sizes.as<int64_t>();
-  int64_t total = 0;
-  for (int64_t n : each) total += n;
-  std::vector<std::string> result(each.size());
-  if (total == 0) return result;
-  char empty = 0;  // a rank with nothing to send still passes valid memory
-  Tensor mine{size > 0 ? bytes.data() : &empty, DataType::kUInt8, {size}};
-  OwnedTensor all = cohort::allgather(name + ".bytes", mine, set);
-  const char* p = reinterpret_cast<const char*>(all.bytes.data());
-  for (size_t r = 0; r < each.size(); ++r) {
-    result[r].assign(p, static_cast<size_t>(each[r]));
-    p += each[r];
-  }
-  return result;
 }
 
 }  // namespace cohort::torch

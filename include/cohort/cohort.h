@@ -152,6 +152,12 @@ Handle reducescatter_async(std::string name, Tensor input, AllreduceOptions opti
 // reducescatter_async(), then waits for it and returns this rank's block.
 OwnedTensor reducescatter(std::string name, Tensor input, AllreduceOptions options = {});
 
+// Bytes from `root` to every rank of the set (their size is broadcast first, under `name` +
+// ".size", then the bytes under `name` + ".bytes"); the other ranks' `bytes` are ignored.
+std::string broadcast_bytes(std::string bytes, int root, std::string name, ProcessSet set = {});
+// Every rank's bytes, in rank order, on every rank of the set; sizes may differ between ranks.
+std::vector<std::string> allgather_bytes(std::string bytes, std::string name, ProcessSet set = {});
+
 // Returns once every rank has reached the barrier of the same name.
 Handle barrier_async(std::string name = "cohort.barrier", ProcessSet set = {});
 // barrier_async(), then waits for it.

@@ -3,10 +3,10 @@
 Use the framework package: ``import cohort.torch as hvd``.
 """
 
-# torch first: the extension links libtorch_python, whose symbols torch's import loads.
+# torch first: cohort.torch needs it, and a torch it does not support is refused (with the reason)
+# before anything loads the extension. The extension itself links no libtorch.
 import torch as _torch  # noqa: F401
 
-# The torch this build was compiled against, checked before anything loads the extension.
 from cohort import _torch_check
 
 _torch_check.check(_torch)

@@ -125,10 +125,13 @@ void bind_basics(py::module_& m) {
   m.attr("nccl_built") = 0;
 #endif
   // Whether CUDA tensors go through this build (NCCL or the staged backend).
+  // The CUDA major version it was built for (0 without): torch's must be the same.
 #if COHORT_PY_CUDA_TENSORS
   m.attr("cuda_built") = true;
+  m.attr("cuda_major") = COHORT_PY_CUDA_MAJOR;
 #else
   m.attr("cuda_built") = false;
+  m.attr("cuda_major") = 0;
 #endif
 
   m.def(

@@ -8,6 +8,7 @@ gradient, unnamed (so every rank must run its backward passes in the same order,
 import torch
 
 from cohort import _C
+from cohort.torch import tensor_ops as _ops
 
 _Sum = _C.ReduceOp.SUM
 _Average = _C.ReduceOp.AVERAGE
@@ -27,7 +28,7 @@ def _my_rows(grads, rows, set_id):
 def _rows_of_every_rank(tensors, set_id):
     counts = torch.tensor([t.shape[0] if t.dim() > 0 else 1 for t in tensors], dtype=torch.int64,
                           device="cpu")  # host metadata, whatever torch's default device
-    return _C.allgather(counts.reshape(1, -1), set_id, "").t().tolist()
+    return _ops.allgather(counts.reshape(1, -1), set_id, "").t().tolist()
 
 
 def _scaled(grad, op, set_id, prescale, postscale):
@@ -48,11 +49,11 @@ class AllreduceFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, op, prescale, postscale, set_id, name):
         ctx.args = (op, prescale, postscale, set_id)
-        return _C.allreduce(tensor, op, prescale, postscale, set_id, name)
+        return _ops.allreduce(tensor, op, prescale, postscale, set_id, name)
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = _C.allreduce(grad_output.contiguous(), *ctx.args, "")
+        grad = _ops.allreduce(grad_output.contiguous(), *ctx.args, "")
         return grad, None, None, None, None, None
 
 
@@ -62,11 +63,11 @@ class GroupedAllreduceFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, prescale, postscale, set_id, name, *tensors):
         ctx.args = (op, prescale, postscale, set_id)
-        return tuple(_C.grouped_allreduce(list(tensors), op, prescale, postscale, set_id, name))
+        return tuple(_ops.grouped_allreduce(list(tensors), op, prescale, postscale, set_id, name))
 
     @staticmethod
     def backward(ctx, *grads):
-        grads = _C.grouped_allreduce([g.contiguous() for g in grads], *ctx.args, "")
+        grads = _ops.grouped_allreduce([g.contiguous() for g in grads], *ctx.args, "")
         return (None, None, None, None, None, *grads)
 
 
@@ -78,11 +79,11 @@ class AllgatherFunction(torch.autograd.Function):
     def forward(ctx, tensor, set_id, name):
         ctx.set_id = set_id
         ctx.rows = _rows_of_every_rank([tensor], set_id)
-        return _C.allgather(tensor, set_id, name)
+        return _ops.allgather(tensor, set_id, name)
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad = _C.allreduce(grad_output.contiguous(), _Average, 1.0, 1.0, ctx.set_id, "")
+        grad = _ops.allreduce(grad_output.contiguous(), _Average, 1.0, 1.0, ctx.set_id, "")
         return _my_rows([grad], ctx.rows, ctx.set_id)[0], None, None
 
 
@@ -93,12 +94,12 @@ class GroupedAllgatherFunction(torch.autograd.Function):
     def forward(ctx, set_id, names, *tensors):
         ctx.set_id = set_id
         ctx.rows = _rows_of_every_rank(tensors, set_id)
-        works = [_C.allgather_async(t, set_id, n) for t, n in zip(tensors, names)]
+        works = [_ops.allgather_async(t, set_id, n) for t, n in zip(tensors, names)]
         return tuple(w.wait() for w in works)
 
     @staticmethod
     def backward(ctx, *grads):
-        grads = _C.grouped_allreduce([g.contiguous() for g in grads], _Average, 1.0, 1.0,
+        grads = _ops.grouped_allreduce([g.contiguous() for g in grads], _Average, 1.0, 1.0,
                                      ctx.set_id, "")
         return (None, None, *_my_rows(grads, ctx.rows, ctx.set_id))
 
@@ -110,12 +111,12 @@ class BroadcastFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, root_rank, set_id, name):
         ctx.args = (root_rank, set_id)
-        return _C.broadcast(tensor, root_rank, set_id, name)
+        return _ops.broadcast(tensor, root_rank, set_id, name)
 
     @staticmethod
     def backward(ctx, grad_output):
         root_rank, set_id = ctx.args
-        grad = _C.allreduce(grad_output.contiguous(), _Average, 1.0, 1.0, set_id, "")
+        grad = _ops.allreduce(grad_output.contiguous(), _Average, 1.0, 1.0, set_id, "")
         if _C.rank() != root_rank:
             grad = torch.zeros_like(grad)
         return grad, None, None, None
@@ -128,7 +129,7 @@ class AlltoallFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, splits, set_id, name):
         ctx.set_id = set_id
-        work = _C.alltoall_async(tensor, splits, set_id, name)
+        work = _ops.alltoall_async(tensor, splits, set_id, name)
         output, received = work.wait(), work.received_splits()
         ctx.received = received
         ctx.mark_non_differentiable(received)
@@ -136,7 +137,7 @@ class AlltoallFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output, _grad_received):
-        work = _C.alltoall_async(grad_output.contiguous(), ctx.received, ctx.set_id, "")
+        work = _ops.alltoall_async(grad_output.contiguous(), ctx.received, ctx.set_id, "")
         return work.wait(), None, None, None
 
 
@@ -147,12 +148,12 @@ class ReducescatterFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, op, prescale, postscale, set_id, name):
         ctx.args = (op, set_id, prescale, postscale)
-        return _C.reducescatter(tensor, op, prescale, postscale, set_id, name)
+        return _ops.reducescatter(tensor, op, prescale, postscale, set_id, name)
 
     @staticmethod
     def backward(ctx, grad_output):
         grad = _scaled(grad_output, *ctx.args)
-        return _C.allgather(grad.contiguous(), ctx.args[1], ""), None, None, None, None, None
+        return _ops.allgather(grad.contiguous(), ctx.args[1], ""), None, None, None, None, None
 
 
 class GroupedReducescatterFunction(torch.autograd.Function):
@@ -161,12 +162,12 @@ class GroupedReducescatterFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, op, prescale, postscale, set_id, names, *tensors):
         ctx.args = (op, set_id, prescale, postscale)
-        works = [_C.reducescatter_async(t, op, prescale, postscale, set_id, n)
+        works = [_ops.reducescatter_async(t, op, prescale, postscale, set_id, n)
                  for t, n in zip(tensors, names)]
         return tuple(w.wait() for w in works)
 
     @staticmethod
     def backward(ctx, *grads):
-        works = [_C.allgather_async(_scaled(g, *ctx.args).contiguous(), ctx.args[1], "")
+        works = [_ops.allgather_async(_scaled(g, *ctx.args).contiguous(), ctx.args[1], "")
                  for g in grads]
         return (None, None, None, None, None, *(w.wait() for w in works))

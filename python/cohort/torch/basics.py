@@ -10,6 +10,7 @@ import os
 import torch
 
 from cohort import _C
+from cohort.torch import tensor_ops
 from cohort._errors import InvalidArgument
 
 
@@ -96,9 +97,10 @@ def mpi_enabled():
 
 
 def cuda_built():
-    """Whether CUDA tensors can go through Cohort: a build with the CUDA toolkit and a CUDA torch
-    (through NCCL, or the staged backend where NCCL cannot serve)."""
-    return bool(_C.cuda_built)
+    """Whether CUDA tensors can go through Cohort: a build with the CUDA toolkit and a torch built
+    for the same CUDA major version (through NCCL, or the staged backend where NCCL cannot
+    serve)."""
+    return tensor_ops.cuda_tensors_work()
 
 
 def rocm_built():

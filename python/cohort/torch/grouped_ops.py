@@ -6,7 +6,7 @@ all have. A given ``name`` becomes ``<name>.<i>`` for the i-th tensor; unnamed m
 numbered like single unnamed calls. ``mpi_ops`` re-exports every name here, as Horovod's has them.
 """
 
-from cohort import _C
+from cohort.torch import tensor_ops as _ops
 from cohort.torch import autograd_ops as _ag
 from cohort.torch.basics import _set_id, global_process_set
 from cohort.torch.compression import Compression
@@ -28,7 +28,7 @@ def grouped_allgather_async(tensors, name=None, process_set=global_process_set):
     """Starts an allgather of every tensor; ``synchronize`` returns the list of results."""
     tensors = _check_all(tensors, "grouped_allgather_async")
     set_id = _set_id(process_set)
-    works = [_C.allgather_async(t, set_id, n)
+    works = [_ops.allgather_async(t, set_id, n)
              for t, n in zip(tensors, _names("grouped_allgather", name, len(tensors)))]
     return Handle(_GroupWork(f"grouped_allgather.{name}", works), _wait_all)
 
@@ -48,7 +48,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=glob
     """Starts a reducescatter of every tensor; ``synchronize`` returns this rank's blocks."""
     tensors = _check_all(tensors, "grouped_reducescatter_async")
     op, set_id = _check_op(op), _set_id(process_set)
-    works = [_C.reducescatter_async(t, op, prescale_factor, postscale_factor, set_id, n)
+    works = [_ops.reducescatter_async(t, op, prescale_factor, postscale_factor, set_id, n)
              for t, n in zip(tensors, _names("grouped_reducescatter", name, len(tensors)))]
     return Handle(_GroupWork(f"grouped_reducescatter.{name}", works), _wait_all)
 

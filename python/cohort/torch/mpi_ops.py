@@ -11,6 +11,7 @@ every rank, as in Horovod.
 import torch
 
 from cohort import _C
+from cohort.torch import tensor_ops as _ops
 from cohort._errors import InvalidArgument  # noqa: F401  (as before the move)
 from cohort.torch.basics import (  # noqa: F401  (re-exported)
     _GlobalProcessSet,
@@ -84,7 +85,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     _check_device(tensor, "allreduce_async")
     args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
                         name)
-    return Handle(_C.allreduce_async(tensor, *args), _output)
+    return Handle(_ops.allreduce_async(tensor, *args), _output)
 
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None,
@@ -97,7 +98,7 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     if compressed.requires_grad:
         out = _ag.AllreduceFunction.apply(compressed, *args)
     else:
-        out = _C.allreduce(compressed, *args)
+        out = _ops.allreduce(compressed, *args)
     return compression.decompress(out, ctx)
 
 
@@ -107,7 +108,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     _check_device(tensor, "allreduce_async_")
     args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
                         name)
-    return Handle(_C.allreduce_async_(tensor, *args), _output)
+    return Handle(_ops.allreduce_async_(tensor, *args), _output)
 
 
 def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
@@ -116,7 +117,7 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
     _check_device(tensor, "allreduce_")
     args = _reduce_args("allreduce", average, op, prescale_factor, postscale_factor, process_set,
                         name)
-    return _C.allreduce_(tensor, *args)
+    return _ops.allreduce_(tensor, *args)
 
 
 # --- Grouped allreduce ---------------------------------------------------------------------------
@@ -127,7 +128,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     tensors = _check_all(tensors, "grouped_allreduce_async")
     args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
                         process_set, name)
-    return Handle(_C.grouped_allreduce_async(tensors, *args), _outputs)
+    return Handle(_ops.grouped_allreduce_async(tensors, *args), _outputs)
 
 
 def grouped_allreduce(tensors, average=None, name=None, compression=Compression.none, op=None,
@@ -141,7 +142,7 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
     if any(t.requires_grad for t in inputs):
         outs = _ag.GroupedAllreduceFunction.apply(*args, *inputs)
     else:
-        outs = _C.grouped_allreduce(inputs, *args)
+        outs = _ops.grouped_allreduce(inputs, *args)
     return [compression.decompress(o, ctx) for o, (_, ctx) in zip(outs, compressed)]
 
 
@@ -151,7 +152,7 @@ def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale
     tensors = _check_all(tensors, "grouped_allreduce_async_")
     args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
                         process_set, name)
-    return Handle(_C.grouped_allreduce_async_(tensors, *args), _outputs)
+    return Handle(_ops.grouped_allreduce_async_(tensors, *args), _outputs)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -160,7 +161,7 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
     tensors = _check_all(tensors, "grouped_allreduce_")
     args = _reduce_args("grouped_allreduce", average, op, prescale_factor, postscale_factor,
                         process_set, name)
-    return _C.grouped_allreduce_(tensors, *args)
+    return _ops.grouped_allreduce_(tensors, *args)
 
 
 # --- Allgather, broadcast, alltoall, reducescatter -----------------------------------------------
@@ -168,7 +169,7 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 def allgather_async(tensor, name=None, process_set=global_process_set):
     """Starts an allgather (concatenation along the first dimension, in rank order)."""
     _check_device(tensor, "allgather_async")
-    work = _C.allgather_async(tensor, _set_id(process_set), _name("allgather", name))
+    work = _ops.allgather_async(tensor, _set_id(process_set), _name("allgather", name))
     return Handle(work, _output)
 
 
@@ -179,13 +180,13 @@ def allgather(tensor, name=None, process_set=global_process_set):
     set_id = _set_id(process_set)
     if tensor.requires_grad:
         return _ag.AllgatherFunction.apply(tensor, set_id, _name("allgather", name))
-    return _C.allgather(tensor, set_id, _name("allgather", name))
+    return _ops.allgather(tensor, set_id, _name("allgather", name))
 
 
 def broadcast_async(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts a broadcast of root's tensor into a new tensor."""
     _check_device(tensor, "broadcast_async")
-    work = _C.broadcast_async(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+    work = _ops.broadcast_async(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
     return Handle(work, _output)
 
 
@@ -196,20 +197,20 @@ def broadcast(tensor, root_rank, name=None, process_set=global_process_set):
     set_id = _set_id(process_set)
     if tensor.requires_grad:
         return _ag.BroadcastFunction.apply(tensor, root_rank, set_id, _name("broadcast", name))
-    return _C.broadcast(tensor, root_rank, set_id, _name("broadcast", name))
+    return _ops.broadcast(tensor, root_rank, set_id, _name("broadcast", name))
 
 
 def broadcast_async_(tensor, root_rank, name=None, process_set=global_process_set):
     """Starts an in-place broadcast of root's tensor."""
     _check_device(tensor, "broadcast_async_")
-    work = _C.broadcast_async_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+    work = _ops.broadcast_async_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
     return Handle(work, _output)
 
 
 def broadcast_(tensor, root_rank, name=None, process_set=global_process_set):
     """Overwrites ``tensor`` with root's and returns it."""
     _check_device(tensor, "broadcast_")
-    return _C.broadcast_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
+    return _ops.broadcast_(tensor, root_rank, _set_id(process_set), _name("broadcast", name))
 
 
 def _splits_tensor(splits):
@@ -226,7 +227,7 @@ def alltoall_async(tensor, splits=None, name=None, process_set=global_process_se
     splits_t = _splits_tensor(splits)
     # Horovod's received splits have the dtype of the splits given, or int32.
     rdtype = splits.dtype if isinstance(splits, torch.Tensor) else torch.int32
-    work = _C.alltoall_async(tensor, splits_t, _set_id(process_set), _name("alltoall", name))
+    work = _ops.alltoall_async(tensor, splits_t, _set_id(process_set), _name("alltoall", name))
     return Handle(work, lambda w: (w.wait(), w.received_splits().to(rdtype)))
 
 
@@ -251,7 +252,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
     """Starts a reducescatter; ``synchronize`` returns this rank's block."""
     _check_device(tensor, "reducescatter_async")
     op = _check_op(op)
-    work = _C.reducescatter_async(tensor, op, prescale_factor, postscale_factor,
+    work = _ops.reducescatter_async(tensor, op, prescale_factor, postscale_factor,
                                   _set_id(process_set), _name("reducescatter", name))
     return Handle(work, _output)
 
@@ -270,7 +271,7 @@ def reducescatter(tensor, name=None, compression=Compression.none, op=Average,
     if compressed.requires_grad:
         out = _ag.ReducescatterFunction.apply(compressed, *args)
     else:
-        out = _C.reducescatter(compressed, *args)
+        out = _ops.reducescatter(compressed, *args)
     return compression.decompress(out, ctx)
 
 

@@ -41,10 +41,9 @@ std::string save_optimizer_state(::torch::optim::Optimizer& optimizer);
 // fails.
 void load_optimizer_state(::torch::optim::Optimizer& optimizer, std::string_view bytes);
 
-// Bytes from root to every rank (the size is broadcast first); other ranks' `bytes` are ignored.
-std::string broadcast_bytes(std::string bytes, int root, std::string name, ProcessSet set = {});
-// Every rank's bytes, in rank order, on every rank (sizes may differ between ranks).
-std::vector<std::string> allgather_bytes(std::string bytes, std::string name, ProcessSet set = {});
+// The core's byte collectives (cohort/cohort.h), under the adapter's names.
+using cohort::allgather_bytes;
+using cohort::broadcast_bytes;
 
 // Any cereal-serializable object, from root to every rank.
 template <typename T>
