@@ -1,7 +1,5 @@
 #include "ops/mpi_backend.h"
 
-#include <mpi.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 #include "base/mutex.h"
 #include "cohort/errors.h"
 #include "ops/backend_args.h"
+#include "ops/mpi_library.h"
 #include "ops/reduce.h"
 
 namespace cohort::ops {
@@ -27,38 +26,38 @@ void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
-  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+  if (mpi().error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
   throw InternalError(std::string("MPI ") + what + " failed (error " + std::to_string(rc) +
                       "): " + std::string(text, static_cast<size_t>(len)));
 }
 
 bool is_finalized() {
   int finalized = 0;
-  MPI_Finalized(&finalized);
+  mpi().finalized(&finalized);
   return finalized != 0;
 }
 
 // MPI cannot be initialized again after MPI_Finalize, and the runtime may shut down and start
 // again in one process, so MPI stays up until exit if we started it.
 void finalize_at_exit() {
-  if (!is_finalized()) MPI_Finalize();
+  if (!is_finalized()) mpi().finalize();
 }
 
 void ensure_initialized() {
   static Mutex mutex;
   MutexLock lock(mutex);
   int initialized = 0;
-  MPI_Initialized(&initialized);
+  mpi().initialized(&initialized);
   if (is_finalized()) {
     throw InternalError("MPI backend: MPI was already finalized in this process");
   }
   if (!initialized) {
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    check(mpi().init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     std::atexit(finalize_at_exit);
   }
   int level = 0;
-  MPI_Query_thread(&level);
+  mpi().query_thread(&level);
   if (level < MPI_THREAD_SERIALIZED) {
     // Someone else initialized MPI for the main thread only; our background thread calls it.
     log::warning("MPI was initialized with thread level ", level,
@@ -70,20 +69,20 @@ MPI_Datatype mpi_type(DataType dtype) {
   switch (dtype) {
     case DataType::kUInt8:
     case DataType::kBool:  // reduced by our logical kernels (user-defined ops)
-      return MPI_UINT8_T;
+      return mpi().uint8;
     case DataType::kInt8:
-      return MPI_INT8_T;
+      return mpi().int8;
     case DataType::kInt32:
-      return MPI_INT32_T;
+      return mpi().int32;
     case DataType::kInt64:
-      return MPI_INT64_T;
+      return mpi().int64;
     case DataType::kFloat16:
     case DataType::kBFloat16:
-      return MPI_UINT16_T;  // reduced in float by our kernels (user-defined ops)
+      return mpi().uint16;  // reduced in float by our kernels (user-defined ops)
     case DataType::kFloat32:
-      return MPI_FLOAT;
+      return mpi().float32;
     case DataType::kFloat64:
-      return MPI_DOUBLE;
+      return mpi().float64;
   }
   throw InvalidArgument("MPI backend: unknown data type");
 }
@@ -102,7 +101,7 @@ void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
 template <DataType D, ReduceOp Op>
 MPI_Op create_op() {
   MPI_Op op;
-  check(MPI_Op_create(&user_reduce<D, Op>, /*commute=*/1, &op), "MPI_Op_create");
+  check(mpi().op_create(&user_reduce<D, Op>, /*commute=*/1, &op), "MPI_Op_create");
   return op;
 }
 
@@ -130,11 +129,11 @@ class MpiBackend final : public Backend {
  public:
   // Takes ownership of `comm` (freed on destruction, or here if construction fails).
   explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
-    for (auto& ops : user_ops_) ops.fill(MPI_OP_NULL);
+    for (auto& ops : user_ops_) ops.fill(mpi().op_null);
     try {
-      check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
-      check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
-      check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+      check(mpi().comm_set_errhandler(comm_, mpi().errors_return), "MPI_Comm_set_errhandler");
+      check(mpi().comm_rank(comm_, &rank_), "MPI_Comm_rank");
+      check(mpi().comm_size(comm_, &size_), "MPI_Comm_size");
       user_ops_[0] = create_ops<kUserTypes[0]>();
       user_ops_[1] = create_ops<kUserTypes[1]>();
       user_ops_[2] = create_ops<kUserTypes[2]>();
@@ -158,7 +157,7 @@ class MpiBackend final : public Backend {
     size_t element = element_size(dtype);
     for (size_t done = 0; done < count; done += kMaxCount) {
       int n = static_cast<int>(std::min(kMaxCount, count - done));
-      check(MPI_Allreduce(MPI_IN_PLACE, bytes + done * element, n, type, mop, comm_),
+      check(mpi().allreduce(MPI_IN_PLACE, bytes + done * element, n, type, mop, comm_),
             "MPI_Allreduce");
     }
   }
@@ -168,19 +167,19 @@ class MpiBackend final : public Backend {
     auto* data = static_cast<char*>(buffer);
     for (size_t done = 0; done < bytes; done += kMaxCount) {
       int n = static_cast<int>(std::min(kMaxCount, bytes - done));
-      check(MPI_Bcast(data + done, n, MPI_BYTE, root, comm_), "MPI_Bcast");
+      check(mpi().bcast(data + done, n, mpi().byte, root, comm_), "MPI_Bcast");
     }
   }
 
   void allgatherv(const void* input, void* output, std::span<const size_t> counts) override {
     check_rank_counts("MPI allgatherv", counts, size_);
     IntLayout layout("MPI allgatherv", counts, "bytes");
-    check(MPI_Allgatherv(input, layout.counts[rank_], MPI_BYTE, output, layout.counts.data(),
-                         layout.offsets.data(), MPI_BYTE, comm_),
+    check(mpi().allgatherv(input, layout.counts[rank_], mpi().byte, output, layout.counts.data(),
+                           layout.offsets.data(), mpi().byte, comm_),
           "MPI_Allgatherv");
   }
 
-  void barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void barrier() override { check(mpi().barrier(comm_), "MPI_Barrier"); }
 
   void alltoallv(const void* input, std::span<const size_t> send_counts, void* output,
                  std::span<const size_t> recv_counts) override {
@@ -188,8 +187,8 @@ class MpiBackend final : public Backend {
     IntLayout sends("MPI alltoallv", send_counts, "bytes");
     IntLayout receives("MPI alltoallv", recv_counts, "bytes");
     check_disjoint("MPI alltoallv", input, sends.total, output, receives.total);
-    check(MPI_Alltoallv(input, sends.counts.data(), sends.offsets.data(), MPI_BYTE, output,
-                        receives.counts.data(), receives.offsets.data(), MPI_BYTE, comm_),
+    check(mpi().alltoallv(input, sends.counts.data(), sends.offsets.data(), mpi().byte, output,
+                          receives.counts.data(), receives.offsets.data(), mpi().byte, comm_),
           "MPI_Alltoallv");
   }
 
@@ -202,11 +201,11 @@ class MpiBackend final : public Backend {
     MPI_Datatype type = mpi_type(dtype);
     bool even = std::all_of(counts.begin(), counts.end(), [&](size_t c) { return c == counts[0]; });
     if (even) {
-      check(MPI_Reduce_scatter_block(input, output, layout.counts[0], type, mop, comm_),
+      check(mpi().reduce_scatter_block(input, output, layout.counts[0], type, mop, comm_),
             "MPI_Reduce_scatter_block");
       return;
     }
-    check(MPI_Reduce_scatter(input, output, layout.counts.data(), type, mop, comm_),
+    check(mpi().reduce_scatter(input, output, layout.counts.data(), type, mop, comm_),
           "MPI_Reduce_scatter");
   }
 
@@ -214,14 +213,14 @@ class MpiBackend final : public Backend {
   // only its members call.
   std::unique_ptr<Backend> split(std::span<const int> ranks, const std::string& key) override {
     check_split("MPI split", ranks, rank_, size_);
-    MPI_Group all = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
-    MPI_Comm comm = MPI_COMM_NULL;
-    check(MPI_Comm_group(comm_, &all), "MPI_Comm_group");
-    int rc = MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &members);
-    MPI_Group_free(&all);
+    MPI_Group all = mpi().group_null, members = mpi().group_null;
+    MPI_Comm comm = mpi().comm_null;
+    check(mpi().comm_group(comm_, &all), "MPI_Comm_group");
+    int rc = mpi().group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &members);
+    mpi().group_free(&all);
     check(rc, "MPI_Group_incl");
-    rc = MPI_Comm_create_group(comm_, members, split_tag(key), &comm);
-    MPI_Group_free(&members);
+    rc = mpi().comm_create_group(comm_, members, split_tag(key), &comm);
+    mpi().group_free(&members);
     check(rc, "MPI_Comm_create_group");
     return std::make_unique<MpiBackend>(comm);
   }
@@ -233,7 +232,7 @@ class MpiBackend final : public Backend {
     if (user != kUserTypes.end()) return user_ops_[user - kUserTypes.begin()][index];
     // Open MPI's native integer sum and product wrap around on overflow, like our kernels.
     // Not constexpr: Open MPI's handles are addresses, which clang refuses in a constant.
-    const std::array<MPI_Op, 4> native = {MPI_SUM, MPI_MIN, MPI_MAX, MPI_PROD};
+    const std::array<MPI_Op, 4> native = {mpi().sum, mpi().min, mpi().max, mpi().prod};
     return native[index];
   }
 
@@ -263,13 +262,13 @@ class MpiBackend final : public Backend {
     if (is_finalized()) return;
     for (auto& ops : user_ops_) {
       for (auto& op : ops) {
-        if (op != MPI_OP_NULL) MPI_Op_free(&op);
+        if (op != mpi().op_null) mpi().op_free(&op);
       }
     }
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+    if (comm_ != mpi().comm_null) mpi().comm_free(&comm_);
   }
 
-  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Comm comm_ = mpi().comm_null;
   int rank_ = 0;
   int size_ = 1;
   std::array<std::array<MPI_Op, 4>, kUserTypes.size()> user_ops_{};
@@ -283,8 +282,8 @@ bool launched_by_mpirun() {
 
 std::unique_ptr<Backend> make_mpi_backend() {
   ensure_initialized();
-  MPI_Comm comm = MPI_COMM_NULL;
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  MPI_Comm comm = mpi().comm_null;
+  check(mpi().comm_dup(mpi().comm_world, &comm), "MPI_Comm_dup");
   return std::make_unique<MpiBackend>(comm);
 }
 
