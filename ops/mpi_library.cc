@@ -2,11 +2,9 @@
 
 #include <dlfcn.h>
 
-#include <optional>
 #include <string>
 #include <utility>
 
-#include "base/mutex.h"
 #include "cohort/errors.h"
 
 namespace cohort::ops {
@@ -115,15 +113,11 @@ MpiLibrary load_mpi_library(const char* soname) {
   return m;  // the library is never closed: MPI finalizes at exit (mpi_backend.cc)
 }
 
-namespace {
-Mutex g_mutex;
-std::optional<MpiLibrary> g_loaded GUARDED_BY(g_mutex);
-}  // namespace
-
 const MpiLibrary& mpi() {
-  MutexLock lock(g_mutex);
-  if (!g_loaded) g_loaded = load_mpi_library(kMpiLibrary);
-  return *g_loaded;
+  // Loaded once, thread-safely; a load that throws leaves it unloaded, so the next call tries
+  // again. Once loaded, a call costs the guard's check only: it is on every MPI call's path.
+  static const MpiLibrary library = load_mpi_library(kMpiLibrary);
+  return library;
 }
 
 }  // namespace cohort::ops

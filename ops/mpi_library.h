@@ -58,8 +58,9 @@ inline constexpr const char* kMpiLibrary = "libmpi.so.40";
 // library stays loaded for the life of the process.
 MpiLibrary load_mpi_library(const char* soname);
 
-// The process's MPI library, loaded from kMpiLibrary on first use (thread-safe); throws as
-// load_mpi_library does, every time it is asked while it cannot be loaded.
+// The process's MPI library, loaded from kMpiLibrary on first use (thread-safe; afterwards a
+// call costs a check of the guard); throws as load_mpi_library does, every time it is asked
+// while it cannot be loaded.
 const MpiLibrary& mpi();
 
 }  // namespace cohort::ops

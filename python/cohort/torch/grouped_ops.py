@@ -6,8 +6,8 @@ all have. A given ``name`` becomes ``<name>.<i>`` for the i-th tensor; unnamed m
 numbered like single unnamed calls. ``mpi_ops`` re-exports every name here, as Horovod's has them.
 """
 
-from cohort.torch import tensor_ops as _ops
 from cohort.torch import autograd_ops as _ag
+from cohort.torch import tensor_ops as _ops
 from cohort.torch.basics import _set_id, global_process_set
 from cohort.torch.compression import Compression
 from cohort.torch.op_common import (Average, Handle, _check_all, _check_op, _GroupWork,

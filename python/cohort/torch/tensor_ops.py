@@ -76,14 +76,6 @@ def cuda_tensors_work():
     return bool(_C.cuda_built) and major == _C.cuda_major
 
 
-def check_host_tensor(tensor, what):
-    """check_tensor(), and on the CPU: for what reads or tracks host memory."""
-    check_tensor(tensor, what)
-    if tensor.is_cuda:
-        raise _C.InvalidArgument(_where(what) + "CUDA tensor; this reads host memory, so it takes "
-                                 "CPU tensors only: move the tensor to the CPU")
-
-
 def _check_group(tensors, what):
     for t in tensors:
         check_tensor(t, what)
@@ -151,7 +143,7 @@ def _name_or_default(name, op):
 # --- Work --------------------------------------------------------------------------------------
 
 # Collectives whose Work was dropped before they completed, with the tensors they still read or
-# write; swept at every submission (and shutdown), dropped once complete.
+# write; swept at every submission, dropped once complete.
 _dropped_lock = threading.Lock()
 _dropped = []
 
